@@ -1,0 +1,79 @@
+"""What every serialization format provides: validation at CREATE time, decoding in Spark.
+
+Decoding builds Spark column expressions (no Python per record): typed columns plus one
+error column that is non-NULL when the bytes do not match the format, so a bad record is
+routed to the processing log instead of failing the query or silently turning to NULLs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ..errors import StatementError
+from ..sql import ast
+from .. import types
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A format as declared: name plus its options (delimiter, wrapping, schema id)."""
+
+    name: str
+    options: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class Decoded:
+    columns: list[Column]
+    error: Column | None = None
+
+
+@dataclass(frozen=True)
+class Field:
+    """The part of a declared column a format needs."""
+
+    name: str
+    type: ast.Type
+
+
+class Format:
+    name = ""
+    #: Primitive types this format can hold in a key or value column; None means all.
+    supported_types: frozenset[str] | None = None
+    single_column_only = False
+    #: True when the format can be used for keys at all.
+    key_capable = True
+
+    def validate(self, fields: Sequence[Field], role: str, kind: str) -> None:
+        if self.single_column_only and len(fields) > 1:
+            raise StatementError(
+                f"The '{self.name}' format only supports a single field. Got: "
+                + "[" + ", ".join(f"`{f.name}` {types.display(f.type)}" for f in fields) + "]"
+            )
+        if self.supported_types is not None:
+            for f in fields:
+                if f.type.name not in self.supported_types:
+                    raise StatementError(
+                        f"The '{self.name}' format does not support type "
+                        f"'{types.display(f.type)}'"
+                    )
+
+    def decode(self, raw: Column, fields: Sequence[Field], spec: FormatSpec, role: str) -> Decoded:
+        raise NotImplementedError
+
+
+def deserialization_error(role: str, reason: Column | str) -> Column:
+    """ksqlDB's processing-log wording for a record whose key or value does not decode."""
+    reason_col = F.lit(reason) if isinstance(reason, str) else reason
+    return F.concat(F.lit(f"Failed to deserialize {role}: "), reason_col)
+
+
+def first_error(checks: Sequence[Column]) -> Column | None:
+    """The first non-NULL error message among `checks`, or None when there are none."""
+    if not checks:
+        return None
+    return checks[0] if len(checks) == 1 else F.coalesce(*checks)

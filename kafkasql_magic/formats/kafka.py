@@ -1,0 +1,45 @@
+"""ksqlDB's KAFKA format: Kafka's own serializers, one column, fixed-width big-endian numbers."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from . import bytes_codec
+from .base import Decoded, Format, deserialization_error
+
+#: ksql type -> (byte width or None for any, decoder, Kafka deserializer name).
+DECODERS = {
+    "INT": (4, bytes_codec.int_from_bytes, "IntegerDeserializer"),
+    "BIGINT": (8, bytes_codec.bigint_from_bytes, "LongDeserializer"),
+    "DOUBLE": (8, bytes_codec.double_from_bytes, "DoubleDeserializer"),
+    "STRING": (None, lambda b: b.cast("string"), "StringDeserializer"),
+    "BYTES": (None, lambda b: b, "ByteArrayDeserializer"),
+}
+
+
+class KafkaFormat(Format):
+    name = "KAFKA"
+    supported_types = frozenset(DECODERS)
+    single_column_only = True
+
+    def decode(self, raw, fields, spec, role):
+        if not fields:
+            return Decoded([])
+        (field,) = fields
+        width, decoder, deserializer = DECODERS[field.type.name]
+        value = decoder(raw).alias(field.name)
+        if width is None:
+            return Decoded([value])
+        bad = raw.isNotNull() & (F.length(raw) != width)
+        error = F.when(
+            bad,
+            deserialization_error(
+                role,
+                F.concat(
+                    F.lit(f"Size of data received by {deserializer} is not {width} (got "),
+                    F.length(raw).cast("string"),
+                    F.lit(" bytes)"),
+                ),
+            ),
+        )
+        return Decoded([F.when(~bad, value).alias(field.name)], error)

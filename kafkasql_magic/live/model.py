@@ -1,0 +1,241 @@
+"""The state behind a live push-query display, without any UI.
+
+Micro-batch callbacks arrive on a Spark streaming thread while the UI (or a test) reads,
+so every change happens under one lock and readers get frozen snapshots.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from . import render
+
+log = logging.getLogger(__name__)
+
+STATES = ("STARTING", "RUNNING", "STOPPED", "FINISHED", "FAILED")
+TERMINAL_STATES = frozenset({"STOPPED", "FINISHED", "FAILED"})
+MAX_ERRORS = 5
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a view needs, copied out under the lock (tuples, so it cannot drift)."""
+
+    version: int
+    title: str
+    state: str
+    message: str | None
+    columns: tuple[str, ...]
+    key_columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    batch_id: int | None
+    rows_total: int
+    input_rows_total: int
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    error_count: int
+    latest_errors: tuple[str, ...]
+    last_update: float | None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    def to_text(self) -> str:
+        return render.to_text(self)
+
+    def to_html(self) -> str:
+        return render.to_html(self)
+
+
+Callback = Callable[[Snapshot], None]
+
+
+class LiveModel:
+    """Rows and progress of one running query.
+
+    Without `key_columns` it keeps the last `max_rows` rows (a stream). With them it reads a
+    TABLE changelog: the latest row per key, at most `max_rows` keys, most recently updated last.
+    """
+
+    def __init__(
+        self,
+        columns: list[str],
+        *,
+        max_rows: int = 20,
+        key_columns: list[str] | None = None,
+        title: str = "",
+    ):
+        if max_rows < 1:
+            raise ValueError("max_rows must be at least 1")
+        self.columns = tuple(columns)
+        self.key_columns = tuple(key_columns or ())
+        missing = [k for k in self.key_columns if k not in self.columns]
+        if missing:
+            raise ValueError(f"key columns not among the columns: {missing}")
+        self._key_index = tuple(self.columns.index(k) for k in self.key_columns)
+        self.max_rows = max_rows
+        self.title = title
+        self._lock = threading.Lock()
+        self._rows: collections.deque | collections.OrderedDict
+        if self._key_index:
+            self._rows = collections.OrderedDict()
+        else:
+            self._rows = collections.deque(maxlen=max_rows)
+        self._state = "STARTING"
+        self._message: str | None = None
+        self._batch_id: int | None = None
+        self._rows_total = 0
+        self._input_rows_total = 0
+        self._input_rate: float | None = None
+        self._processed_rate: float | None = None
+        self._error_count = 0
+        self._errors: collections.deque[str] = collections.deque(maxlen=MAX_ERRORS)
+        self._last_update: float | None = None
+        self._version = 0
+        self._subscribers: list[Callback] = []
+
+    # -- changes ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def set_state(self, state: str, message: str | None = None) -> None:
+        if state not in STATES:
+            raise ValueError(f"unknown state {state!r}; expected one of {STATES}")
+        with self._lock:
+            self._state = state
+            self._message = message
+            changed = self._changed()
+        self._notify(changed)
+
+    def on_batch(
+        self,
+        batch_id: int,
+        rows: Iterable[tuple],
+        *,
+        input_rows_per_second: float | None = None,
+        processed_rows_per_second: float | None = None,
+        num_input_rows: int | None = None,
+    ) -> None:
+        """Record one micro-batch; rows are tuples in `columns` order."""
+        rows = [tuple(r) for r in rows]
+        width = len(self.columns)
+        for r in rows:
+            if len(r) != width:
+                raise ValueError(f"row has {len(r)} values, expected {width}: {r!r}")
+        with self._lock:
+            if self._key_index:
+                for r in rows:
+                    self._upsert(r)
+            else:
+                self._rows.extend(rows)
+            self._rows_total += len(rows)
+            if num_input_rows is not None:
+                self._input_rows_total += num_input_rows
+            self._batch_id = batch_id
+            self._input_rate = input_rows_per_second
+            self._processed_rate = processed_rows_per_second
+            if self._state == "STARTING":
+                self._state = "RUNNING"
+            changed = self._changed()
+        self._notify(changed)
+
+    def _upsert(self, row: tuple) -> None:
+        key = tuple(row[i] for i in self._key_index)
+        key = tuple(_hashable(k) for k in key)
+        table = self._rows
+        table.pop(key, None)  # re-inserting moves the key to the end: most recent last
+        table[key] = row
+        while len(table) > self.max_rows:
+            table.popitem(last=False)
+
+    def on_errors(self, count: int, latest: list[str]) -> None:
+        """Record-level errors from the processing log: the total so far and the newest ones."""
+        with self._lock:
+            self._error_count = count
+            self._errors.extend(str(e) for e in latest)
+            changed = self._changed()
+        self._notify(changed)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return self._snapshot()
+
+    def to_text(self) -> str:
+        return render.to_text(self.snapshot())
+
+    def to_html(self) -> str:
+        return render.to_html(self.snapshot())
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    # -- subscriptions ---------------------------------------------------------------------
+
+    def subscribe(self, callback: Callback) -> None:
+        """Call `callback(snapshot)` after every change, on the thread that made the change."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+    def unsubscribe(self, callback: Callback) -> None:
+        with self._lock:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+    def _changed(self) -> tuple[Snapshot, list[Callback]]:
+        self._version += 1
+        self._last_update = time.time()
+        return self._snapshot(), list(self._subscribers)
+
+    def _notify(self, changed: tuple[Snapshot, list[Callback]]) -> None:
+        # Outside the lock: a subscriber may read the model. A failing subscriber must not
+        # break the streaming thread that delivered the batch.
+        snap, subscribers = changed
+        for callback in subscribers:
+            try:
+                callback(snap)
+            except Exception:
+                log.exception("live subscriber %r failed", callback)
+
+    def _snapshot(self) -> Snapshot:
+        rows = self._rows.values() if self._key_index else self._rows
+        return Snapshot(
+            version=self._version,
+            title=self.title,
+            state=self._state,
+            message=self._message,
+            columns=self.columns,
+            key_columns=self.key_columns,
+            rows=tuple(rows),
+            batch_id=self._batch_id,
+            rows_total=self._rows_total,
+            input_rows_total=self._input_rows_total,
+            input_rows_per_second=self._input_rate,
+            processed_rows_per_second=self._processed_rate,
+            error_count=self._error_count,
+            latest_errors=tuple(self._errors),
+            last_update=self._last_update,
+        )
+
+
+def _hashable(value: Any) -> Any:
+    """Keys can be STRUCTs (dicts) or ARRAYs (lists); make them usable as dict keys."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value

@@ -1,0 +1,92 @@
+"""ksql types: to Spark types and to the text ksqlDB shows, as tables."""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from .sql import ast
+
+#: Primitive ksql type -> Spark type.
+SPARK_PRIMITIVES: dict[str, T.DataType] = {
+    "BOOLEAN": T.BooleanType(),
+    "INT": T.IntegerType(),
+    "BIGINT": T.LongType(),
+    "DOUBLE": T.DoubleType(),
+    "STRING": T.StringType(),
+    "BYTES": T.BinaryType(),
+    "DATE": T.DateType(),
+    "TIME": T.TimeType(3),
+    "TIMESTAMP": T.TimestampType(),
+}
+
+#: How ksqlDB names a primitive type in DESCRIBE output and error messages.
+DISPLAY_NAMES: dict[str, str] = {"INT": "INTEGER"}
+
+#: Spark type class -> ksql type, for results of expressions.
+KSQL_FROM_SPARK: dict[type, str] = {
+    T.BooleanType: "BOOLEAN",
+    T.ByteType: "INT",
+    T.ShortType: "INT",
+    T.IntegerType: "INT",
+    T.LongType: "BIGINT",
+    T.FloatType: "DOUBLE",
+    T.DoubleType: "DOUBLE",
+    T.StringType: "STRING",
+    T.VarcharType: "STRING",
+    T.CharType: "STRING",
+    T.BinaryType: "BYTES",
+    T.DateType: "DATE",
+    T.TimeType: "TIME",
+    T.TimestampType: "TIMESTAMP",
+    T.TimestampNTZType: "TIMESTAMP",
+}
+
+INT = ast.Type("INT")
+BIGINT = ast.Type("BIGINT")
+STRING = ast.Type("STRING")
+BYTES = ast.Type("BYTES")
+HEADERS_TYPE = ast.Type(
+    "ARRAY", element=ast.Type("STRUCT", fields=(("KEY", STRING), ("VALUE", BYTES)))
+)
+
+
+def to_spark(t: ast.Type) -> T.DataType:
+    """The Spark type that holds values of ksql type `t`."""
+    if t.name in SPARK_PRIMITIVES:
+        return SPARK_PRIMITIVES[t.name]
+    if t.name == "DECIMAL":
+        return T.DecimalType(t.precision or 10, t.scale or 0)
+    if t.name == "ARRAY":
+        return T.ArrayType(to_spark(t.element))
+    if t.name == "MAP":
+        return T.MapType(to_spark(t.key), to_spark(t.value))
+    if t.name == "STRUCT":
+        return T.StructType([T.StructField(n, to_spark(ft)) for n, ft in t.fields])
+    raise ValueError(f"unknown ksql type {t.name}")
+
+
+def from_spark(dt: T.DataType) -> ast.Type:
+    """The ksql type of a Spark value, for DESCRIBE of derived columns."""
+    if isinstance(dt, T.DecimalType):
+        return ast.Type("DECIMAL", precision=dt.precision, scale=dt.scale)
+    if isinstance(dt, T.ArrayType):
+        return ast.Type("ARRAY", element=from_spark(dt.elementType))
+    if isinstance(dt, T.MapType):
+        return ast.Type("MAP", key=from_spark(dt.keyType), value=from_spark(dt.valueType))
+    if isinstance(dt, T.StructType):
+        return ast.Type("STRUCT", fields=tuple((f.name, from_spark(f.dataType)) for f in dt.fields))
+    return ast.Type(KSQL_FROM_SPARK[type(dt)])
+
+
+def display(t: ast.Type) -> str:
+    """ksqlDB's spelling: INTEGER, DECIMAL(4, 2), ARRAY<STRUCT<`KEY` STRING, `VALUE` BYTES>>."""
+    if t.name == "DECIMAL":
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if t.name == "ARRAY":
+        return f"ARRAY<{display(t.element)}>"
+    if t.name == "MAP":
+        return f"MAP<{display(t.key)}, {display(t.value)}>"
+    if t.name == "STRUCT":
+        inner = ", ".join(f"`{n}` {display(ft)}" for n, ft in t.fields)
+        return f"STRUCT<{inner}>"
+    return DISPLAY_NAMES.get(t.name, t.name)

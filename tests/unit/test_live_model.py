@@ -1,0 +1,203 @@
+"""LiveModel and the cell/table renderings: pure Python, no widgets, no Spark."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import sys
+import threading
+
+import pytest
+
+from kafkasql_magic.live import LiveModel, format_cell
+from kafkasql_magic.live.render import MAX_CELL
+
+
+def test_stream_keeps_last_max_rows_in_arrival_order():
+    m = LiveModel(["ID"], max_rows=3)
+    m.on_batch(0, [(1,), (2,)])
+    m.on_batch(1, [(3,), (4,), (5,)])
+    snap = m.snapshot()
+    assert snap.rows == ((3,), (4,), (5,))
+    assert snap.rows_total == 5
+    assert snap.batch_id == 1
+
+
+def test_table_keeps_latest_row_per_key_most_recent_last():
+    m = LiveModel(["K", "V"], key_columns=["K"], max_rows=3)
+    m.on_batch(0, [("a", 1), ("b", 1), ("c", 1)])
+    m.on_batch(1, [("a", 2)])  # replaces a's row and moves it to the end
+    assert m.snapshot().rows == (("b", 1), ("c", 1), ("a", 2))
+    m.on_batch(2, [("d", 1)])  # b is least recently updated: it goes
+    assert m.snapshot().rows == (("c", 1), ("a", 2), ("d", 1))
+    assert m.snapshot().rows_total == 5
+
+
+def test_table_with_compound_and_struct_keys():
+    m = LiveModel(["K1", "K2", "V"], key_columns=["K1", "K2"])
+    m.on_batch(0, [({"x": [1]}, 1, "old"), ({"x": [1]}, 2, "other"), ({"x": [1]}, 1, "new")])
+    assert [r[2] for r in m.snapshot().rows] == ["other", "new"]
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError):
+        LiveModel(["A"], key_columns=["B"])
+    m = LiveModel(["A", "B"])
+    with pytest.raises(ValueError):
+        m.on_batch(0, [(1,)])
+    with pytest.raises(ValueError):
+        m.set_state("PAUSED")
+
+
+def test_states_rates_and_progress():
+    m = LiveModel(["A"])
+    assert m.state == "STARTING"
+    m.on_batch(
+        7, [(1,)], input_rows_per_second=120.5, processed_rows_per_second=99.0, num_input_rows=4
+    )
+    snap = m.snapshot()
+    assert snap.state == "RUNNING"  # the first batch means the query runs
+    assert (snap.input_rows_per_second, snap.processed_rows_per_second) == (120.5, 99.0)
+    assert snap.input_rows_total == 4
+    assert snap.last_update is not None
+    m.on_batch(8, [])  # a batch without rates clears them: they describe the last batch
+    assert m.snapshot().input_rows_per_second is None
+    m.set_state("FAILED", "boom: broker gone")
+    snap = m.snapshot()
+    assert (snap.state, snap.message, snap.terminal) == ("FAILED", "boom: broker gone", True)
+    m.on_batch(9, [(2,)])
+    assert m.state == "FAILED"  # a late batch does not revive a finished query
+    assert "boom: broker gone" in m.to_text()
+
+
+def test_errors_keep_count_and_last_five_messages():
+    m = LiveModel(["A"])
+    m.on_errors(3, ["e1", "e2", "e3"])
+    m.on_errors(7, ["e4", "e5", "e6", "e7"])
+    snap = m.snapshot()
+    assert snap.error_count == 7
+    assert snap.latest_errors == ("e3", "e4", "e5", "e6", "e7")
+
+
+def test_snapshot_does_not_change_when_the_model_does():
+    m = LiveModel(["A"], max_rows=2)
+    m.on_batch(0, [(1,)])
+    m.on_errors(1, ["e1"])
+    snap = m.snapshot()
+    m.on_batch(1, [(2,), (3,)])
+    m.on_errors(2, ["e2"])
+    m.set_state("STOPPED")
+    assert snap.rows == ((1,),)
+    assert (snap.rows_total, snap.batch_id, snap.state) == (1, 0, "RUNNING")
+    assert snap.latest_errors == ("e1",)
+    with pytest.raises(AttributeError):
+        snap.state = "X"
+
+
+def test_subscribers_get_each_change_until_unsubscribed():
+    m = LiveModel(["A"])
+    seen = []
+    m.subscribe(seen.append)
+    m.on_batch(0, [(1,)])
+    m.on_errors(1, ["x"])
+    m.set_state("STOPPED")
+    assert [s.state for s in seen] == ["RUNNING", "RUNNING", "STOPPED"]
+    assert [s.version for s in seen] == sorted({s.version for s in seen})
+    m.unsubscribe(seen.append)
+    m.on_batch(1, [(2,)])
+    assert len(seen) == 3
+
+
+def test_a_failing_subscriber_does_not_break_the_batch():
+    m = LiveModel(["A"])
+    seen = []
+
+    def broken(_snap):
+        raise RuntimeError("view bug")
+
+    m.subscribe(broken)
+    m.subscribe(seen.append)
+    m.on_batch(0, [(1,)])
+    assert m.snapshot().rows_total == 1 and len(seen) == 1
+
+
+def test_concurrent_batches_count_exactly():
+    m = LiveModel(["T", "I"], max_rows=50)
+    notified = []
+    m.subscribe(lambda s: notified.append(s.version))
+    threads, per_thread, batches = 8, 200, 5
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # force interleaving
+    try:
+        def work(t):
+            for b in range(batches):
+                m.on_batch(b, [(t, i) for i in range(per_thread // batches)], num_input_rows=3)
+
+        pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    snap = m.snapshot()
+    assert snap.rows_total == threads * per_thread
+    assert snap.input_rows_total == threads * batches * 3
+    assert len(snap.rows) == 50
+    assert sorted(notified) == list(range(1, threads * batches + 1))  # one version per change
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (None, "NULL"),
+        (b"\x00\xffA", r"b'\x00\xffA'"),
+        (bytearray(b"\x01"), r"b'\x01'"),
+        ({"A": 1, "B": "x, y", "C": None}, '{"A": 1, "B": "x, y", "C": NULL}'),
+        ([1, "a", [2, None]], '[1, "a", [2, NULL]]'),
+        (True, "true"),
+        (3, "3"),
+        (1.5, "1.5"),
+        (decimal.Decimal("1.10"), "1.10"),
+        (dt.datetime(2024, 5, 1, 12, 30), "2024-05-01 12:30:00"),
+        ("plain", "plain"),
+        ("two\nlines\t", r"two\nlines\t"),
+    ],
+)
+def test_format_cell(value, text):
+    assert format_cell(value) == text
+
+
+def test_long_cells_are_truncated():
+    out = format_cell("x" * 500)
+    assert len(out) == MAX_CELL and out.endswith("…")
+    assert len(format_cell({"k": "y" * 500})) == MAX_CELL
+
+
+def test_html_escapes_values_columns_title_and_errors():
+    m = LiveModel(["<C>"], title="<T>")
+    m.on_batch(0, [("<script>alert(1)</script>",), ({"<k>": b"<"},)])
+    m.on_errors(1, ["<img src=x onerror=alert(1)>"])
+    m.set_state("FAILED", "<b>bad</b>")
+    out = m.to_html()
+    assert "<script>" not in out and "<img" not in out and "<b>bad" not in out
+    assert "<C>" not in out and "<T>" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert "&lt;b&gt;bad&lt;/b&gt;" in out
+
+
+def test_text_table_lines_up():
+    m = LiveModel(["ID", "NAME"], title="people")
+    m.on_batch(3, [(1, "alice"), (22, None)])
+    lines = m.to_text().splitlines()
+    assert lines[0] == "people"
+    assert "batch: 3" in lines[1] and "rows: 2" in lines[1]
+    table = lines[2:]
+    assert table[1] == "| ID | NAME  |"
+    assert table[3] == "| 1  | alice |"
+    assert table[4] == "| 22 | NULL  |"
+    assert len({len(line) for line in table}) == 1
