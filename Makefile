@@ -1,0 +1,41 @@
+# `make demo` and `make test` are all a newcomer needs: both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test test-unit test-integration test-notebooks bench check-java clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+check-java:
+	@v=$$(java -version 2>&1 | awk -F'"' '/version/ {print $$2}' | sed 's/^1\.//' | cut -d. -f1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ] 2>/dev/null; then \
+	  echo "kafkasql_magic needs Java 17 or newer for Spark (found: $${v:-no java on PATH})."; \
+	  echo "Install it, e.g. 'sudo apt-get install openjdk-17-jre-headless', then run make again."; \
+	  exit 1; \
+	fi
+
+demo: check-java $(STAMP)
+	$(BIN)/python -m kafkasql_magic.demo
+
+test: check-java $(STAMP) test-unit test-integration test-notebooks
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -q
+
+test-integration: check-java $(STAMP)
+	$(BIN)/python -m pytest tests/integration -q
+
+test-notebooks: check-java $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax --sanitize-with notebooks/sanitize.cfg notebooks -q -p no:cacheprovider
+
+bench: check-java $(STAMP)
+	$(BIN)/python bench/ingest.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache spark-warehouse

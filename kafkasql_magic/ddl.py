@@ -1,0 +1,132 @@
+"""CREATE STREAM / CREATE TABLE: validate a statement into a SourceDef, with ksqlDB's messages.
+
+Pure: no Kafka, no Spark. The session checks the topic and registers the result.
+"""
+
+from __future__ import annotations
+
+from . import formats, types
+from .catalog import HEADER, HEADERS, KEY, VALUE, Column, SourceDef
+from .errors import StatementError
+from .formats import Field, FormatSpec
+from .sql import ast
+
+#: Names ksqlDB keeps for pseudocolumns and window bounds.
+RESERVED_COLUMN_NAMES = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
+
+#: WITH-clause properties a CREATE STREAM/TABLE accepts.
+KNOWN_PROPERTIES = frozenset({
+    "KAFKA_TOPIC", "KEY_FORMAT", "VALUE_FORMAT", "FORMAT", "PARTITIONS", "REPLICAS",
+    "KEY_DELIMITER", "VALUE_DELIMITER", "WRAP_SINGLE_VALUE", "TIMESTAMP", "TIMESTAMP_FORMAT",
+    "KEY_SCHEMA_ID", "VALUE_SCHEMA_ID", "KEY_SCHEMA_FULL_NAME", "VALUE_SCHEMA_FULL_NAME",
+    "VALUE_AVRO_SCHEMA_FULL_NAME", "WINDOW_TYPE", "WINDOW_SIZE", "RETENTION_MS", "SOURCE",
+})
+
+DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
+DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
+
+#: Column role in the AST -> role in the catalog.
+ROLES = {None: VALUE, "KEY": KEY, "PRIMARY_KEY": KEY, "HEADERS": HEADERS, "HEADER": HEADER}
+
+
+def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: str = "") -> SourceDef:
+    props = _properties(stmt)
+    columns = tuple(_column(stmt.kind, c) for c in stmt.columns)
+    _check_names(columns)
+    _check_headers(stmt.columns)
+    if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns) and columns:
+        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+    if not columns:
+        raise StatementError("The statement does not define any columns.")
+    topic = props.get("KAFKA_TOPIC")
+    if topic is None:
+        raise StatementError('Missing required property "KAFKA_TOPIC" which has no default value.')
+    key_spec, value_spec = _formats(props, settings)
+    key_fields = [Field(c.name, c.type) for c in columns if c.role == KEY]
+    value_fields = [Field(c.name, c.type) for c in columns if c.role == VALUE]
+    formats.lookup(key_spec.name).validate(key_fields, "key", stmt.kind)
+    formats.lookup(value_spec.name).validate(value_fields, "value", stmt.kind)
+    if stmt.kind == "TABLE" and key_spec.name == "NONE":
+        raise StatementError("Tables require a key format other than 'NONE'.")
+    return SourceDef(
+        kind=stmt.kind, name=stmt.name, topic=str(topic), key_format=key_spec,
+        value_format=value_spec, columns=columns, statement=text, properties=props,
+    )
+
+
+def _properties(stmt: ast.CreateSource) -> dict:
+    props = {p.name: p.value.value for p in stmt.properties}
+    unknown = sorted(set(props) - KNOWN_PROPERTIES)
+    if unknown:
+        raise StatementError(f"Invalid config variable(s) in the WITH clause: {','.join(unknown)}")
+    return props
+
+
+def _column(kind: str, c: ast.ColumnDef) -> Column:
+    if c.name.upper() in RESERVED_COLUMN_NAMES:
+        raise StatementError(
+            f"'{c.name.upper()}' is a reserved column name. You cannot use it as a name for a column."
+        )
+    if kind == "STREAM" and c.role == "PRIMARY_KEY":
+        raise StatementError(f"Column `{c.name}` is a 'PRIMARY KEY' column: please use 'KEY' for streams.")
+    if kind == "TABLE" and c.role == "KEY":
+        raise StatementError(f"Column `{c.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.")
+    return Column(c.name, c.type, ROLES[c.role], c.header_key)
+
+
+def _check_names(columns: tuple[Column, ...]) -> None:
+    seen: set[str] = set()
+    for c in columns:
+        if c.name in seen:
+            raise StatementError(f"Duplicate column names: {c.name}")
+        seen.add(c.name)
+
+
+def _check_headers(defs: tuple[ast.ColumnDef, ...]) -> None:
+    """KLIP-57 rules: HEADERS is ARRAY<STRUCT<KEY STRING, VALUE BYTES>>, HEADER('k') is BYTES,
+    and a HEADERS column excludes every other header column."""
+    has_headers = False
+    header_keys: set[str] = set()
+    for c in defs:
+        if c.role == "HEADERS":
+            if c.type != types.HEADERS_TYPE:
+                raise StatementError(
+                    f"Invalid type for HEADERS column: expected {types.display(types.HEADERS_TYPE)}, "
+                    f"got {types.display(c.type)}"
+                )
+            if has_headers or header_keys:
+                raise StatementError("Schema already contains a HEADERS column.")
+            has_headers = True
+        elif c.role == "HEADER":
+            if c.type != types.BYTES:
+                raise StatementError(
+                    f"Invalid type for HEADER('{c.header_key}') column: expected BYTES, "
+                    f"got {types.display(c.type)}"
+                )
+            if has_headers:
+                raise StatementError("Schema already contains a HEADERS column.")
+            if c.header_key in header_keys:
+                raise StatementError(f"Schema already contains a HEADER('{c.header_key}') column.")
+            header_keys.add(c.header_key)
+
+
+def _formats(props: dict, settings: dict[str, str]) -> tuple[FormatSpec, FormatSpec]:
+    both = props.get("FORMAT")
+    for part in ("KEY_FORMAT", "VALUE_FORMAT"):
+        if both is not None and part in props:
+            raise StatementError(
+                f"Cannot supply both '{part}' and 'FORMAT' properties, as 'FORMAT' sets both key and "
+                "value formats. Either use just 'FORMAT', or use 'KEY_FORMAT' and 'VALUE_FORMAT'."
+            )
+    key = both or props.get("KEY_FORMAT") or settings.get(DEFAULT_KEY_FORMAT) or "KAFKA"
+    value = both or props.get("VALUE_FORMAT") or settings.get(DEFAULT_VALUE_FORMAT)
+    if value is None:
+        raise StatementError(
+            "Statement is missing the 'VALUE_FORMAT' property from the WITH clause. Either provide "
+            "one or set a default via the 'ksql.persistence.default.format.value' config."
+        )
+    for name in (key, value):
+        formats.lookup(str(name))
+    key_opts = {k: v for k, v in props.items() if k.startswith("KEY_")}
+    value_opts = {k: v for k, v in props.items() if k.startswith("VALUE_") or k == "WRAP_SINGLE_VALUE"}
+    return FormatSpec(str(key).upper(), key_opts), FormatSpec(str(value).upper(), value_opts)

@@ -1,0 +1,174 @@
+"""ksql expressions (AST) -> Spark columns, with ksqlDB's semantics where Spark differs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import functions, types
+from .errors import StatementError
+from .sql import ast
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+#: Literal kind -> Spark literal builder.
+LITERALS: dict[str, Callable[[object], Column]] = {
+    "STRING": lambda v: F.lit(v),
+    "INT": lambda v: F.lit(v).cast("int"),
+    "BIGINT": lambda v: F.lit(v).cast("bigint"),
+    "DOUBLE": lambda v: F.lit(float(v)),
+    "DECIMAL": lambda v: F.lit(Decimal(str(v))),
+    "BOOLEAN": lambda v: F.lit(bool(v)),
+    "NULL": lambda v: F.lit(None),
+}
+
+#: Binary operator -> Spark builder ('/' is handled apart: ksql divides integers exactly).
+OPERATORS: dict[str, Callable[[Column, Column], Column]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "%": lambda a, b: a % b,
+    "||": lambda a, b: F.concat(a, b),
+    "=": lambda a, b: a == b,
+    "<>": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass
+class Scope:
+    """The columns an expression may name: a source's columns and pseudocolumns."""
+
+    frame: DataFrame
+    names: set[str]
+    qualifiers: set[str]
+
+    def column(self, ref: ast.ColumnRef) -> Column:
+        if ref.qualifier is not None and ref.qualifier not in self.qualifiers:
+            raise StatementError(
+                f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias."
+            )
+        if ref.name not in self.names:
+            raise StatementError(
+                f"line {ref.line}:{ref.column}: Column '{_display_ref(ref)}' cannot be resolved."
+            )
+        return F.col(quoted(ref.name))
+
+    def type_of(self, col: Column) -> T.DataType:
+        return self.frame.select(col).schema.fields[0].dataType
+
+
+def _display_ref(ref: ast.ColumnRef) -> str:
+    return f"{ref.qualifier}.{ref.name}" if ref.qualifier else ref.name
+
+
+@dataclass
+class Compiler:
+    """Compiles one expression; functions that can fail record (condition, message) pairs."""
+
+    scope: Scope
+    failures: list[tuple[Column, Column]] = field(default_factory=list)
+
+    def fail(self, condition: Column, message: Column) -> None:
+        self.failures.append((condition, message))
+
+    def error(self) -> Column:
+        """The first failure message for this row, or NULL."""
+        result = None
+        for condition, message in self.failures:
+            result = F.when(condition, message) if result is None else result.when(condition, message)
+        return result if result is not None else F.lit(None).cast("string")
+
+    def compile(self, e: ast.Expr) -> Column:
+        handler = getattr(self, "_" + type(e).__name__, None)
+        if handler is None:
+            raise StatementError(f"line {e.line}:{e.column}: unsupported expression {type(e).__name__}")
+        return handler(e)
+
+    def _Literal(self, e: ast.Literal) -> Column:
+        return LITERALS[e.kind](e.value)
+
+    def _ColumnRef(self, e: ast.ColumnRef) -> Column:
+        return self.scope.column(e)
+
+    def _Dereference(self, e: ast.Dereference) -> Column:
+        return self.compile(e.base).getField(e.field)
+
+    def _Subscript(self, e: ast.Subscript) -> Column:
+        return F.try_element_at(self.compile(e.base), self.compile(e.index))
+
+    def _FunctionCall(self, e: ast.FunctionCall) -> Column:
+        if e.star:
+            raise StatementError(f"line {e.line}:{e.column}: {e.name}(*) needs GROUP BY, which is not supported yet.")
+        fn = functions.lookup(e.name, len(e.args))
+        return fn.build(self, [self.compile(a) for a in e.args], e.args)
+
+    def _BinaryOp(self, e: ast.BinaryOp) -> Column:
+        left, right = self.compile(e.left), self.compile(e.right)
+        if e.op == "/":
+            return self._divide(left, right)
+        return OPERATORS[e.op](left, right)
+
+    def _divide(self, left: Column, right: Column) -> Column:
+        """ksqlDB divides integers to an integer; Spark's `/` always gives a fraction."""
+        lt, rt = self.scope.type_of(left), self.scope.type_of(right)
+        if isinstance(lt, _INTEGRAL) and isinstance(rt, _INTEGRAL):
+            wide = "bigint" if T.LongType in (type(lt), type(rt)) else "int"
+            self.fail(right == 0, F.lit("/ by zero"))
+            return F.when(right != 0, F.call_function("div", left, right).cast(wide))
+        return left / right
+
+    def _UnaryOp(self, e: ast.UnaryOp) -> Column:
+        operand = self.compile(e.operand)
+        return -operand if e.op == "-" else operand
+
+    def _And(self, e: ast.And) -> Column:
+        return self.compile(e.left) & self.compile(e.right)
+
+    def _Or(self, e: ast.Or) -> Column:
+        return self.compile(e.left) | self.compile(e.right)
+
+    def _Not(self, e: ast.Not) -> Column:
+        return ~self.compile(e.operand)
+
+    def _IsNull(self, e: ast.IsNull) -> Column:
+        operand = self.compile(e.operand)
+        return operand.isNotNull() if e.negated else operand.isNull()
+
+    def _Like(self, e: ast.Like) -> Column:
+        result = F.like(self.compile(e.operand), self.compile(e.pattern),
+                        F.lit(e.escape) if e.escape else None)
+        return ~result if e.negated else result
+
+    def _InList(self, e: ast.InList) -> Column:
+        result = self.compile(e.operand).isin(*[self.compile(i) for i in e.items])
+        return ~result if e.negated else result
+
+    def _Between(self, e: ast.Between) -> Column:
+        result = self.compile(e.operand).between(self.compile(e.low), self.compile(e.high))
+        return ~result if e.negated else result
+
+    def _Case(self, e: ast.Case) -> Column:
+        operand = self.compile(e.operand) if e.operand is not None else None
+        result = None
+        for condition, value in e.whens:
+            cond = self.compile(condition)
+            if operand is not None:
+                cond = operand == cond
+            result = F.when(cond, self.compile(value)) if result is None else result.when(cond, self.compile(value))
+        return result.otherwise(self.compile(e.else_)) if e.else_ is not None else result
+
+    def _Cast(self, e: ast.Cast) -> Column:
+        return self.compile(e.operand).try_cast(types.to_spark(e.type))

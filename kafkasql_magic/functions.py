@@ -1,0 +1,191 @@
+"""ksql function name -> Spark expression builder, as a table.
+
+A builder gets the compile context, the compiled argument columns and their AST (to read
+literal options such as a byte order at plan time). A function that can fail on a record
+registers an error condition with `ctx.fail(condition, message)`; the planner turns those
+into NULL results and processing-log entries instead of a failed query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from .errors import StatementError
+from .formats import bytes_codec
+from .sql import ast
+
+
+class Context(Protocol):
+    def fail(self, condition: Column, message: Column) -> None: ...
+
+
+Builder = Callable[[Context, list[Column], Sequence[ast.Expr]], Column]
+
+
+@dataclass(frozen=True)
+class Function:
+    build: Builder
+    min_args: int
+    max_args: int | None  # None: variadic
+
+
+def _literal_text(expr: ast.Expr) -> str | None:
+    return expr.value if isinstance(expr, ast.Literal) and isinstance(expr.value, str) else None
+
+
+# ---------------------------------------------------------------- bytes (KLIP-57 helpers)
+_BYTE_ORDERS = {"BIG_ENDIAN": False, "LITTLE_ENDIAN": True}
+
+
+def _from_bytes(decoder, width: int) -> Builder:
+    def build(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+        little = False
+        if len(args) > 1:
+            order = _literal_text(exprs[1])
+            if order is None:
+                raise StatementError("The byte order of a *_FROM_BYTES function must be a string literal.")
+            if order.upper() not in _BYTE_ORDERS:
+                raise StatementError(
+                    f"Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order '{order}'."
+                )
+            little = _BYTE_ORDERS[order.upper()]
+        b = args[0]
+        bad = b.isNotNull() & (F.length(b) != width)
+        ctx.fail(bad, F.concat(F.lit(f"Number of bytes must be equal to {width}, but found "),
+                               F.length(b).cast("string")))
+        return F.when(~bad, decoder(b, little))
+
+    return build
+
+
+_UNKNOWN_ENCODING = "Unknown encoding type '{}'. Supported formats are 'hex', 'utf8', 'ascii', and 'base64'."
+
+#: encoding -> (bytes -> string, string -> bytes)
+ENCODINGS: dict[str, tuple[Callable[[Column], Column], Callable[[Column], Column]]] = {
+    "hex": (lambda b: F.upper(F.hex(b)), lambda s: F.try_to_binary(s, F.lit("hex"))),
+    "utf8": (lambda b: F.decode(b, "UTF-8"), lambda s: F.encode(s, "UTF-8")),
+    "ascii": (lambda b: F.decode(b, "US-ASCII"), lambda s: F.encode(s, "US-ASCII")),
+    "base64": (lambda b: F.base64(b), lambda s: F.try_to_binary(s, F.lit("base64"))),
+}
+
+
+def _encoding(direction: int) -> Builder:
+    def build(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+        value, enc = args
+        literal = _literal_text(exprs[1])
+        if literal is not None:
+            if literal.lower() not in ENCODINGS:
+                raise StatementError(_UNKNOWN_ENCODING.format(literal))
+            return ENCODINGS[literal.lower()][direction](value)
+        result = None
+        for name, codec in ENCODINGS.items():
+            branch = F.lower(enc) == name
+            result = F.when(branch, codec[direction](value)) if result is None else result.when(branch, codec[direction](value))
+        known = F.lower(enc).isin(*ENCODINGS)
+        ctx.fail(enc.isNotNull() & ~known,
+                 F.concat(F.lit("Unknown encoding type '"), enc,
+                          F.lit("'. Supported formats are 'hex', 'utf8', 'ascii', and 'base64'.")))
+        return result
+
+    return build
+
+
+# ---------------------------------------------------------------- the table
+def _simple(fn: Callable[..., Column]) -> Builder:
+    return lambda ctx, args, exprs: fn(*args)
+
+
+def _substring(s: Column, pos: Column, length: Column | None = None) -> Column:
+    return F.substring(s, pos, length) if length is not None else F.substring(s, pos, F.lit(2**31 - 1))
+
+
+def _literal_required(expr: ast.Expr, what: str):
+    if not isinstance(expr, ast.Literal) or expr.value is None:
+        raise StatementError(f"{what} must be a literal.")
+    return expr.value
+
+
+def _regexp_extract(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+    pattern = _literal_required(exprs[0], "REGEXP_EXTRACT's pattern")
+    group = _literal_required(exprs[2], "REGEXP_EXTRACT's group") if len(exprs) > 2 else 0
+    return F.regexp_extract(args[1], str(pattern), int(group))
+
+
+def _split(s: Column, delimiter: Column) -> Column:
+    """ksqlDB splits on a plain delimiter, Spark on a regex: quote it."""
+    return F.split(s, F.concat(F.lit("\\Q"), delimiter, F.lit("\\E")))
+
+
+def _timestamp_to_string(ms: Column, fmt: Column, tz: Column | None = None) -> Column:
+    ts = F.timestamp_millis(ms)
+    if tz is not None:
+        ts = F.from_utc_timestamp(ts, tz)
+    return F.date_format(ts, fmt)
+
+
+FUNCTIONS: dict[str, Function] = {
+    "ABS": Function(_simple(F.abs), 1, 1),
+    "CEIL": Function(_simple(F.ceil), 1, 1),
+    "FLOOR": Function(_simple(F.floor), 1, 1),
+    "SQRT": Function(_simple(F.sqrt), 1, 1),
+    "EXP": Function(_simple(F.exp), 1, 1),
+    "LN": Function(_simple(F.log), 1, 1),
+    "SIGN": Function(_simple(F.signum), 1, 1),
+    "GREATEST": Function(_simple(F.greatest), 2, None),
+    "LEAST": Function(_simple(F.least), 2, None),
+    "UCASE": Function(_simple(F.upper), 1, 1),
+    "LCASE": Function(_simple(F.lower), 1, 1),
+    "INITCAP": Function(_simple(F.initcap), 1, 1),
+    "LEN": Function(_simple(F.length), 1, 1),
+    "TRIM": Function(_simple(F.trim), 1, 1),
+    "LTRIM": Function(_simple(F.ltrim), 1, 1),
+    "RTRIM": Function(_simple(F.rtrim), 1, 1),
+    "CONCAT": Function(_simple(F.concat), 1, None),
+    "CONCAT_WS": Function(lambda ctx, a, e: F.concat_ws(_literal_text(e[0]) or "", *a[1:]), 2, None),
+    "SUBSTRING": Function(_simple(_substring), 2, 3),
+    "REPLACE": Function(_simple(F.replace), 3, 3),
+    "ROUND": Function(_simple(lambda x, d=None: F.round(x, 0 if d is None else d)), 1, 2),
+    "INSTR": Function(_simple(F.instr), 2, 2),
+    "SPLIT": Function(_simple(_split), 2, 2),
+    "LPAD": Function(_simple(F.lpad), 3, 3),
+    "RPAD": Function(_simple(F.rpad), 3, 3),
+    "REGEXP_EXTRACT": Function(_regexp_extract, 2, 3),
+    "REGEXP_REPLACE": Function(_simple(F.regexp_replace), 3, 3),
+    "COALESCE": Function(_simple(F.coalesce), 1, None),
+    "IFNULL": Function(_simple(F.coalesce), 2, 2),
+    "NULLIF": Function(_simple(F.nullif), 2, 2),
+    "ARRAY_LENGTH": Function(_simple(F.size), 1, 1),
+    "ARRAY_CONTAINS": Function(_simple(F.array_contains), 2, 2),
+    "MAP_KEYS": Function(_simple(F.map_keys), 1, 1),
+    "MAP_VALUES": Function(_simple(F.map_values), 1, 1),
+    "ARRAY": Function(_simple(F.array), 0, None),
+    "EXTRACTJSONFIELD": Function(_simple(F.get_json_object), 2, 2),
+    "UNIX_TIMESTAMP": Function(lambda ctx, a, e: F.unix_millis(a[0]) if a else F.unix_millis(F.current_timestamp()), 0, 1),
+    "UNIX_DATE": Function(lambda ctx, a, e: F.unix_date(a[0]) if a else F.unix_date(F.current_date()), 0, 1),
+    "FROM_UNIXTIME": Function(_simple(F.timestamp_millis), 1, 1),
+    "TIMESTAMPTOSTRING": Function(_simple(_timestamp_to_string), 2, 3),
+    "FORMAT_TIMESTAMP": Function(_simple(lambda ts, fmt, tz=None: F.date_format(
+        ts if tz is None else F.from_utc_timestamp(ts, tz), fmt)), 2, 3),
+    "PARSE_TIMESTAMP": Function(_simple(lambda s, fmt, tz=None: F.try_to_timestamp(s, fmt) if tz is None
+                                         else F.to_utc_timestamp(F.try_to_timestamp(s, fmt), tz)), 2, 3),
+    "STRINGTOTIMESTAMP": Function(_simple(lambda s, fmt, tz=None: F.unix_millis(
+        F.try_to_timestamp(s, fmt) if tz is None else F.to_utc_timestamp(F.try_to_timestamp(s, fmt), tz))), 2, 3),
+    "INT_FROM_BYTES": Function(_from_bytes(bytes_codec.int_from_bytes, 4), 1, 2),
+    "BIGINT_FROM_BYTES": Function(_from_bytes(bytes_codec.bigint_from_bytes, 8), 1, 2),
+    "DOUBLE_FROM_BYTES": Function(_from_bytes(bytes_codec.double_from_bytes, 8), 1, 2),
+    "FROM_BYTES": Function(_encoding(0), 2, 2),
+    "TO_BYTES": Function(_encoding(1), 2, 2),
+}
+
+
+def lookup(name: str, nargs: int) -> Function:
+    fn = FUNCTIONS.get(name)
+    if fn is None:
+        raise StatementError(f"Can't find any functions with the name '{name}'")
+    if nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args):
+        raise StatementError(f"Function '{name}' does not accept {nargs} argument(s).")
+    return fn

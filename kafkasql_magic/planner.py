@@ -1,0 +1,167 @@
+"""AST + catalog -> Spark DataFrame.
+
+The planned frame has the result columns (named by position, `_c0` ...) plus bookkeeping
+columns: `__ERROR` (why a record failed, NULL when it did not), `__DROP` (the record yields
+no row: its bytes did not decode or its WHERE failed) and where it came from. The runtime
+collects each micro-batch once and splits it into result rows and processing-log entries,
+so a bad record never stops a query nor hides the good ones around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from . import formats, types
+from .catalog import HEADER, HEADERS, KEY, VALUE, Catalog, SourceDef
+from .ddl import RESERVED_COLUMN_NAMES
+from .errors import StatementError
+from .expressions import Compiler, Scope, quoted
+from .formats import Field
+from .sql import ast
+from .sql.render import render
+
+#: Pseudocolumn -> (ksql type, value from the raw Kafka record). Never in SELECT *.
+PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
+    "ROWTIME": (types.BIGINT, lambda: F.unix_millis(F.col("timestamp"))),
+    "ROWPARTITION": (types.INT, lambda: F.col("partition")),
+    "ROWOFFSET": (types.BIGINT, lambda: F.col("offset")),
+}
+
+#: Bookkeeping columns every planned frame carries.
+ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
+    "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
+BOOKKEEPING = (ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE)
+
+_HEADERS_SPARK = "array<struct<KEY:string,VALUE:binary>>"
+
+
+def _header_column(c) -> Column:
+    if c.role == HEADERS:
+        return F.col("headers").cast(_HEADERS_SPARK)
+    matching = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(c.header_key))
+    return F.try_element_at(matching, F.lit(-1))["value"]
+
+
+def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
+    """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
+    key = formats.lookup(source.key_format.name).decode(
+        F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
+    value = formats.lookup(source.value_format.name).decode(
+        F.col("value"), [Field(c.name, c.type) for c in source.value_columns], source.value_format, "value")
+    decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
+    decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
+    checks = [e for e in (key.error, value.error) if e is not None]
+    if source.kind == "TABLE":
+        checks.insert(0, F.when(F.col("key").isNull(), F.lit("Record with a NULL key dropped from table")))
+    error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
+    columns = [
+        (decoded[c.name] if c.role in (KEY, VALUE) else _header_column(c)).alias(c.name)
+        for c in source.columns
+    ]
+    pseudo = [build().alias(name) for name, (_, build) in PSEUDOCOLUMNS.items()]
+    meta = [
+        error.alias(ERROR), F.col("topic").alias(TOPIC), F.col("partition").alias(PARTITION),
+        F.col("offset").alias(OFFSET), F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
+    ]
+    return raw.select(*columns, *pseudo, *meta)
+
+
+@dataclass
+class QueryPlan:
+    """A planned SELECT: the source, output names and how to turn raw records into rows."""
+
+    statement: ast.Select
+    source: SourceDef
+    names: list[str]
+    key_names: list[str]
+    build: Callable[[DataFrame], DataFrame]
+
+    @property
+    def push(self) -> bool:
+        return self.statement.emit_changes
+
+    @property
+    def limit(self) -> int | None:
+        return self.statement.limit
+
+
+def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame) -> QueryPlan:
+    """Plan `stmt`; `raw_schema_frame` is any DataFrame with the raw Kafka schema (for typing)."""
+    source = catalog.get(stmt.source.name)
+    _check_unsupported(stmt)
+    outputs = _outputs(stmt, source)
+    names = [name for name, _ in outputs]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
+    key_names = [c.name for c in source.key_columns if c.name in names]
+    qualifiers = {source.name} | ({stmt.source.alias} if stmt.source.alias else set())
+    visible = {c.name for c in source.columns} | set(PSEUDOCOLUMNS)
+
+    def build(raw: DataFrame) -> DataFrame:
+        frame = logical_frame(raw, source)
+        scope = Scope(frame, visible, qualifiers)
+        where_error = F.lit(None).cast("string")
+        if stmt.where is not None:
+            where = Compiler(scope)
+            keep = where.compile(stmt.where)
+            where_error = _computing_error(where, stmt.where, "WHERE", None)
+            frame = frame.where(F.col(ERROR).isNotNull() | where_error.isNotNull() | keep)
+            frame = frame.withColumn("__WHERE_ERROR", where_error)
+            where_error = F.col("__WHERE_ERROR")
+        drop = F.col(ERROR).isNotNull() | where_error.isNotNull()
+        values, errors = [], [F.col(ERROR), where_error]
+        for index, (name, expr) in enumerate(outputs):
+            compiler = Compiler(scope)
+            value = compiler.compile(expr)
+            if compiler.failures:
+                errors.append(_computing_error(compiler, expr, name, index))
+                value = F.when(compiler.error().isNull(), value)
+            values.append(value.alias(f"_c{index}"))
+        meta = [F.coalesce(*errors).alias(ERROR), drop.alias(DROP)] + [F.col(c) for c in BOOKKEEPING[2:]]
+        return frame.select(*values, *meta)
+
+    build(raw_schema_frame)  # analyse now, so bad SQL fails before any query starts
+    return QueryPlan(stmt, source, names, key_names, build)
+
+
+def _computing_error(compiler: Compiler, expr, name: str, index: int | None) -> Column:
+    """ksqlDB's wording: Error computing expression <expr> for column <COL> with index <n>: ..."""
+    where = f" for column {name} with index {index}" if index is not None else " in WHERE"
+    return F.when(compiler.error().isNotNull(),
+                  F.concat(F.lit(f"Error computing expression {render(expr)}{where}: "), compiler.error()))
+
+
+def _check_unsupported(stmt: ast.Select) -> None:
+    for clause, present in (("GROUP BY", stmt.group_by), ("HAVING", stmt.having),
+                            ("PARTITION BY", stmt.partition_by)):
+        if present:
+            raise StatementError(f"{clause} is not supported yet by kafkasql_magic.")
+
+
+def _outputs(stmt: ast.Select, source: SourceDef) -> list[tuple[str, ast.Expr]]:
+    """(output name, expression) per result column, with ksqlDB's naming rules."""
+    outputs: list[tuple[str, ast.Expr]] = []
+    generated = 0
+    for item in stmt.items:
+        if isinstance(item, ast.Star):
+            outputs += [(c.name, ast.ColumnRef(c.name)) for c in source.star_columns]
+            continue
+        if item.alias is not None:
+            if item.alias.upper() in RESERVED_COLUMN_NAMES:
+                raise StatementError(
+                    f"`{item.alias.upper()}` is a reserved column name. You cannot use it as an alias for a column."
+                )
+            outputs.append((item.alias, item.expr))
+        elif isinstance(item.expr, ast.ColumnRef):
+            outputs.append((item.expr.name, item.expr))
+        elif isinstance(item.expr, ast.Dereference):
+            outputs.append((item.expr.field, item.expr))
+        else:
+            outputs.append((f"KSQL_COL_{generated}", item.expr))
+            generated += 1
+    return outputs

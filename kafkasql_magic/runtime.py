@@ -1,0 +1,266 @@
+"""Running queries: push queries in the background, bounded collection, the processing log.
+
+Each micro-batch of a planned frame is collected once, as Arrow, and split into result rows
+and processing-log entries (see planner). Spark calls `foreachBatch` on its stream thread,
+so everything here that the UI reads is guarded by locks or events.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+
+from .errors import KStreamError, QueryTimeout
+from .live import LiveModel
+from .planner import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, TOPIC, QueryPlan
+
+
+class ProcessingLog:
+    """Record-level errors of every query in a session, newest last."""
+
+    COLUMNS = ["TIME", "QUERY", "SOURCE", "TOPIC", "PARTITION", "OFFSET", "MESSAGE", "KEY", "VALUE"]
+
+    def __init__(self, capacity: int = 10_000):
+        self._entries: deque[dict] = deque(maxlen=capacity)
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def add(self, entries: list[dict]) -> None:
+        with self._lock:
+            self._entries.extend(entries)
+            self._count += len(entries)
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def latest(self, n: int = 5) -> list[dict]:
+        with self._lock:
+            return list(itertools.islice(reversed(self._entries), n))[::-1]
+
+    def to_pandas(self, *, raw: bool = False, query: str | None = None) -> pd.DataFrame:
+        with self._lock:
+            entries = [e for e in self._entries if query is None or e["QUERY"] == query]
+        columns = self.COLUMNS if raw else self.COLUMNS[:-2]
+        return pd.DataFrame([[e[c] for c in columns] for e in entries], columns=columns)
+
+
+@dataclass
+class Batch:
+    rows: list[tuple]
+    errors: list[dict]
+
+
+def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batch:
+    """One collected micro-batch -> result rows (in order) and processing-log entries."""
+    if table.num_rows == 0:
+        return Batch([], [])
+    keep = pc.invert(table.column(DROP).combine_chunks())
+    good = table.filter(keep).select([f"_c{i}" for i in range(width)])
+    rows = list(zip(*(_python_values(good.column(i)) for i in range(width)))) if width else [()] * good.num_rows
+    failed = table.filter(pc.is_valid(table.column(ERROR)))
+    errors = []
+    if failed.num_rows:
+        now = pd.Timestamp.now(tz="UTC")
+        meta = failed.select([ERROR, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE]).to_pylist()
+        errors = [
+            {"TIME": now, "QUERY": query_id, "SOURCE": source, "TOPIC": m[TOPIC], "PARTITION": m[PARTITION],
+             "OFFSET": m[OFFSET], "MESSAGE": m[ERROR], "KEY": m[RAW_KEY], "VALUE": m[RAW_VALUE]}
+            for m in meta
+        ]
+    return Batch(rows, errors)
+
+
+def _python(arrow_type: pa.DataType):
+    """A converter from Arrow's Python values to ksql's (MAP as dict), or None when as is."""
+    if pa.types.is_map(arrow_type):
+        item = _python(arrow_type.item_type)
+        return lambda v: None if v is None else {k: (item(x) if item else x) for k, x in v}
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        item = _python(arrow_type.value_type)
+        return None if item is None else (lambda v: None if v is None else [item(x) for x in v])
+    if pa.types.is_struct(arrow_type):
+        fields = {f.name: _python(f.type) for f in arrow_type}
+        if not any(fields.values()):
+            return None
+        return lambda v: None if v is None else {k: (fields[k](x) if fields[k] else x) for k, x in v.items()}
+    return None
+
+
+def _python_values(column) -> list:
+    values = column.to_pylist()
+    convert = _python(column.type)
+    return values if convert is None else [convert(v) for v in values]
+
+
+def to_pandas(rows: list[tuple], names: list[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
+
+
+class PushQuery:
+    """A running push query (`SELECT ... EMIT CHANGES`): a handle with rows, progress and stop()."""
+
+    def __init__(self, plan: QueryPlan, planned: DataFrame, *, query_id: str, sql: str,
+                 log: ProcessingLog, max_rows: int = 20, buffer_rows: int = 10_000,
+                 trigger_interval: str = "0.5 seconds"):
+        self.id = query_id
+        self.sql = sql
+        self.plan = plan
+        self.names = plan.names
+        self.limit = plan.limit
+        self._log = log
+        self._errors = 0
+        self._planned = planned
+        self._buffer: deque[tuple] = deque(maxlen=max(buffer_rows, self.limit or 0))
+        self._rows_total = 0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._failure: BaseException | None = None
+        self._query = None
+        self._trigger = trigger_interval
+        self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
+        self.model = LiveModel(self.names, max_rows=max_rows,
+                               key_columns=plan.key_names if plan.source.kind == "TABLE" and plan.key_names else None,
+                               title=sql)
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> "PushQuery":
+        writer = (self._planned.writeStream.queryName(self.id).foreachBatch(self._on_batch)
+                  .option("checkpointLocation", self._checkpoint).trigger(processingTime=self._trigger))
+        self._query = writer.start()
+        threading.Thread(target=self._watch, name=f"{self.id}-watch", daemon=True).start()
+        return self
+
+    def _watch(self) -> None:
+        try:
+            self._query.awaitTermination()
+        except Exception as exc:  # the Spark query failed: surface it on the handle
+            self._failure = exc
+            self.model.set_state("FAILED", _failure_message(exc))
+        else:
+            if self.model.state not in ("FAILED",):
+                self.model.set_state("FINISHED" if self._limit_reached() else "STOPPED")
+        finally:
+            self._done.set()
+            shutil.rmtree(self._checkpoint, ignore_errors=True)
+
+    def stop(self) -> None:
+        """Stop the Spark query; safe to call from any thread and more than once."""
+        if self._query is not None and self._query.isActive:
+            self._query.stop()
+        self._done.wait(timeout=30)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def state(self) -> str:
+        return self.model.state
+
+    @property
+    def is_active(self) -> bool:
+        return not self._done.is_set()
+
+    @property
+    def progress(self) -> dict | None:
+        return self._query.lastProgress if self._query is not None else None
+
+    @property
+    def failure(self) -> BaseException | None:
+        return self._failure
+
+    # ------------------------------------------------------------ data
+    def _limit_reached(self) -> bool:
+        return self.limit is not None and self._rows_total >= self.limit
+
+    def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        if self._limit_reached():
+            return
+        collected = split_batch(batch.toArrow(), len(self.names), self.id, self.plan.source.name)
+        rows = collected.rows
+        if self.limit is not None:
+            rows = rows[: self.limit - self._rows_total]
+        with self._lock:
+            self._buffer.extend(rows)
+            self._rows_total += len(rows)
+        if collected.errors:
+            self._log.add(collected.errors)
+            self._errors += len(collected.errors)
+            self.model.on_errors(self._errors, [e["MESSAGE"] for e in collected.errors[-5:]])
+        progress = self._query.lastProgress if self._query is not None else None
+        self.model.on_batch(
+            batch_id, rows,
+            input_rows_per_second=(progress or {}).get("inputRowsPerSecond"),
+            processed_rows_per_second=(progress or {}).get("processedRowsPerSecond"),
+            num_input_rows=(progress or {}).get("numInputRows"),
+        )
+        if self._limit_reached():
+            self.model.set_state("FINISHED")
+            threading.Thread(target=self._query.stop, name=f"{self.id}-stop", daemon=True).start()
+
+    def rows(self) -> pd.DataFrame:
+        """The rows received so far (the newest `buffer_rows` of them)."""
+        with self._lock:
+            return to_pandas(list(self._buffer), self.names)
+
+    def result(self, timeout: float) -> pd.DataFrame:
+        """Block until LIMIT rows arrived; raise on failure or timeout (rows so far attached)."""
+        finished = self._done.wait(timeout)
+        if not finished:
+            self.stop()
+        if self._failure is not None:
+            raise KStreamError(_failure_message(self._failure)) from None
+        rows = self.rows()
+        if not finished and not self._limit_reached():
+            raise QueryTimeout(
+                f"Query {self.id} returned {len(rows)} of {self.limit} rows within {timeout:g} seconds; "
+                "stopped. Is 'auto.offset.reset' set to 'earliest' and does the topic have data?",
+                rows,
+            )
+        return rows
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        from .live.view import LiveView
+
+        if not hasattr(self, "_view"):
+            self._view = LiveView(self.model, on_stop=lambda: threading.Thread(target=self.stop, daemon=True).start())
+        return self._view._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<PushQuery {self.id} {self.state}: {self._rows_total} rows>"
+
+
+def _failure_message(exc: BaseException) -> str:
+    """The useful line of a Spark streaming failure (our own KafkaError text when it is one)."""
+    text = str(exc)
+    for marker in ("KafkaError: ", "KStreamError: ", "RecordError: "):
+        if marker in text:
+            return text.split(marker, 1)[1].splitlines()[0]
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def collect_bounded(planned: DataFrame, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:
+    """Run a planned batch frame (a pull query) and return its rows; errors go to the log."""
+    collected = split_batch(planned.toArrow(), len(plan.names), query_id, plan.source.name)
+    log.add(collected.errors)
+    rows = collected.rows if plan.limit is None else collected.rows[: plan.limit]
+    return to_pandas(rows, plan.names)
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -1,0 +1,230 @@
+"""Session: the programmatic API. The `%%kstream` magic is a thin shell over it.
+
+    s = connect(bootstrap_servers="127.0.0.1:9092")
+    s.sql("CREATE STREAM s (id INT KEY, v STRING) WITH (kafka_topic='t', value_format='JSON');")
+    df = s.sql("SELECT id, v FROM s EMIT CHANGES LIMIT 3;")
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pandas as pd
+
+from . import ddl, metadata, sql as sqlparse
+from .catalog import Catalog
+from .errors import KStreamError, StatementError
+from .kafka import admin, peek
+from .planner import plan_select
+from .runtime import ProcessingLog, PushQuery, collect_bounded
+from .sql import ast
+
+#: ksqlDB properties with their defaults (SET / UNSET change them per session).
+DEFAULT_SETTINGS = {
+    "auto.offset.reset": "latest",
+    ddl.DEFAULT_KEY_FORMAT: "KAFKA",
+}
+
+RAW_SOURCE = "kafkasql"
+
+
+class Session:
+    def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
+                 dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
+                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000):
+        self.bootstrap_servers = bootstrap_servers
+        self.schema_registry_url = schema_registry_url
+        self.dialect = dialect
+        self.max_rows = max_rows
+        self.timeout = timeout
+        self.trigger_interval = trigger_interval
+        self.max_records_per_trigger = max_records_per_trigger
+        self.settings: dict[str, str] = dict(DEFAULT_SETTINGS)
+        self.variables: dict[str, str] = {}
+        self.catalog = Catalog()
+        self.log = ProcessingLog()
+        self.queries: dict[str, PushQuery] = {}
+        self._spark = spark
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._handlers = {
+            ast.CreateSource: self._create_source,
+            ast.Select: self._select,
+            ast.Describe: self._describe,
+            ast.Show: self._show,
+            ast.Drop: self._drop,
+            ast.Print: self._print,
+            ast.SetProperty: self._set,
+            ast.UnsetProperty: self._unset,
+            ast.Define: self._define,
+            ast.Undefine: self._undefine,
+            ast.TerminateQuery: self._terminate,
+        }
+
+    # ------------------------------------------------------------ public API
+    @property
+    def spark(self):
+        with self._lock:
+            if self._spark is None:
+                from .sparkenv import local_spark
+
+                self._spark = local_spark()
+            else:
+                from .sparkenv import prepare
+
+                prepare(self._spark)
+            return self._spark
+
+    def sql(self, text: str, *, timeout: float | None = None, dialect: str | None = None):
+        """Run every statement in `text` in order; return the last one's result."""
+        if (dialect or self.dialect) != "ksql":
+            raise StatementError(f"The '{dialect or self.dialect}' dialect is not available yet.")
+        result = None
+        for piece in sqlparse.split_statements(text):
+            body = sqlparse.substitute_variables(piece.text, self.variables, line=piece.line, column=piece.column)
+            stmt = sqlparse.parse_statement(body, line=piece.line, column=piece.column)
+            result = self._handlers.get(type(stmt), self._unsupported)(stmt, body.strip(), timeout)
+        return result
+
+    def processing_log(self, *, raw: bool = False, query: str | None = None) -> pd.DataFrame:
+        """Record-level errors: time, query, source, topic, partition, offset, message (and raw bytes)."""
+        return self.log.to_pandas(raw=raw, query=query)
+
+    def stop(self) -> None:
+        """Stop every running query of this session."""
+        for q in list(self.queries.values()):
+            q.stop()
+
+    # ------------------------------------------------------------ statements
+    def _unsupported(self, stmt, text, timeout):
+        raise StatementError(f"{type(stmt).__name__} statements are not supported yet by kafkasql_magic.")
+
+    def _create_source(self, stmt: ast.CreateSource, text, timeout):
+        source = ddl.source_from_create(stmt, self.settings, text)
+        if source.name in self.catalog and stmt.if_not_exists:
+            return None
+        if not admin.topic_exists(self.bootstrap_servers, source.topic):
+            partitions = source.properties.get("PARTITIONS")
+            if partitions is None:
+                raise StatementError(
+                    f"Topic '{source.topic}' does not exist. If you want to create a new topic for the "
+                    f"{stmt.kind.lower()} please re-run the statement providing the required 'PARTITIONS' "
+                    "configuration in the WITH clause (and optionally 'REPLICAS')."
+                )
+            admin.create_topic(self.bootstrap_servers, source.topic, partitions=int(partitions))
+        self.catalog.add(source, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
+        return None
+
+    def _raw_options(self, topic: str, *, bounded: bool) -> dict[str, str]:
+        options = {"bootstrap.servers": self.bootstrap_servers, "topic": topic}
+        if bounded:
+            options.update(startingOffsets="earliest", endingOffsets="latest")
+        else:
+            reset = self.settings.get("auto.offset.reset", "latest").lower()
+            if reset not in ("earliest", "latest"):
+                raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
+            options.update(startingOffsets=reset, maxRecordsPerTrigger=str(self.max_records_per_trigger))
+        return options
+
+    def _select(self, stmt: ast.Select, text, timeout):
+        spark = self.spark
+        source = self.catalog.get(stmt.source.name)
+        bounded = not stmt.emit_changes
+        options = self._raw_options(source.topic, bounded=bounded)
+        reader = spark.read if bounded else spark.readStream
+        raw = reader.format(RAW_SOURCE).options(**options).load()
+        plan = _analysed(lambda: plan_select(stmt, self.catalog, raw))
+        planned = _analysed(lambda: plan.build(raw))
+        query_id = f"transient_{source.name}_{next(self._ids)}"
+        if bounded:
+            return collect_bounded(planned, plan, query_id=query_id, log=self.log)
+        query = PushQuery(plan, planned, query_id=query_id, sql=text, log=self.log, max_rows=self.max_rows,
+                          trigger_interval=self.trigger_interval)
+        self.queries[query_id] = query.start()
+        if plan.limit is None:
+            return query
+        try:
+            return query.result(timeout if timeout is not None else self.timeout)
+        finally:
+            self.queries.pop(query_id, None)
+
+    def _describe(self, stmt: ast.Describe, text, timeout):
+        return metadata.describe(self.catalog.get(stmt.name))
+
+    def _show(self, stmt: ast.Show, text, timeout):
+        what = stmt.what
+        if what in ("STREAMS", "TABLES"):
+            return metadata.show_sources(self.catalog, what[:-1])
+        if what == "TOPICS":
+            return metadata.show_topics([(t.name, t.partitions) for t in admin.list_topics(self.bootstrap_servers)])
+        if what == "QUERIES":
+            return metadata.show_queries([q for q in self.queries.values()])
+        if what == "PROPERTIES":
+            return metadata.show_properties(self.settings)
+        if what == "VARIABLES":
+            return metadata.show_variables(self.variables)
+        raise StatementError(f"SHOW {what} is not supported.")
+
+    def _drop(self, stmt: ast.Drop, text, timeout):
+        source = self.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
+        if source is not None and stmt.delete_topic:
+            admin.delete_topic(self.bootstrap_servers, source.topic)
+        return None
+
+    def _print(self, stmt: ast.Print, text, timeout):
+        limit = stmt.limit if stmt.limit is not None else (None if stmt.from_beginning else 100)
+        records = peek.fetch_records(
+            self.bootstrap_servers, stmt.topic, from_beginning=stmt.from_beginning,
+            limit=limit, timeout_s=timeout if timeout is not None else (5.0 if limit is None else self.timeout),
+        )
+        if stmt.interval:
+            records = records[:: stmt.interval]
+        return metadata.print_records(records)
+
+    def _set(self, stmt: ast.SetProperty, text, timeout):
+        self.settings[stmt.name] = stmt.value
+        return None
+
+    def _unset(self, stmt: ast.UnsetProperty, text, timeout):
+        self.settings.pop(stmt.name, None)
+        if stmt.name in DEFAULT_SETTINGS:
+            self.settings[stmt.name] = DEFAULT_SETTINGS[stmt.name]
+        return None
+
+    def _define(self, stmt: ast.Define, text, timeout):
+        self.variables[stmt.name.lower()] = stmt.value
+        return None
+
+    def _undefine(self, stmt: ast.Undefine, text, timeout):
+        self.variables.pop(stmt.name.lower(), None)
+        return None
+
+    def _terminate(self, stmt: ast.TerminateQuery, text, timeout):
+        targets = list(self.queries) if stmt.query_id is None else [stmt.query_id]
+        for query_id in targets:
+            query = self.queries.pop(query_id, None)
+            if query is None:
+                raise StatementError(f"Unknown queryId: {query_id}")
+            query.stop()
+        return None
+
+
+def _analysed(build):
+    """Run a planning step, turning Spark's analysis errors into user errors."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return build()
+    except AnalysisException as exc:
+        raise StatementError(str(exc).splitlines()[0]) from None
+
+
+def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
+            dialect: str = "ksql", **options) -> Session:
+    """A session over a Kafka cluster; Spark starts on first use if none is given."""
+    return Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
+                   dialect=dialect, **options)
+
+
+__all__ = ["Session", "connect", "KStreamError"]

@@ -1,0 +1,51 @@
+"""AST -> ksql text, for error messages, EXPLAIN and SHOW QUERIES."""
+
+from __future__ import annotations
+
+from . import ast
+
+
+def _ident(name: str) -> str:
+    return name if name.isidentifier() and name.upper() == name else f"`{name}`"
+
+
+def _literal(e: ast.Literal) -> str:
+    if e.kind == "STRING":
+        return "'" + str(e.value).replace("'", "''") + "'"
+    if e.kind == "NULL":
+        return "NULL"
+    if e.kind == "BOOLEAN":
+        return "true" if e.value else "false"
+    return str(e.value)
+
+
+def type_text(t: ast.Type) -> str:
+    from ..types import display
+
+    return display(t)
+
+
+RENDERERS = {
+    ast.Literal: _literal,
+    ast.ColumnRef: lambda e: (f"{_ident(e.qualifier)}." if e.qualifier else "") + _ident(e.name),
+    ast.Dereference: lambda e: f"{render(e.base)}->{_ident(e.field)}",
+    ast.Subscript: lambda e: f"{render(e.base)}[{render(e.index)}]",
+    ast.FunctionCall: lambda e: f"{e.name}({'*' if e.star else ', '.join(render(a) for a in e.args)})",
+    ast.BinaryOp: lambda e: f"({render(e.left)} {e.op} {render(e.right)})",
+    ast.UnaryOp: lambda e: f"{e.op}{render(e.operand)}",
+    ast.And: lambda e: f"({render(e.left)} AND {render(e.right)})",
+    ast.Or: lambda e: f"({render(e.left)} OR {render(e.right)})",
+    ast.Not: lambda e: f"(NOT {render(e.operand)})",
+    ast.IsNull: lambda e: f"({render(e.operand)} IS {'NOT ' if e.negated else ''}NULL)",
+    ast.Like: lambda e: f"({render(e.operand)} {'NOT ' if e.negated else ''}LIKE {render(e.pattern)})",
+    ast.InList: lambda e: f"({render(e.operand)} {'NOT ' if e.negated else ''}IN ({', '.join(render(i) for i in e.items)}))",
+    ast.Between: lambda e: f"({render(e.operand)} {'NOT ' if e.negated else ''}BETWEEN {render(e.low)} AND {render(e.high)})",
+    ast.Case: lambda e: "CASE" + (f" {render(e.operand)}" if e.operand else "")
+    + "".join(f" WHEN {render(c)} THEN {render(v)}" for c, v in e.whens)
+    + (f" ELSE {render(e.else_)}" if e.else_ is not None else "") + " END",
+    ast.Cast: lambda e: f"CAST({render(e.operand)} AS {type_text(e.type)})",
+}
+
+
+def render(e: ast.Expr) -> str:
+    return RENDERERS[type(e)](e)

@@ -1,0 +1,206 @@
+"""SQL over a real broker and a real Spark session: the Session API end to end."""
+
+import json
+import struct
+import time
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.local.producer import produce
+
+
+@pytest.fixture
+def topic():
+    return f"t_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def session(broker, spark):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    yield s
+    s.stop()
+
+
+def orders(broker, topic, partitions=2):
+    records = [
+        {"key": struct.pack(">i", i % 3), "value": json.dumps(
+            {"item": f"item-{i}", "Qty": i, "price": i * 1.5, "tags": ["a", f"t{i}"], "addr": {"City": f"c{i}"}}),
+         "headers": [("trace", f"tr-{i}".encode()), ("n", struct.pack(">i", 1000 + i)), ("trace", b"last")],
+         "partition": i % partitions, "timestamp": 1_700_000_000_000 + i}
+        for i in range(6)
+    ]
+    produce(broker.bootstrap_servers, topic, records, create_partitions=partitions)
+    return records
+
+
+CREATE_ORDERS = """
+CREATE STREAM {name} (
+  customer INT KEY, item STRING, qty INT, price DOUBLE, tags ARRAY<STRING>, addr STRUCT<city STRING>,
+  hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS, trace BYTES HEADER('trace')
+) WITH (kafka_topic='{topic}', value_format='JSON');
+"""
+
+
+def test_push_query_with_limit_returns_typed_key_value_headers_and_pseudocolumns(session, broker, topic):
+    produced = orders(broker, topic)
+    session.sql(CREATE_ORDERS.format(name="orders", topic=topic))
+    df = session.sql(
+        "SELECT customer, item, qty, addr->city AS city, tags[2] AS tag, trace, hs, "
+        "ROWPARTITION AS p, ROWOFFSET AS o, ROWTIME AS t FROM orders EMIT CHANGES LIMIT 6;"
+    )
+    assert list(df.columns) == ["CUSTOMER", "ITEM", "QTY", "CITY", "TAG", "TRACE", "HS", "P", "O", "T"]
+    df = df.sort_values("QTY").reset_index(drop=True)
+    for i, row in df.iterrows():
+        assert row.CUSTOMER == i % 3 and row.ITEM == f"item-{i}" and row.QTY == i  # JSON 'Qty' matched case-insensitively
+        assert row.CITY == f"c{i}" and row.TAG == f"t{i}"
+        assert row.TRACE == b"last"  # the last header with that key
+        assert [(h["KEY"], h["VALUE"]) for h in row.HS] == produced[i]["headers"]
+        assert row.P == i % 2 and row.T == 1_700_000_000_000 + i
+    assert sorted(df[df.P == 0].O) == [0, 1, 2]
+
+
+def test_select_star_excludes_pseudocolumns_and_keeps_header_columns(session, broker, topic):
+    orders(broker, topic)
+    session.sql(CREATE_ORDERS.format(name="star", topic=topic))
+    df = session.sql("SELECT * FROM star EMIT CHANGES LIMIT 2;")
+    assert list(df.columns) == ["CUSTOMER", "ITEM", "QTY", "PRICE", "TAGS", "ADDR", "HS", "TRACE"]
+
+
+def test_expressions_where_and_ksql_integer_division(session, broker, topic):
+    orders(broker, topic)
+    session.sql(CREATE_ORDERS.format(name="expr", topic=topic))
+    df = session.sql("""
+        SELECT qty, qty / 4 AS quarter, qty * price AS total,
+               CASE WHEN qty > 3 THEN 'big' ELSE 'small' END AS size,
+               CAST(qty AS STRING) AS qs, UCASE(item) AS up,
+               INT_FROM_BYTES(hs[2]->value) AS n
+        FROM expr
+        WHERE item LIKE 'item-%' AND qty BETWEEN 1 AND 5 AND customer IN (1, 2) AND NOT qty = 3
+        EMIT CHANGES LIMIT 4;""")
+    df = df.sort_values("QTY").reset_index(drop=True)
+    assert list(df.QTY) == [1, 2, 4, 5]  # qty 0 has customer 0, qty 3 is excluded by NOT
+    assert list(df.QUARTER) == [0, 0, 1, 1]
+    assert list(df.TOTAL) == [1.5, 6.0, 24.0, 37.5]
+    assert list(df.SIZE) == ["small", "small", "big", "big"]
+    assert list(df.QS) == ["1", "2", "4", "5"]
+    assert list(df.N) == [1001, 1002, 1004, 1005]
+    assert list(df.UP) == ["ITEM-1", "ITEM-2", "ITEM-4", "ITEM-5"]
+
+
+def test_bad_records_go_to_the_processing_log_and_good_ones_are_kept(session, broker, topic):
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", 1), "value": b'{"v": 1}', "partition": 0},
+        {"key": b"\x01\x02", "value": b'{"v": 2}', "partition": 0},  # key: wrong KAFKA width
+        {"key": struct.pack(">i", 3), "value": b'{"v": ', "partition": 0},  # value: invalid JSON
+        {"key": struct.pack(">i", 4), "value": b'{"v": "four"}', "partition": 0},  # value: wrong type
+        {"key": struct.pack(">i", 5), "value": b'{"v": 5}', "partition": 0},
+    ], create_partitions=1)
+    session.sql(f"CREATE STREAM bad (k INT KEY, v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    df = session.sql("SELECT k, v FROM bad EMIT CHANGES LIMIT 2;")
+    assert sorted(zip(df.K, df.V)) == [(1, 1), (5, 5)]
+    log = session.processing_log(raw=True)
+    log = log[log.TOPIC == topic].sort_values("OFFSET")
+    assert list(log.OFFSET) == [1, 2, 3] and set(log.PARTITION) == {0}
+    messages = list(log.MESSAGE)
+    assert "IntegerDeserializer is not 4" in messages[0] and messages[0].startswith("Failed to deserialize key")
+    assert "Invalid JSON" in messages[1]
+    assert "requiredType: INTEGER, path: $.V" in messages[2]
+    assert list(log.VALUE)[1] == b'{"v": '
+
+
+def test_delimited_and_kafka_value_formats(session, broker, topic):
+    produce(broker.bootstrap_servers, topic, [
+        {"value": b'1,"Smith, J",2.5', "partition": 0},
+        {"value": b"2,Doe,", "partition": 0},
+    ], create_partitions=1)
+    session.sql(f"CREATE STREAM csv (id INT, name STRING, score DOUBLE) "
+                f"WITH (kafka_topic='{topic}', value_format='DELIMITED');")
+    df = session.sql("SELECT * FROM csv;")  # pull query: a snapshot, no EMIT CHANGES
+    assert df.to_dict("records") == [{"ID": 1, "NAME": "Smith, J", "SCORE": 2.5},
+                                     {"ID": 2, "NAME": "Doe", "SCORE": None}]
+    other = topic + "_k"
+    produce(broker.bootstrap_servers, other, [
+        {"key": b"k1", "value": struct.pack(">d", 532.8738323), "partition": 0},
+        {"key": b"k2", "value": struct.pack(">d", -0.5), "partition": 0},
+    ], create_partitions=1)
+    session.sql(f"CREATE STREAM dbl (k STRING KEY, d DOUBLE) WITH (kafka_topic='{other}', value_format='KAFKA');")
+    df = session.sql("SELECT k, d FROM dbl;")
+    assert df.to_dict("records") == [{"K": "k1", "D": 532.8738323}, {"K": "k2", "D": -0.5}]
+
+
+def test_unbounded_push_query_handle_streams_new_records_and_stops(session, broker, topic):
+    produce(broker.bootstrap_servers, topic, [{"value": b'{"n": 0}', "partition": 0}], create_partitions=1)
+    session.sql(f"CREATE STREAM live (n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    handle = session.sql("SELECT n FROM live EMIT CHANGES;")
+    assert handle.is_active
+    produce(broker.bootstrap_servers, topic, [{"value": json.dumps({"n": i}), "partition": 0} for i in range(1, 4)])
+    deadline = time.monotonic() + 60
+    while len(handle.rows()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sorted(handle.rows().N) == [0, 1, 2, 3]
+    assert handle.model.snapshot().rows_total == 4
+    handle.stop()
+    assert not handle.is_active and handle.state == "STOPPED"
+
+
+def test_table_push_query_keeps_latest_row_per_key_in_the_widget(session, broker, topic):
+    produce(broker.bootstrap_servers, topic, [
+        {"key": b"a", "value": b'{"v": 1}', "partition": 0},
+        {"key": b"b", "value": b'{"v": 2}', "partition": 0},
+        {"key": b"a", "value": b'{"v": 3}', "partition": 0},
+    ], create_partitions=1)
+    session.sql(f"CREATE TABLE tbl (k STRING PRIMARY KEY, v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    changelog = session.sql("SELECT * FROM tbl EMIT CHANGES LIMIT 3;")
+    assert list(zip(changelog.K, changelog.V)) == [("a", 1), ("b", 2), ("a", 3)]
+    handle = session.sql("SELECT * FROM tbl EMIT CHANGES;")
+    deadline = time.monotonic() + 60
+    while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    handle.stop()
+    assert sorted(handle.model.snapshot().rows) == [("a", 3), ("b", 2)]
+
+
+def test_metadata_statements(session, broker, topic):
+    orders(broker, topic)
+    session.sql(CREATE_ORDERS.format(name="meta", topic=topic))
+    described = session.sql("DESCRIBE meta;")
+    assert described.to_dict("records")[0] == {"Field": "CUSTOMER", "Type": "INTEGER (key)"}
+    assert {"Field": "TRACE", "Type": "BYTES (header('trace'))"} in described.to_dict("records")
+    assert "ROWTIME" not in set(described.Field)
+    streams = session.sql("SHOW STREAMS;")
+    assert ("META", topic) in set(zip(streams["Stream Name"], streams["Kafka Topic"]))
+    assert (topic, 2) in set(zip(*session.sql("SHOW TOPICS;").values.T))
+    printed = session.sql(f"PRINT '{topic}' FROM BEGINNING LIMIT 6;")
+    assert printed.attrs["key_format"] == "KAFKA_INT" and printed.attrs["value_format"] == "JSON"
+    assert len(printed) == 6 and set(printed.key) == {"0", "1", "2"}
+    session.sql("DROP STREAM meta;")
+    with pytest.raises(ks.StatementError, match="META does not exist"):
+        session.sql("DESCRIBE meta;")
+
+
+def test_create_with_partitions_creates_the_topic_and_missing_topic_is_an_error(session, topic):
+    with pytest.raises(ks.StatementError, match=f"Topic '{topic}' does not exist"):
+        session.sql(f"CREATE STREAM nope (v STRING) WITH (kafka_topic='{topic}', value_format='JSON');")
+    session.sql(f"CREATE STREAM made (v STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=3);")
+    assert (topic, 3) in set(zip(*session.sql("SHOW TOPICS;").values.T))
+
+
+def test_sql_errors_point_at_line_and_column(session):
+    with pytest.raises(ks.SqlSyntaxError) as info:
+        session.sql("SET 'auto.offset.reset'='earliest';\nSELECT a,\n  FROM s EMIT CHANGES;")
+    assert (info.value.line, info.value.column) == (3, 3)
+    assert "^" in str(info.value)
+    with pytest.raises(ks.StatementError, match="Column 'NOPE' cannot be resolved"):
+        session.sql(f"CREATE STREAM e1 (v STRING) WITH (kafka_topic='{uuid.uuid4().hex}', value_format='JSON', "
+                    "partitions=1); SELECT nope FROM e1 EMIT CHANGES LIMIT 1;")
+
+
+def test_variables_and_byte_functions(session):
+    session.sql("DEFINE tname = 'vars_topic';")
+    session.sql("CREATE STREAM vars (v STRING) WITH (kafka_topic='${tname}', value_format='JSON', partitions=1);")
+    assert session.catalog.get("VARS").topic == "vars_topic"
+    with pytest.raises(ks.StatementError, match="Unknown byte order 'x'"):
+        session.sql("SELECT INT_FROM_BYTES(TO_BYTES(v, 'hex'), 'x') FROM vars EMIT CHANGES LIMIT 1;")

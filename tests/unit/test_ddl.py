@@ -1,0 +1,139 @@
+"""CREATE STREAM/TABLE validation: ksqlDB's rules and exact messages, without Spark or Kafka."""
+
+import pytest
+
+from kafkasql_magic import ddl
+from kafkasql_magic.catalog import HEADER, HEADERS, KEY, VALUE, Catalog
+from kafkasql_magic.errors import StatementError
+from kafkasql_magic.sql import parse_statement
+
+DEFAULTS = {ddl.DEFAULT_KEY_FORMAT: "KAFKA"}
+
+
+def create(text, settings=DEFAULTS):
+    return ddl.source_from_create(parse_statement(text), settings, text)
+
+
+def error_of(text, settings=DEFAULTS):
+    with pytest.raises(StatementError) as info:
+        create(text, settings)
+    return str(info.value)
+
+
+def test_stream_with_key_value_and_header_columns():
+    src = create(
+        "CREATE STREAM s (id INT KEY, v STRING, h ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
+        "WITH (kafka_topic='t', value_format='json');"
+    )
+    assert (src.kind, src.name, src.topic) == ("STREAM", "S", "t")
+    assert [(c.name, c.role) for c in src.columns] == [("ID", KEY), ("V", VALUE), ("H", HEADERS)]
+    assert (src.key_format.name, src.value_format.name) == ("KAFKA", "JSON")
+
+
+def test_header_column_keeps_its_key_and_star_puts_keys_first():
+    src = create("CREATE STREAM s (v STRING, h BYTES HEADER('trace'), id INT KEY) "
+                 "WITH (kafka_topic='t', value_format='JSON');")
+    assert [(c.name, c.role, c.header_key) for c in src.star_columns] == [
+        ("ID", KEY, None), ("V", VALUE, None), ("H", HEADER, "trace")]
+
+
+def test_format_sets_both_parts():
+    src = create("CREATE STREAM s (id STRING KEY, v STRING) WITH (kafka_topic='t', format='json');")
+    assert (src.key_format.name, src.value_format.name) == ("JSON", "JSON")
+
+
+@pytest.mark.parametrize("part", ["KEY_FORMAT", "VALUE_FORMAT"])
+def test_format_and_part_format_conflict(part):
+    msg = error_of(f"CREATE STREAM s (v STRING) WITH (kafka_topic='t', format='JSON', {part}='KAFKA');")
+    assert msg == (
+        f"Cannot supply both '{part}' and 'FORMAT' properties, as 'FORMAT' sets both key and value formats. "
+        "Either use just 'FORMAT', or use 'KEY_FORMAT' and 'VALUE_FORMAT'."
+    )
+
+
+def test_unknown_format():
+    assert error_of("CREATE STREAM s (v STRING) WITH (kafka_topic='t', value_format='foo');") == "Unknown format: FOO"
+
+
+def test_missing_value_format_and_the_default_setting():
+    assert error_of("CREATE STREAM s (v STRING) WITH (kafka_topic='t');") == (
+        "Statement is missing the 'VALUE_FORMAT' property from the WITH clause. Either provide one or set a "
+        "default via the 'ksql.persistence.default.format.value' config."
+    )
+    src = create("CREATE STREAM s (v STRING) WITH (kafka_topic='t');",
+                 {**DEFAULTS, ddl.DEFAULT_VALUE_FORMAT: "delimited"})
+    assert src.value_format.name == "DELIMITED"
+
+
+def test_kafka_format_rejects_boolean_and_many_columns():
+    assert error_of("CREATE STREAM s (k BOOLEAN KEY, v STRING) WITH (kafka_topic='t', value_format='JSON');") \
+        == "The 'KAFKA' format does not support type 'BOOLEAN'"
+    assert "only supports a single field" in error_of(
+        "CREATE STREAM s (a INT, b INT) WITH (kafka_topic='t', value_format='KAFKA');")
+
+
+def test_none_key_format_needs_no_key_columns():
+    assert error_of("CREATE STREAM s (k STRING KEY, v STRING) WITH (kafka_topic='t', key_format='NONE', "
+                    "value_format='JSON');") == \
+        "The 'NONE' format can only be used when no columns are defined. Got: [`K` STRING KEY]"
+    create("CREATE STREAM s (v STRING) WITH (kafka_topic='t', key_format='NONE', value_format='JSON');")
+
+
+@pytest.mark.parametrize("name", ["ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND"])
+def test_reserved_column_names(name):
+    assert error_of(f"CREATE STREAM s ({name.lower()} INT) WITH (kafka_topic='t', value_format='JSON');") == \
+        f"'{name}' is a reserved column name. You cannot use it as a name for a column."
+
+
+@pytest.mark.parametrize("columns, message", [
+    ("h1 BYTES HEADERS",
+     "Invalid type for HEADERS column: expected ARRAY<STRUCT<`KEY` STRING, `VALUE` BYTES>>, got BYTES"),
+    ("h1 INT HEADER('key')", "Invalid type for HEADER('key') column: expected BYTES, got INTEGER"),
+    ("h1 ARRAY<STRUCT<key STRING, value BYTES>> HEADERS, h2 ARRAY<STRUCT<key STRING, value BYTES>> HEADERS",
+     "Schema already contains a HEADERS column."),
+    ("h1 ARRAY<STRUCT<key STRING, value BYTES>> HEADERS, h2 BYTES HEADER('k')",
+     "Schema already contains a HEADERS column."),
+    ("h2 BYTES HEADER('k'), h1 ARRAY<STRUCT<key STRING, value BYTES>> HEADERS",
+     "Schema already contains a HEADERS column."),
+    ("h1 BYTES HEADER('blah'), h2 BYTES HEADER('blah')", "Schema already contains a HEADER('blah') column."),
+])
+def test_header_column_errors(columns, message):
+    assert error_of(f"CREATE STREAM s (v STRING, {columns}) WITH (kafka_topic='t', value_format='JSON');") == message
+
+
+def test_header_and_headers_stay_usable_as_column_names():
+    src = create("CREATE STREAM s (header STRING, headers INT) WITH (kafka_topic='t', value_format='JSON');")
+    assert [(c.name, c.role) for c in src.columns] == [("HEADER", VALUE), ("HEADERS", VALUE)]
+
+
+def test_table_rules():
+    assert error_of("CREATE TABLE t (v STRING) WITH (kafka_topic='t', value_format='JSON');") == \
+        "Tables require a PRIMARY KEY. Please define the PRIMARY KEY."
+    assert error_of("CREATE TABLE t (id INT KEY, v STRING) WITH (kafka_topic='t', value_format='JSON');") == \
+        "Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables."
+    assert error_of("CREATE STREAM s (id INT PRIMARY KEY) WITH (kafka_topic='t', value_format='JSON');") == \
+        "Column `ID` is a 'PRIMARY KEY' column: please use 'KEY' for streams."
+
+
+def test_missing_topic_unknown_property_duplicate_columns():
+    assert error_of("CREATE STREAM s (v STRING) WITH (value_format='JSON');") == \
+        'Missing required property "KAFKA_TOPIC" which has no default value.'
+    assert error_of("CREATE STREAM s (v STRING) WITH (kafka_topic='t', value_format='JSON', foo=1);") == \
+        "Invalid config variable(s) in the WITH clause: FOO"
+    assert error_of("CREATE STREAM s (v STRING, V INT) WITH (kafka_topic='t', value_format='JSON');") == \
+        "Duplicate column names: V"
+
+
+def test_catalog_add_replace_and_drop():
+    catalog = Catalog()
+    src = create("CREATE STREAM s (v STRING) WITH (kafka_topic='t', value_format='JSON');")
+    assert catalog.add(src)
+    with pytest.raises(StatementError, match="already exists"):
+        catalog.add(src)
+    assert catalog.add(src, if_not_exists=True) is False
+    assert catalog.add(src, or_replace=True)
+    with pytest.raises(StatementError, match="Table S does not exist"):
+        catalog.drop("TABLE", "S")
+    assert catalog.drop("STREAM", "S") == src
+    with pytest.raises(StatementError, match="S does not exist"):
+        catalog.get("S")
