@@ -24,6 +24,8 @@ KNOWN_PROPERTIES = frozenset({
 
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
+#: Not a ksqlDB property: the session passes its registry URL to the formats this way.
+SCHEMA_REGISTRY_URL = "schema.registry.url"
 
 #: Column role in the AST -> role in the catalog.
 ROLES = {None: VALUE, "KEY": KEY, "PRIMARY_KEY": KEY, "HEADERS": HEADERS, "HEADER": HEADER}
@@ -127,6 +129,7 @@ def _formats(props: dict, settings: dict[str, str]) -> tuple[FormatSpec, FormatS
         )
     for name in (key, value):
         formats.lookup(str(name))
-    key_opts = {k: v for k, v in props.items() if k.startswith("KEY_")}
-    value_opts = {k: v for k, v in props.items() if k.startswith("VALUE_") or k == "WRAP_SINGLE_VALUE"}
+    shared = {"KAFKA_TOPIC": props.get("KAFKA_TOPIC"), "SCHEMA_REGISTRY_URL": settings.get(SCHEMA_REGISTRY_URL)}
+    key_opts = {**shared, **{k: v for k, v in props.items() if k.startswith("KEY_")}}
+    value_opts = {**shared, **{k: v for k, v in props.items() if k.startswith("VALUE_") or k == "WRAP_SINGLE_VALUE"}}
     return FormatSpec(str(key).upper(), key_opts), FormatSpec(str(value).upper(), value_opts)

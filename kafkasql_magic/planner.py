@@ -93,6 +93,8 @@ def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame)
     """Plan `stmt`; `raw_schema_frame` is any DataFrame with the raw Kafka schema (for typing)."""
     source = catalog.get(stmt.source.name)
     _check_unsupported(stmt)
+    if not stmt.emit_changes:
+        check_pull(stmt)
     outputs = _outputs(stmt, source)
     names = [name for name, _ in outputs]
     duplicates = {n for n in names if names.count(n) > 1}
@@ -134,6 +136,34 @@ def _computing_error(compiler: Compiler, expr, name: str, index: int | None) -> 
     where = f" for column {name} with index {index}" if index is not None else " in WHERE"
     return F.when(compiler.error().isNotNull(),
                   F.concat(F.lit(f"Error computing expression {render(expr)}{where}: "), compiler.error()))
+
+
+#: Pseudocolumns a pull query cannot use (KLIP-50): they are not kept in table state.
+PULL_UNSUPPORTED = ("ROWPARTITION", "ROWOFFSET")
+
+
+def _pseudocolumns_in(exprs, names) -> list[str]:
+    found = {n.name for e in exprs for n in ast.walk(e) if isinstance(n, ast.ColumnRef) and n.name in names}
+    return sorted(found, key=list(names).index)
+
+
+def check_pull(stmt: ast.Select) -> None:
+    clauses = (("SELECT", [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)]),
+               ("WHERE", [stmt.where] if stmt.where is not None else []))
+    for clause, exprs in clauses:
+        found = _pseudocolumns_in(exprs, PULL_UNSUPPORTED)
+        if found:
+            raise StatementError(
+                f"Pull queries don't support the following columns in {clause} clauses: {', '.join(found)}")
+
+
+def check_persistent(stmt: ast.Select) -> None:
+    """A persistent query's output is a new source: pseudocolumns there need an alias."""
+    for item in stmt.items:
+        if isinstance(item, ast.SelectItem) and item.alias is None and isinstance(item.expr, ast.ColumnRef) \
+                and item.expr.name in PSEUDOCOLUMNS:
+            raise StatementError(
+                f"Reserved column name in select: `{item.expr.name}`. Please remove or alias the column.")
 
 
 def _check_unsupported(stmt: ast.Select) -> None:

@@ -8,6 +8,7 @@ so everything here that the UI reads is guarded by locks or events.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import tempfile
 import threading
@@ -112,7 +113,7 @@ class PushQuery:
 
     def __init__(self, plan: QueryPlan, planned: DataFrame, *, query_id: str, sql: str,
                  log: ProcessingLog, max_rows: int = 20, buffer_rows: int = 10_000,
-                 trigger_interval: str = "0.5 seconds"):
+                 trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None):
         self.id = query_id
         self.sql = sql
         self.plan = plan
@@ -128,6 +129,8 @@ class PushQuery:
         self._failure: BaseException | None = None
         self._query = None
         self._trigger = trigger_interval
+        self._ending = ending_offsets
+        self._range_read = False
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
         self.model = LiveModel(self.names, max_rows=max_rows,
                                key_columns=plan.key_names if plan.source.kind == "TABLE" and plan.key_names else None,
@@ -143,13 +146,16 @@ class PushQuery:
 
     def _watch(self) -> None:
         try:
-            self._query.awaitTermination()
+            while not self._query.awaitTermination(0.25):
+                if self._ending is not None and self._read_to_end():
+                    self._range_read = True
+                    self._query.stop()
         except Exception as exc:  # the Spark query failed: surface it on the handle
             self._failure = exc
             self.model.set_state("FAILED", _failure_message(exc))
         else:
             if self.model.state not in ("FAILED",):
-                self.model.set_state("FINISHED" if self._limit_reached() else "STOPPED")
+                self.model.set_state("FINISHED" if self._limit_reached() or self._range_read else "STOPPED")
         finally:
             self._done.set()
             shutil.rmtree(self._checkpoint, ignore_errors=True)
@@ -178,6 +184,20 @@ class PushQuery:
     @property
     def failure(self) -> BaseException | None:
         return self._failure
+
+    def _read_to_end(self) -> bool:
+        """True once the source has read every offset range the WHERE clause bounds (seek)."""
+        progress = self._query.lastProgress
+        if not progress:
+            return False
+        end = progress["sources"][0]["endOffset"]
+        end = json.loads(end) if isinstance(end, str) else end
+        return bool(end) and all(int(end.get(p, -1)) >= o for p, o in self._ending.items())
+
+    @property
+    def records_read(self) -> int:
+        """Records the source delivered to Spark (every batch), for seek checks and the widget."""
+        return sum(int(p["numInputRows"]) for p in (self._query.recentProgress if self._query else []))
 
     # ------------------------------------------------------------ data
     def _limit_reached(self) -> bool:
@@ -221,7 +241,7 @@ class PushQuery:
         if self._failure is not None:
             raise KStreamError(_failure_message(self._failure)) from None
         rows = self.rows()
-        if not finished and not self._limit_reached():
+        if not finished and not self._limit_reached() and not self._range_read:
             raise QueryTimeout(
                 f"Query {self.id} returned {len(rows)} of {self.limit} rows within {timeout:g} seconds; "
                 "stopped. Is 'auto.offset.reset' set to 'earliest' and does the topic have data?",

@@ -12,12 +12,16 @@ import threading
 
 import pandas as pd
 
-from . import ddl, metadata, sql as sqlparse
+import json
+
+from . import ddl, dml, metadata, sql as sqlparse
 from .catalog import Catalog
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
-from .planner import plan_select
-from .runtime import ProcessingLog, PushQuery, collect_bounded
+from .local.producer import produce
+from .planner import check_persistent, plan_select
+from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
+from .seek import Seek, seek_of
 from .sql import ast
 
 #: ksqlDB properties with their defaults (SET / UNSET change them per session).
@@ -60,6 +64,10 @@ class Session:
             ast.Define: self._define,
             ast.Undefine: self._undefine,
             ast.TerminateQuery: self._terminate,
+            ast.InsertValues: self._insert_values,
+            ast.InsertSelect: self._insert_select,
+            ast.CreateAsSelect: self._create_as_select,
+            ast.Explain: self._explain,
         }
 
     # ------------------------------------------------------------ public API
@@ -101,7 +109,8 @@ class Session:
         raise StatementError(f"{type(stmt).__name__} statements are not supported yet by kafkasql_magic.")
 
     def _create_source(self, stmt: ast.CreateSource, text, timeout):
-        source = ddl.source_from_create(stmt, self.settings, text)
+        settings = {**self.settings, ddl.SCHEMA_REGISTRY_URL: self.schema_registry_url}
+        source = ddl.source_from_create(stmt, settings, text)
         if source.name in self.catalog and stmt.if_not_exists:
             return None
         if not admin.topic_exists(self.bootstrap_servers, source.topic):
@@ -116,31 +125,53 @@ class Session:
         self.catalog.add(source, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
         return None
 
-    def _raw_options(self, topic: str, *, bounded: bool) -> dict[str, str]:
+    def _raw_options(self, topic: str, *, bounded: bool, seek: Seek = Seek()) -> dict[str, str]:
         options = {"bootstrap.servers": self.bootstrap_servers, "topic": topic}
         if bounded:
             options.update(startingOffsets="earliest", endingOffsets="latest")
-        else:
-            reset = self.settings.get("auto.offset.reset", "latest").lower()
-            if reset not in ("earliest", "latest"):
-                raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
-            options.update(startingOffsets=reset, maxRecordsPerTrigger=str(self.max_records_per_trigger))
+            return options
+        reset = self.settings.get("auto.offset.reset", "latest").lower()
+        if reset not in ("earliest", "latest"):
+            raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
+        options.update(startingOffsets=reset, maxRecordsPerTrigger=str(self.max_records_per_trigger))
+        if not seek.narrows:
+            return options
+        parts = sorted(seek.partitions) if seek.partitions is not None else \
+            admin.topic_partitions(self.bootstrap_servers, topic)
+        options["partitions"] = ",".join(map(str, parts))
+        if seek.rowtime_from is not None:
+            start = admin.offsets_for_time(self.bootstrap_servers, topic, parts, seek.rowtime_from)
+            if seek.offset_from is not None:
+                start = {p: max(o, seek.offset_from) for p, o in start.items()}
+            options["startingOffsets"] = json.dumps({str(p): o for p, o in start.items()})
+        elif seek.offset_from is not None:
+            options["startingOffsets"] = json.dumps({str(p): seek.offset_from for p in parts})
+        if seek.offset_to is not None:
+            options["endingOffsets"] = json.dumps({str(p): seek.offset_to for p in parts})
         return options
 
-    def _select(self, stmt: ast.Select, text, timeout):
+    def _plan(self, stmt: ast.Select):
+        """The plan, the planned frame and the ranges a push query reads."""
         spark = self.spark
         source = self.catalog.get(stmt.source.name)
         bounded = not stmt.emit_changes
-        options = self._raw_options(source.topic, bounded=bounded)
+        seek = seek_of(stmt.where) if stmt.emit_changes else Seek()
+        options = self._raw_options(source.topic, bounded=bounded, seek=seek) if not seek.empty else None
         reader = spark.read if bounded else spark.readStream
-        raw = reader.format(RAW_SOURCE).options(**options).load()
+        raw = reader.format(RAW_SOURCE).options(**(options or self._raw_options(source.topic, bounded=True))).load()
         plan = _analysed(lambda: plan_select(stmt, self.catalog, raw))
-        planned = _analysed(lambda: plan.build(raw))
-        query_id = f"transient_{source.name}_{next(self._ids)}"
-        if bounded:
+        return plan, _analysed(lambda: plan.build(raw)), seek, options
+
+    def _select(self, stmt: ast.Select, text, timeout):
+        plan, planned, seek, options = self._plan(stmt)
+        query_id = f"transient_{plan.source.name}_{next(self._ids)}"
+        if seek.empty:  # contradictory bounds: nothing can match
+            return to_pandas([], plan.names)
+        if not stmt.emit_changes:
             return collect_bounded(planned, plan, query_id=query_id, log=self.log)
+        ending = json.loads(options["endingOffsets"]) if "endingOffsets" in options else None
         query = PushQuery(plan, planned, query_id=query_id, sql=text, log=self.log, max_rows=self.max_rows,
-                          trigger_interval=self.trigger_interval)
+                          trigger_interval=self.trigger_interval, ending_offsets=ending)
         self.queries[query_id] = query.start()
         if plan.limit is None:
             return query
@@ -148,6 +179,37 @@ class Session:
             return query.result(timeout if timeout is not None else self.timeout)
         finally:
             self.queries.pop(query_id, None)
+
+    def _explain(self, stmt: ast.Explain, text, timeout):
+        inner = stmt.statement
+        if not isinstance(inner, ast.Select):
+            raise StatementError("EXPLAIN supports queries (SELECT) only.")
+        plan, planned, seek, options = self._plan(inner)
+        reads = "nothing (the WHERE clause cannot match)" if seek.empty else \
+            seek.describe() if seek.narrows else ("the whole topic, as it is now" if not inner.emit_changes
+                                                  else f"all partitions from the {options['startingOffsets']} offsets")
+        rows = [("Query", text[len("EXPLAIN"):].strip()), ("Source", f"{plan.source.kind} {plan.source.name}"),
+                ("Topic", plan.source.topic),
+                ("Formats", f"key {plan.source.key_format.name}, value {plan.source.value_format.name}"),
+                ("Reads", reads), ("Columns", ", ".join(plan.names))]
+        if options and "endingOffsets" in options:
+            rows.append(("Offset ranges", f"start {options['startingOffsets']}, end {options['endingOffsets']} (exclusive)"))
+        return pd.DataFrame(rows, columns=["Property", "Value"])
+
+    def _insert_values(self, stmt: ast.InsertValues, text, timeout):
+        target = self.catalog.get(stmt.target)
+        record = dml.record_from_insert(stmt, target)
+        produce(self.bootstrap_servers, target.topic, [record])
+        return None
+
+    def _insert_select(self, stmt: ast.InsertSelect, text, timeout):
+        dml.check_insert_select(self.catalog.get(stmt.target))
+        check_persistent(stmt.query)
+        raise StatementError("Persistent queries (INSERT INTO ... SELECT) are not supported yet by kafkasql_magic.")
+
+    def _create_as_select(self, stmt: ast.CreateAsSelect, text, timeout):
+        check_persistent(stmt.query)
+        raise StatementError("Persistent queries (CREATE ... AS SELECT) are not supported yet by kafkasql_magic.")
 
     def _describe(self, stmt: ast.Describe, text, timeout):
         return metadata.describe(self.catalog.get(stmt.name))

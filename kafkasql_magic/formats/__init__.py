@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from ..errors import StatementError
+from .avro import AvroFormat
 from .base import Decoded, Field, Format, FormatSpec
 from .delimited import DelimitedFormat
 from .json import JsonFormat
+from .json_sr import JsonSrFormat
 from .kafka import KafkaFormat
 from .none import NoneFormat
 
-FORMATS: dict[str, Format] = {f.name: f for f in (KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat())}
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat(), JsonSrFormat(), AvroFormat())}
 
 #: Formats ksqlDB knows but this build cannot read yet (issue: key and value formats).
-PLANNED = {"JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR"}
+PLANNED = {"PROTOBUF", "PROTOBUF_NOSR"}
 
 
 def lookup(name: str) -> Format:

@@ -65,6 +65,10 @@ class Format:
     def decode(self, raw: Column, fields: Sequence[Field], spec: FormatSpec, role: str) -> Decoded:
         raise NotImplementedError
 
+    def encode(self, values: list, fields: Sequence[Field], spec: FormatSpec, role: str) -> bytes | None:
+        """Python values -> record bytes (INSERT VALUES)."""
+        raise NotImplementedError
+
 
 def deserialization_error(role: str, reason: Column | str) -> Column:
     """ksqlDB's processing-log wording for a record whose key or value does not decode."""
@@ -77,3 +81,20 @@ def first_error(checks: Sequence[Column]) -> Column | None:
     if not checks:
         return None
     return checks[0] if len(checks) == 1 else F.coalesce(*checks)
+
+
+def json_ready(value):
+    """A Python value as ksqlDB writes it in JSON (bytes as base64, decimals as numbers)."""
+    import base64
+    import datetime as dt
+    from decimal import Decimal
+
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return (value - dt.date(1970, 1, 1)).days
+    return value

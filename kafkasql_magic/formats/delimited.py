@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import types
-from .base import Decoded, Format, deserialization_error, first_error
+from .base import Decoded, Format, deserialization_error, first_error, json_ready
 from .json import CONVERTERS  # bytes are base64 text here too
 
 _CORRUPT = "__corrupt_record"
@@ -23,6 +26,14 @@ class DelimitedFormat(Format):
     supported_types = frozenset(
         {"BOOLEAN", "INT", "BIGINT", "DOUBLE", "DECIMAL", "STRING", "BYTES", "DATE", "TIME", "TIMESTAMP"}
     )
+
+    def encode(self, values, fields, spec, role):
+        if not fields:
+            return None
+        out = io.StringIO()
+        cells = ["" if v is None else json_ready(v) for v in values]
+        csv.writer(out, delimiter=delimiter(spec, role), lineterminator="").writerow(cells)
+        return out.getvalue().encode()
 
     def decode(self, raw, fields, spec, role):
         if not fields:

@@ -7,6 +7,7 @@ and each column is then converted from its member's text. It is all native Spark
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from pyspark.sql import Column
@@ -15,7 +16,7 @@ from pyspark.sql import types as T
 
 from .. import types
 from ..sql import ast
-from .base import Decoded, Format, deserialization_error, first_error
+from .base import Decoded, Format, deserialization_error, first_error, json_ready
 
 _TEXT_MAP = T.MapType(T.StringType(), T.StringType())
 _TEXT_ARRAY = T.ArrayType(T.StringType())
@@ -92,13 +93,24 @@ def _conversion_error(member: Column, value: Column, name: str, t: ast.Type) -> 
 class JsonFormat(Format):
     name = "JSON"
 
+    @staticmethod
+    def _anonymous(fields, spec, role) -> bool:
+        """A single key column, or an unwrapped single value, is a bare JSON value."""
+        return len(fields) == 1 and (
+            role == "key" or str(spec.options.get("WRAP_SINGLE_VALUE", "true")).lower() == "false")
+
+    def encode(self, values, fields, spec, role):
+        if not fields:
+            return None
+        if self._anonymous(fields, spec, role):
+            return None if values[0] is None else json.dumps(json_ready(values[0])).encode()
+        return json.dumps({f.name: json_ready(v) for f, v in zip(fields, values)}).encode()
+
     def decode(self, raw, fields, spec, role):
         if not fields:
             return Decoded([])
         text = raw.cast("string")
-        anonymous = len(fields) == 1 and (
-            role == "key" or str(spec.options.get("WRAP_SINGLE_VALUE", "true")).lower() == "false"
-        )
+        anonymous = self._anonymous(fields, spec, role)
         if anonymous:
             members = {fields[0].name: anonymous_member(text)}
             parse_error = F.when(raw.isNotNull() & members[fields[0].name].isNull() & (F.trim(text) != "null"),

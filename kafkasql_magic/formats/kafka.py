@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from pyspark.sql import functions as F
 
 from . import bytes_codec
@@ -14,6 +16,16 @@ DECODERS = {
     "DOUBLE": (8, bytes_codec.double_from_bytes, "DoubleDeserializer"),
     "STRING": (None, lambda b: b.cast("string"), "StringDeserializer"),
     "BYTES": (None, lambda b: b, "ByteArrayDeserializer"),
+}
+
+
+#: ksql type -> Python value to bytes (for INSERT VALUES).
+ENCODERS = {
+    "INT": lambda v: struct.pack(">i", v),
+    "BIGINT": lambda v: struct.pack(">q", v),
+    "DOUBLE": lambda v: struct.pack(">d", v),
+    "STRING": lambda v: str(v).encode("utf-8"),
+    "BYTES": lambda v: bytes(v),
 }
 
 
@@ -43,3 +55,8 @@ class KafkaFormat(Format):
             ),
         )
         return Decoded([F.when(~bad, value).alias(field.name)], error)
+
+    def encode(self, values, fields, spec, role):
+        if not fields or values[0] is None:
+            return None
+        return ENCODERS[fields[0].type.name](values[0])

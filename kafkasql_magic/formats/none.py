@@ -19,3 +19,6 @@ class NoneFormat(Format):
 
     def decode(self, raw, fields, spec, role):
         return Decoded([])
+
+    def encode(self, values, fields, spec, role):
+        return None

@@ -324,3 +324,15 @@ class TerminateQuery(Statement):
     """TERMINATE query_id | TERMINATE ALL."""
 
     query_id: str | None  # None means ALL
+
+
+def walk(node):
+    """Every AST node under `node` (itself included), depth first."""
+    yield node
+    for value in vars(node).values():
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if isinstance(item, Node):
+                yield from walk(item)
+            elif isinstance(item, tuple):  # CASE's (condition, result) pairs
+                yield from (n for part in item if isinstance(part, Node) for n in walk(part))

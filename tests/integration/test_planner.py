@@ -116,11 +116,11 @@ def test_json_nested_case_insensitive_and_typed(spark):
     names, batch = run(
         spark,
         "CREATE STREAM s (id BIGINT, ok BOOLEAN, amount DECIMAL(6, 2), tags ARRAY<STRING>, "
-        "m MAP<STRING, INT>, inner STRUCT<deep STRUCT<x DOUBLE>>, ts TIMESTAMP, d DATE, raw BYTES) "
+        "m MAP<STRING, INT>, nest STRUCT<deep STRUCT<x DOUBLE>>, ts TIMESTAMP, d DATE, raw BYTES) "
         "WITH (kafka_topic='t', value_format='JSON');",
         "SELECT * FROM s EMIT CHANGES;",
         [{"value": b'{"ID": 12345678901, "Ok": true, "amount": 12.5, "tags": ["a", "b"], "m": {"x": 1}, '
-                   b'"inner": {"Deep": {"X": 1.5}}, "ts": 1700000000000, "d": 19675, "raw": "aGk="}'}],
+                   b'"Nest": {"Deep": {"X": 1.5}}, "ts": 1700000000000, "d": 19675, "raw": "aGk="}'}],
     )
     assert batch.errors == []
     (row,) = batch.rows

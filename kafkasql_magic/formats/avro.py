@@ -1,0 +1,338 @@
+"""AVRO: Confluent-framed Avro binary, decoded on the executors by one vectorised Arrow UDF.
+
+Decoding is `arrow_udf(binary) -> struct<declared columns..., error>`. Per Arrow batch it
+parses the 5-byte headers with numpy, groups records by schema id, fetches each writer schema
+once per Python worker (cached), reads every record with `fastavro.schemaless_reader` from one
+buffer, builds one Arrow array per schema id with `pyarrow.array(dicts)` and converts it to
+the declared columns with Arrow kernels (`avro_types.plan`: fields matched by name
+case-insensitively, so records written with a newer compatible schema are projected onto the
+declared columns). It never raises for bad bytes: a wrong magic byte, an unknown schema id, an
+unreachable registry or a truncated record yield NULL columns and an error message, and the
+planner routes the record to the processing log.
+
+Spark evaluates the UDF once per row when its struct is read by several columns only if the
+projection stays put: the error column carries a nondeterministic no-op (see `_barrier`) so the
+optimizer neither pushes filters below it nor merges it into later projections, which would
+each call the UDF again.
+"""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+from typing import Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .. import types
+from ..sql import ast
+from . import avro_types
+from . import schema_registry as sr
+from .base import Decoded, Field, Format, deserialization_error
+
+#: The UDF's error field, named so it cannot clash with a declared column.
+ERROR_FIELD = "__kafkasql_avro_error__"
+
+
+def _anonymous(fields: Sequence[Field], spec, role: str) -> bool:
+    return len(fields) == 1 and (
+        role == "key" or str(spec.options.get("WRAP_SINGLE_VALUE", "true")).lower() == "false")
+
+
+def _barrier(error: Column) -> Column:
+    """`error` unchanged, made nondeterministic so the decoding projection is evaluated once."""
+    return F.coalesce(error, F.when(F.spark_partition_id() < F.lit(0), F.lit("")))
+
+
+def exchange_type(dt: T.DataType) -> T.DataType:
+    """The Spark type a UDF can return for `dt`: Arrow times come back as TIME(6) whatever
+    their unit, so TIME(3) travels as TIME(6) and is cast back (see `_declared`)."""
+    if isinstance(dt, T.TimeType):
+        return T.TimeType(6)
+    if isinstance(dt, T.ArrayType):
+        return T.ArrayType(exchange_type(dt.elementType), dt.containsNull)
+    if isinstance(dt, T.MapType):
+        return T.MapType(exchange_type(dt.keyType), exchange_type(dt.valueType), dt.valueContainsNull)
+    if isinstance(dt, T.StructType):
+        return T.StructType([T.StructField(f.name, exchange_type(f.dataType), f.nullable) for f in dt.fields])
+    return dt
+
+
+def _declared(column: Column, field: Field) -> Column:
+    declared = types.to_spark(field.type)
+    if exchange_type(declared) != declared:
+        column = column.cast(declared)
+    return column.alias(field.name)
+
+
+class AvroFormat(Format):
+    name = "AVRO"
+
+    def check_spec(self, spec) -> None:
+        """CREATE-time check (needs the spec, which `validate` does not get)."""
+        sr.registry_url(spec, self.name)
+
+    def decode(self, raw, fields, spec, role):
+        if not fields:
+            return Decoded([])
+        url = sr.registry_url(spec, self.name)
+        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url)
+        spark_type = T.StructType([T.StructField(f.name, exchange_type(types.to_spark(f.type))) for f in fields]
+                                  + [T.StructField(ERROR_FIELD, T.StringType())])
+
+        def decode_avro(values):
+            return decode_batch(values, layout)
+
+        import pyarrow as pa
+
+        decode_avro.__annotations__ = {"values": pa.Array, "return": pa.Array}  # arrays -> array
+        udf = F.arrow_udf(decode_avro, spark_type)
+        decoded = udf(raw)
+        columns = [_declared(decoded[f.name], f) for f in fields]
+        reason = decoded[ERROR_FIELD]
+        error = F.when(reason.isNotNull(), deserialization_error(role, reason))
+        return Decoded(columns, _barrier(error))
+
+    def encode(self, values, fields, spec, role):
+        if not fields:
+            return None
+        anonymous = _anonymous(fields, spec, role)
+        if anonymous and values[0] is None:
+            return None
+        import json
+
+        schema = avro_types.write_schema(fields, anonymous)
+        if anonymous:
+            datum = avro_value(values[0], fields[0].type)
+        else:
+            datum = {f.name: avro_value(v, f.type) for f, v in zip(fields, values)}
+        return sr.serialize("AVRO", spec, self.name, role, json.dumps(schema), datum)
+
+
+# ---------------------------------------------------------------- Python values -> Avro datum
+def avro_value(value, t: ast.Type):
+    """An INSERT VALUES value as fastavro writes it for `from_ksql(t)`."""
+    import datetime as dt
+
+    if value is None:
+        return None
+    if t.name == "DECIMAL":
+        return Decimal(str(value)).quantize(Decimal(1).scaleb(-(t.scale or 0)))
+    if t.name == "TIMESTAMP" and isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    if t.name == "DATE" and isinstance(value, int):
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value)
+    if t.name == "ARRAY":
+        return [avro_value(v, t.element) for v in value]
+    if t.name == "MAP":
+        return {str(k): avro_value(v, t.value) for k, v in value.items()}
+    if t.name == "STRUCT":
+        by_lower = {str(k).lower(): v for k, v in value.items()}
+        return {n: avro_value(value.get(n, by_lower.get(n.lower())), ft) for n, ft in t.fields}
+    if t.name == "DOUBLE":
+        return float(value)
+    return value
+
+
+# ---------------------------------------------------------------- executor side
+class Layout:
+    """What the UDF needs, as plain picklable data: declared columns, wrapping, registry."""
+
+    def __init__(self, fields: tuple, anonymous: bool, url: str):
+        self.fields = fields
+        self.anonymous = anonymous
+        self.url = url
+        self.key = repr((fields, anonymous, url))
+
+    def __getstate__(self):
+        return (self.fields, self.anonymous, self.url)
+
+    def __setstate__(self, state):
+        self.__init__(*state)
+
+
+class Reader:
+    """One writer schema read into one layout (cached per process by schema id and layout)."""
+
+    def __init__(self, parsed, plan: avro_types.Plan, wrap: bool):
+        self.parsed = parsed
+        self.plan = plan
+        self.wrap = wrap  # anonymous: the one column's array is wrapped into the output struct
+
+    def to_struct(self, records, target):
+        """Python records (None for skipped rows) -> a struct array of the declared columns."""
+        import pyarrow as pa
+
+        out = self.plan.conform(pa.array(records, type=self.plan.natural))
+        return pa.StructArray.from_arrays([out], fields=list(target)) if self.wrap else out
+
+
+_readers: dict[tuple, object] = {}
+
+
+def reader_for(layout: Layout, schema_id: int):
+    """The cached Reader for `schema_id`, or the error text every record with that id gets."""
+    key = (layout.key, schema_id)
+    found = _readers.get(key)
+    if found is not None:
+        return found
+    try:
+        registered = sr.schema_by_id(layout.url, schema_id)
+    except sr.SchemaLookupError as exc:
+        return str(exc)  # not cached here: schema_registry remembers failures briefly
+    if registered.schema_type.upper() != "AVRO":
+        found = f"Schema id {schema_id} is a {registered.schema_type} schema, not AVRO"
+    else:
+        try:
+            found = _build_reader(layout, registered)
+        except avro_types.AvroTypeError as exc:
+            found = f"Schema id {schema_id} does not match the declared columns: {exc}"
+        except Exception as exc:  # noqa: BLE001 - an unparsable registered schema
+            found = f"Schema id {schema_id} cannot be used: {exc}"
+    _readers[key] = found
+    return found
+
+
+def _build_reader(layout: Layout, registered) -> Reader:
+    parsed, writer = avro_types.parse_writer(registered.text, registered.references)
+    fields = layout.fields
+    top = avro_types.non_null(writer, "")
+    record = avro_types.kind(top) == "record"
+    if len(fields) == 1 and (not record or (layout.anonymous and _record_is_the_value(top, fields[0]))):
+        name, t = fields[0]
+        return Reader(parsed, avro_types.plan(writer, t, ""), wrap=True)
+    if not record:
+        raise avro_types.AvroTypeError(
+            f"the schema is {avro_types.describe(top)}, not a record with fields "
+            + ", ".join(f"`{n}`" for n, _ in fields))
+    struct = ast.Type("STRUCT", fields=fields)
+    return Reader(parsed, avro_types.plan(top, struct, ""), wrap=False)
+
+
+def _record_is_the_value(record, field) -> bool:
+    """An anonymous column reads the whole record when it is a STRUCT, unless the record is
+    a wrapper with one field of that column's name."""
+    name, t = field
+    if t.name != "STRUCT":
+        return False
+    inner = avro_types.find_field(record, name)
+    return not (inner is not None and len(record["fields"]) == 1 and avro_types.is_record(inner["type"]))
+
+
+def decode_batch(values, layout: Layout):
+    """binary Arrow array -> struct<declared columns..., error>; never raises."""
+    import numpy as np
+    import pyarrow as pa
+
+    target = pa.struct([pa.field(n, avro_types.arrow_type(t)) for n, t in layout.fields])
+    n = len(values)
+    errors: list = [None] * n
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    try:
+        starts, ends, data, valid = _buffers(values)
+        framed = valid & (ends - starts >= sr.HEADER_SIZE)
+        framed[framed] = data[starts[framed]] == sr.MAGIC_BYTE
+        for i in np.nonzero(valid & ~framed)[0].tolist():
+            errors[i] = sr.framing_problem(values[i].as_py())
+        ids = np.zeros(n, dtype=np.int64)
+        if framed.any():
+            s = starts[framed]
+            ids[framed] = ((data[s + 1].astype(np.int64) << 24) | (data[s + 2].astype(np.int64) << 16)
+                           | (data[s + 3].astype(np.int64) << 8) | data[s + 4].astype(np.int64))
+        pieces, order = [], []
+        buffer = io.BytesIO(data.tobytes()) if framed.any() else None
+        for schema_id in np.unique(ids[framed]).tolist():
+            rows = np.nonzero(framed & (ids == schema_id))[0]
+            reader = reader_for(layout, schema_id)
+            if isinstance(reader, str):
+                for i in rows.tolist():
+                    errors[i] = reader
+                continue
+            records = _read(reader, buffer, rows, starts, ends, errors, schema_id)
+            pieces.append(_to_struct_safely(reader, records, rows, target, errors))
+            order.append(rows)
+        columns = _assemble(pieces, order, n, target)
+    except Exception as exc:  # noqa: BLE001 - last resort: the whole batch becomes errors
+        columns = [pa.nulls(n, f.type) for f in target]
+        errors = [None if v is None else f"Unexpected error decoding AVRO: {exc!r}" for v in values.to_pylist()]
+    return pa.StructArray.from_arrays(
+        columns + [pa.array(errors, type=pa.string())],
+        fields=list(target) + [pa.field(ERROR_FIELD, pa.string())])
+
+
+def _buffers(values):
+    """(starts, ends, data bytes as uint8, validity) of a binary or large_binary array."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(values)
+    large = pa.types.is_large_binary(values.type)
+    bufs = values.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=values.offset + n + 1)
+    offsets = offsets[values.offset:].astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(0, np.uint8)
+    valid = np.ones(n, dtype=bool) if values.null_count == 0 else values.is_valid().to_numpy(zero_copy_only=False)
+    return offsets[:-1], offsets[1:], data, valid
+
+
+def _read(reader: Reader, buffer, rows, starts, ends, errors, schema_id):
+    """fastavro-read each row of one schema id from the batch's data buffer."""
+    from fastavro import schemaless_reader
+
+    parsed = reader.parsed
+    seek, tell = buffer.seek, buffer.tell
+    records = []
+    append = records.append
+    row_list = rows.tolist()
+    for i, start, end in zip(row_list, (starts[rows] + sr.HEADER_SIZE).tolist(), ends[rows].tolist()):
+        seek(start)
+        try:
+            record = schemaless_reader(buffer, parsed)
+        except Exception as exc:  # noqa: BLE001
+            errors[i] = f"Error deserializing AVRO message for id {schema_id}: {type(exc).__name__}: {exc}"
+            append(None)
+            continue
+        if tell() > end:
+            errors[i] = (f"Error deserializing AVRO message for id {schema_id}: record is truncated "
+                         f"(needs more than its {end - start} payload bytes)")
+            record = None
+        append(record)
+    return records
+
+
+def _to_struct_safely(reader: Reader, records, rows, target, errors):
+    """The batch at once; row by row when a value does not convert (the row gets the error)."""
+    import pyarrow as pa
+
+    try:
+        return reader.to_struct(records, target)
+    except Exception:  # noqa: BLE001 - find the offending rows
+        pass
+    parts = []
+    for i, record in zip(rows.tolist(), records):
+        try:
+            parts.append(reader.to_struct([record], target))
+        except Exception as exc:  # noqa: BLE001
+            errors[i] = f"Cannot convert the AVRO record to the declared columns: {exc}"
+            parts.append(reader.to_struct([None], target))
+    return pa.concat_arrays(parts)
+
+
+def _assemble(pieces, order, n, target):
+    """Per-schema-id struct arrays -> the declared columns in row order (NULLs elsewhere)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if len(pieces) == 1 and len(order[0]) == n:
+        return pieces[0].flatten()
+    covered = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    rest = np.setdiff1d(np.arange(n), covered, assume_unique=True)
+    pieces = pieces + [pa.StructArray.from_arrays([pa.nulls(len(rest), f.type) for f in target],
+                                                  fields=list(target))]
+    stacked = pa.concat_arrays(pieces)
+    position = np.empty(n, dtype=np.int64)
+    position[np.concatenate(order + [rest])] = np.arange(n)
+    return stacked.take(pa.array(position)).flatten()
