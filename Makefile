@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Notebook kernels start `python` from PATH: make it the project's.
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: demo test test-unit test-integration test-notebooks bench check-java clean
 
