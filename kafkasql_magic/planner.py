@@ -31,6 +31,11 @@ PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
     "ROWOFFSET": (types.BIGINT, lambda: F.col("offset")),
 }
 
+@dataclass(frozen=True)
+class _Named:
+    name: str
+
+
 #: Bookkeeping columns every planned frame carries.
 ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
     "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
@@ -174,12 +179,16 @@ def _check_unsupported(stmt: ast.Select) -> None:
 
 
 def _outputs(stmt: ast.Select, source: SourceDef) -> list[tuple[str, ast.Expr]]:
+    return _outputs_of(stmt, source.star_columns)
+
+
+def _outputs_of(stmt: ast.Select, star_columns) -> list[tuple[str, ast.Expr]]:
     """(output name, expression) per result column, with ksqlDB's naming rules."""
     outputs: list[tuple[str, ast.Expr]] = []
     generated = 0
     for item in stmt.items:
         if isinstance(item, ast.Star):
-            outputs += [(c.name, ast.ColumnRef(c.name)) for c in source.star_columns]
+            outputs += [(c.name, ast.ColumnRef(c.name)) for c in star_columns]
             continue
         if item.alias is not None:
             if item.alias.upper() in RESERVED_COLUMN_NAMES:
@@ -195,3 +204,17 @@ def _outputs(stmt: ast.Select, source: SourceDef) -> list[tuple[str, ast.Expr]]:
             outputs.append((f"KSQL_COL_{generated}", item.expr))
             generated += 1
     return outputs
+
+
+def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tuple[list[str], DataFrame]:
+    """A SELECT over an in-memory frame whose columns are already ksql columns (the processing
+    log): the same expressions and naming, none of the Kafka decoding."""
+    columns = [_Named(name) for name in frame.columns]
+    outputs = _outputs_of(stmt, columns)
+    scope = Scope(frame, set(frame.columns), {qualifier})
+    if stmt.where is not None:
+        frame = frame.where(Compiler(scope).compile(stmt.where))
+    result = frame.select(*[Compiler(scope).compile(e).alias(f"_c{i}") for i, (_, e) in enumerate(outputs)])
+    if stmt.limit is not None:
+        result = result.limit(stmt.limit)
+    return [name for name, _ in outputs], result

@@ -105,7 +105,16 @@ def _python_values(column) -> list:
 
 
 def to_pandas(rows: list[tuple], names: list[str]) -> pd.DataFrame:
-    return pd.DataFrame.from_records(rows, columns=names) if rows else pd.DataFrame(columns=names)
+    """Rows -> DataFrame; integer columns holding NULLs keep integers (pandas' Int64), not floats."""
+    if not rows:
+        return pd.DataFrame(columns=names)
+    frame = pd.DataFrame.from_records(rows, columns=range(len(names)))
+    for i in range(len(names)):
+        values = [row[i] for row in rows]
+        if None in values and all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+            frame[i] = pd.array(values, dtype="Int64")
+    frame.columns = names
+    return frame
 
 
 class PushQuery:
@@ -131,6 +140,7 @@ class PushQuery:
         self._trigger = trigger_interval
         self._ending = ending_offsets
         self._range_read = False
+        self._last_batch: int | None = None
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
         self.model = LiveModel(self.names, max_rows=max_rows,
                                key_columns=plan.key_names if plan.source.kind == "TABLE" and plan.key_names else None,
@@ -146,8 +156,10 @@ class PushQuery:
 
     def _watch(self) -> None:
         try:
-            while not self._query.awaitTermination(0.25):
-                if self._ending is not None and self._read_to_end():
+            while not self._query.awaitTermination(0.1):
+                if self._last_batch is not None and self._progress_of(self._last_batch):
+                    self._query.stop()
+                elif self._ending is not None and self._read_to_end():
                     self._range_read = True
                     self._query.stop()
         except Exception as exc:  # the Spark query failed: surface it on the handle
@@ -184,6 +196,10 @@ class PushQuery:
     @property
     def failure(self) -> BaseException | None:
         return self._failure
+
+    def _progress_of(self, batch_id: int) -> bool:
+        progress = self._query.lastProgress
+        return bool(progress) and int(progress["batchId"]) >= batch_id
 
     def _read_to_end(self) -> bool:
         """True once the source has read every offset range the WHERE clause bounds (seek)."""
@@ -225,8 +241,7 @@ class PushQuery:
             num_input_rows=(progress or {}).get("numInputRows"),
         )
         if self._limit_reached():
-            self.model.set_state("FINISHED")
-            threading.Thread(target=self._query.stop, name=f"{self.id}-stop", daemon=True).start()
+            self._last_batch = batch_id  # the watcher stops once this batch's progress is in
 
     def rows(self) -> pd.DataFrame:
         """The rows received so far (the newest `buffer_rows` of them)."""
@@ -241,6 +256,7 @@ class PushQuery:
         if self._failure is not None:
             raise KStreamError(_failure_message(self._failure)) from None
         rows = self.rows()
+        rows.attrs.update(query_id=self.id, records_read=self.records_read)
         if not finished and not self._limit_reached() and not self._range_read:
             raise QueryTimeout(
                 f"Query {self.id} returned {len(rows)} of {self.limit} rows within {timeout:g} seconds; "

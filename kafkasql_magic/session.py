@@ -19,7 +19,7 @@ from .catalog import Catalog
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
 from .local.producer import produce
-from .planner import check_persistent, plan_select
+from .planner import check_persistent, plan_select, select_over_frame
 from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
 from .seek import Seek, seek_of
 from .sql import ast
@@ -31,6 +31,9 @@ DEFAULT_SETTINGS = {
 }
 
 RAW_SOURCE = "kafkasql"
+PROCESSING_LOG = "KSQL_PROCESSING_LOG"
+PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC string, PARTITION int, "
+                         "OFFSET bigint, MESSAGE string, KEY binary, VALUE binary")
 
 
 class Session:
@@ -163,6 +166,8 @@ class Session:
         return plan, _analysed(lambda: plan.build(raw)), seek, options
 
     def _select(self, stmt: ast.Select, text, timeout):
+        if stmt.source.name == PROCESSING_LOG:
+            return self._select_processing_log(stmt)
         plan, planned, seek, options = self._plan(stmt)
         query_id = f"transient_{plan.source.name}_{next(self._ids)}"
         if seek.empty:  # contradictory bounds: nothing can match
@@ -179,6 +184,16 @@ class Session:
             return query.result(timeout if timeout is not None else self.timeout)
         finally:
             self.queries.pop(query_id, None)
+
+    def _select_processing_log(self, stmt: ast.Select):
+        """`SELECT ... FROM KSQL_PROCESSING_LOG`: the session's record-level errors, queried in SQL."""
+        if stmt.emit_changes:
+            raise StatementError(f"{PROCESSING_LOG} can be queried as a snapshot only (no EMIT CHANGES).")
+        log = self.log.to_pandas(raw=True)
+        frame = self.spark.createDataFrame(log, schema=PROCESSING_LOG_SCHEMA)
+        names, result = _analysed(lambda: select_over_frame(stmt, frame, PROCESSING_LOG))
+        table = result.toArrow()
+        return to_pandas(list(zip(*(table.column(i).to_pylist() for i in range(len(names))))), names)
 
     def _explain(self, stmt: ast.Explain, text, timeout):
         inner = stmt.statement
