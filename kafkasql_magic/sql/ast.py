@@ -326,6 +326,64 @@ class TerminateQuery(Statement):
     query_id: str | None  # None means ALL
 
 
+
+# ---------------------------------------------------------------- Materialize dialect
+@dataclass(frozen=True)
+class SourceFormat(Node):
+    """A Materialize format: TEXT, BYTES, JSON, CSV (`csv_columns`), AVRO with an inline
+    schema (`avro_schema`) or a Confluent registry (`registry_url`; "" means the session's)."""
+
+    name: str
+    csv_columns: int | None = None
+    avro_schema: str | None = None
+    registry_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Include(Node):
+    """INCLUDE KEY | HEADERS | HEADER 'k' | PARTITION | OFFSET | TIMESTAMP | TOPIC [AS name] [BYTES]."""
+
+    what: str
+    alias: str | None = None
+    header_key: str | None = None
+    as_bytes: bool = False
+
+
+@dataclass(frozen=True)
+class CreateKafkaSource(Statement):
+    """CREATE SOURCE name [(cols)] FROM KAFKA BROKER '...' TOPIC '...' formats [INCLUDE ...] [ENVELOPE ...]."""
+
+    name: str
+    topic: str
+    columns: tuple[str, ...] = ()
+    broker: str | None = None
+    key_format: SourceFormat | None = None
+    value_format: SourceFormat | None = None
+    format: SourceFormat | None = None  # bare FORMAT: the value format, no key format
+    includes: tuple[Include, ...] = ()
+    envelope: str = "NONE"  # NONE | UPSERT
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateView(Statement):
+    """CREATE [MATERIALIZED] VIEW name AS SELECT ...: a named query over sources."""
+
+    name: str
+    query: Select
+    materialized: bool = False
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class Subscribe(Statement):
+    """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query."""
+
+    name: str | None = None
+    query: Select | None = None
+
+
 def walk(node):
     """Every AST node under `node` (itself included), depth first."""
     yield node

@@ -1,4 +1,5 @@
-"""Parse tree (from ksql.lark) -> AST nodes: one method per grammar rule, nothing else."""
+"""Parse tree (from ksql.lark) -> AST nodes: one method per grammar rule, nothing else.
+Other dialects subclass `Builder` (materialize_parser.MaterializeBuilder)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from lark import Token, Transformer, v_args
 
 from . import ast
 
-__all__ = ["Invalid", "BUILDER"]
+__all__ = ["Invalid", "Builder", "BUILDER"]
 
 
 class Invalid(Exception):
@@ -43,8 +44,9 @@ def _flag(self, meta, *children):
 
 
 @v_args(meta=True, inline=True)
-class _Builder(Transformer):
-    """Builds AST nodes from the parse tree; each method is named after a grammar rule."""
+class Builder(Transformer):
+    """Builds AST nodes from the parse tree; each method is named after a grammar rule.
+    Other dialects subclass it for their own rules and identifier/type tables."""
 
     __visit_tokens__ = False
 
@@ -338,4 +340,4 @@ class _Builder(Transformer):
         return _unquote(token) if token[0] in "'`\"" else str(token)
 
 
-BUILDER = _Builder()
+BUILDER = Builder()

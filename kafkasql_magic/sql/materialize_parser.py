@@ -1,0 +1,236 @@
+"""The Materialize dialect: materialize.lark plus tables, over the shared parser and AST.
+
+`MATERIALIZE` is a `parser.Dialect`: same LALR machinery, keyword handling and positioned
+errors as ksql, with PostgreSQL's identifier rules (unquoted names lower-cased, "quoted" kept),
+Materialize's type names, and errors worded as Materialize words them
+(`Expected an identifier, found FROM`). Statements map onto the shared AST: CREATE SOURCE ->
+CreateKafkaSource, CREATE VIEW -> CreateView, SUBSCRIBE -> Subscribe, SELECT -> Select (a
+snapshot, `emit_changes` False), SHOW COLUMNS -> Describe, SHOW/DROP -> Show/Drop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lark import Token, v_args
+
+from . import ast
+from .builder import Builder, _pos, _unquote
+from .parser import Dialect
+
+__all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RESERVED"]
+
+# Reserved in PostgreSQL and kept from identifiers now, so that joins, ordering and set
+# operations can come later without taking names away from anyone.
+FUTURE_RESERVED = frozenset(
+    "JOIN LEFT RIGHT INNER FULL OUTER CROSS NATURAL ON DISTINCT ALL ORDER UNION EXCEPT "
+    "INTERSECT FETCH ILIKE".split()
+)
+
+# Materialize / PostgreSQL type names -> ast.Type names (multi-word names joined by a space).
+TYPE_NAMES = {
+    "TEXT": "STRING", "VARCHAR": "STRING", "STRING": "STRING", "UUID": "STRING",
+    "JSON": "STRING", "JSONB": "STRING", "BYTEA": "BYTES",
+    "SMALLINT": "INT", "INT2": "INT", "INT": "INT", "INT4": "INT", "INTEGER": "INT",
+    "BIGINT": "BIGINT", "INT8": "BIGINT",
+    "REAL": "DOUBLE", "FLOAT4": "DOUBLE", "FLOAT": "DOUBLE", "FLOAT8": "DOUBLE",
+    "DOUBLE": "DOUBLE", "DOUBLE PRECISION": "DOUBLE",
+    "BOOLEAN": "BOOLEAN", "BOOL": "BOOLEAN", "DATE": "DATE", "TIME": "TIME",
+    "TIMESTAMP": "TIMESTAMP", "TIMESTAMPTZ": "TIMESTAMP",
+    "TIMESTAMP WITH TIME ZONE": "TIMESTAMP", "TIMESTAMP WITHOUT TIME ZONE": "TIMESTAMP",
+}
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _flag(self, meta, *children):
+    return True
+
+
+@v_args(meta=True, inline=True)
+class MaterializeBuilder(Builder):
+    """The ksql builder's expression and query rules, with PostgreSQL identifiers and
+    Materialize's statements and types."""
+
+    type_names = TYPE_NAMES
+
+    # ---- identifiers and literals
+    def identifier(self, meta, token):
+        """Unquoted identifiers are lower-cased; "quoted" ones keep their case."""
+        return _unquote(token) if token[0] == '"' else token.lower()
+
+    alias_name = identifier
+
+    def integer_literal(self, meta, token):
+        """Beyond BIGINT an integer is a NUMERIC, as in PostgreSQL."""
+        value = int(token)
+        if value not in _INT64:
+            return ast.Literal(str(token), "DECIMAL", **_pos(meta))
+        return super().integer_literal(meta, token)
+
+    def negative(self, meta, operand):
+        """-9223372036854775808 is still a BIGINT."""
+        if (isinstance(operand, ast.Literal) and operand.kind == "DECIMAL" and operand.value.isdigit()
+                and -int(operand.value) in _INT64):
+            return super().negative(meta, ast.Literal(int(operand.value), "BIGINT"))
+        return super().negative(meta, operand)
+
+    def typed_literal(self, meta, type_, token):
+        literal = ast.Literal(_unquote(token), "STRING", line=token.line, column=token.column)
+        return ast.Cast(literal, type_, **_pos(meta))
+
+    concat_operator = Builder.additive_operator
+
+    # ---- types
+    def base_type(self, meta, *tokens):
+        return ast.Type(self.type_names[" ".join(t.upper() for t in tokens)], **_pos(meta))
+
+    literal_type = base_type
+
+    def decimal_type(self, meta, precision, scale):
+        if precision is None:
+            return ast.Type("DECIMAL", **_pos(meta))
+        return ast.Type("DECIMAL", int(precision), int(scale or 0), **_pos(meta))
+
+    def varchar_type(self, meta, length):
+        return ast.Type("STRING", **_pos(meta))
+
+    def array_type(self, meta, element):
+        return ast.Type("ARRAY", element=element, **_pos(meta))
+
+    def map_type(self, meta, key, value):
+        return ast.Type("MAP", key=key, value=value, **_pos(meta))
+
+    # ---- CREATE SOURCE
+    def create_kafka_source(self, meta, if_not_exists, name, columns, kafka, formats, includes, envelope):
+        broker, topic = kafka
+        kind, *chosen = formats
+        key_format, value_format, format_ = chosen if kind == "key_value" else (None, None, chosen[0])
+        return ast.CreateKafkaSource(
+            name, topic, columns or (), broker, key_format, value_format, format_, includes or (),
+            envelope or "NONE", bool(if_not_exists), **_pos(meta),
+        )
+
+    def kafka_broker(self, meta, broker, topic):
+        return (_unquote(broker) if broker is not None else None), _unquote(topic)
+
+    def kafka_connection(self, meta, connection, topic):
+        return None, _unquote(topic)
+
+    def key_value_formats(self, meta, key, value):
+        return "key_value", key, value, None
+
+    def bare_format(self, meta, format_):
+        return "bare", format_
+
+    def simple_format(self, meta, token):
+        return ast.SourceFormat(token.upper(), **_pos(meta))
+
+    def csv_format(self, meta, columns):
+        return ast.SourceFormat("CSV", csv_columns=int(columns), **_pos(meta))
+
+    def avro_schema_format(self, meta, schema):
+        return ast.SourceFormat("AVRO", avro_schema=_unquote(schema), **_pos(meta))
+
+    def avro_registry_format(self, meta, url):
+        return ast.SourceFormat("AVRO", registry_url=_unquote(url), **_pos(meta))
+
+    def avro_registry_connection(self, meta, connection):
+        return ast.SourceFormat("AVRO", registry_url="", **_pos(meta))
+
+    def includes(self, meta, *items):
+        return items
+
+    def include(self, meta, what, alias):
+        return ast.Include(what, alias, **_pos(meta))
+
+    def include_header(self, meta, key, alias, as_bytes):
+        return ast.Include("HEADER", alias, _unquote(key), bool(as_bytes), **_pos(meta))
+
+    def include_what(self, meta, token):
+        return token.upper()
+
+    def as_name(self, meta, name):
+        return name
+
+    as_bytes = materialized = _flag
+
+    def envelope(self, meta, kind):
+        return kind
+
+    envelope_kind = include_what
+
+    # ---- views, SUBSCRIBE, SHOW, DROP
+    def create_view(self, meta, or_replace, materialized, if_not_exists, name, query):
+        return ast.CreateView(name, query, bool(materialized), bool(or_replace), bool(if_not_exists),
+                              **_pos(meta))
+
+    def subscribe_name(self, meta, name):
+        return ast.Subscribe(name, **_pos(meta))
+
+    def subscribe_query(self, meta, query):
+        return ast.Subscribe(query=query, **_pos(meta))
+
+    def show_objects(self, meta, what):
+        return ast.Show(what, **_pos(meta))
+
+    def show_columns(self, meta, name):
+        return ast.Describe(name, **_pos(meta))
+
+    def drop_object(self, meta, kind, if_exists, name):
+        return ast.Drop(kind, name, bool(if_exists), **_pos(meta))
+
+    def drop_source(self, meta):
+        return "SOURCE"
+
+    def drop_view(self, meta):
+        return "VIEW"
+
+
+class MaterializeDialect(Dialect):
+    """materialize.lark with Materialize's tables and error wording."""
+
+    name = "materialize"
+    grammar = Path(__file__).with_name("materialize.lark")
+    builder = MaterializeBuilder()
+    future_reserved = FUTURE_RESERVED
+    name_rules = ("identifier", "alias_name")
+    expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
+    type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
+    operator_words = "= <> != < <= > >= + - || * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
+    statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP"
+
+    def expected_list(self, items: list[str]) -> str:
+        if len(items) <= 1:
+            return "".join(items)
+        return "one of " + " or ".join(items)
+
+    def mismatch_message(self, token: Token, expected: str) -> str:
+        found = self.describe_found(token)
+        return f"Expected {expected}, found {found}" if expected else f"Unexpected {found}"
+
+    def describe_found(self, token: Token) -> str:
+        if token.type == "$END":
+            return "EOF"
+        if token.type == "NAME":
+            return f'identifier "{token}"'
+        if token.type == "QUOTED_IDENTIFIER":
+            return f'identifier "{_unquote(token)}"'
+        if token.type == "STRING_LITERAL":
+            return f"string literal {token}"
+        if token.type in self.literal_terminals:
+            return f'number "{token}"'
+        if token.isidentifier():
+            return token.upper()  # a keyword
+        return f"'{token}'"
+
+    def hint(self, token: Token, accepts) -> str:
+        if token == "." and len(self.token_sets["operator"] & set(accepts)) >= 3:  # in an expression
+            return "(a.b is column b of source a: write (a.b).c for field c of a record)"
+        return super().hint(token, accepts)
+
+    def reserved_hint(self, word: str) -> str:
+        return f'({word} is a reserved word: quote it as "{word.lower()}" to use it as a name)'
+
+
+MATERIALIZE = MaterializeDialect()
