@@ -8,8 +8,11 @@ from .errors import StatementError
 from .formats import FormatSpec
 from .sql import ast
 
-#: Column roles in a source's logical schema.
+#: Column roles in a source's logical schema. The metadata roles come from Materialize's
+#: INCLUDE PARTITION | OFFSET | TIMESTAMP | TOPIC (ksql has pseudocolumns for those instead).
 KEY, VALUE, HEADERS, HEADER = "KEY", "VALUE", "HEADERS", "HEADER"
+PARTITION, OFFSET, TIMESTAMP, TOPIC = "PARTITION", "OFFSET", "TIMESTAMP", "TOPIC"
+METADATA = (PARTITION, OFFSET, TIMESTAMP, TOPIC)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,8 @@ class SourceDef:
     columns: tuple[Column, ...]
     statement: str = ""
     properties: dict = field(default_factory=dict, compare=False)
+    envelope: str = "NONE"  # UPSERT: the latest value per key wins, a NULL value deletes it
+    dialect: str = "ksql"
 
     def with_role(self, *roles: str) -> list[Column]:
         return [c for c in self.columns if c.role in roles]
@@ -51,16 +56,40 @@ class SourceDef:
         """What `SELECT *` returns: key columns first, then the rest in declared order."""
         return self.key_columns + [c for c in self.columns if c.role != KEY]
 
+    @property
+    def keyed(self) -> bool:
+        """A table (ksql TABLE, Materialize UPSERT source): one live row per key."""
+        return self.kind == "TABLE" or self.envelope == "UPSERT"
+
+
+@dataclass(frozen=True)
+class ViewDef:
+    """A named query (Materialize's CREATE VIEW): queried like a source, planned inline."""
+
+    name: str
+    query: object  # ast.Select
+    statement: str = ""
+    kind: str = "VIEW"
+    dialect: str = "materialize"
+
 
 class Catalog:
     """Sources by name. One catalog serves every dialect: names are stored as resolved."""
 
     def __init__(self):
-        self._sources: dict[str, SourceDef] = {}
+        self._sources: dict[str, SourceDef | ViewDef] = {}
 
-    def add(self, source: SourceDef, *, or_replace: bool = False, if_not_exists: bool = False) -> bool:
+    def resolve(self, name: str) -> str | None:
+        """The stored name for `name`: exact, else the only case-insensitive match (so a
+        source created in one dialect can be named from the other)."""
+        if name in self._sources:
+            return name
+        matches = [n for n in self._sources if n.lower() == name.lower()]
+        return matches[0] if len(matches) == 1 else None
+
+    def add(self, source, *, or_replace: bool = False, if_not_exists: bool = False) -> bool:
         """Register `source`; False when it existed and IF NOT EXISTS kept the old one."""
-        existing = self._sources.get(source.name)
+        existing = self._sources.get(self.resolve(source.name) or source.name)
         if existing is not None and not or_replace:
             if if_not_exists:
                 return False
@@ -71,22 +100,23 @@ class Catalog:
         self._sources[source.name] = source
         return True
 
-    def get(self, name: str) -> SourceDef:
-        source = self._sources.get(name)
+    def get(self, name: str):
+        source = self._sources.get(self.resolve(name) or name)
         if source is None:
             raise StatementError(f"{name} does not exist.")
         return source
 
-    def drop(self, kind: str, name: str, *, if_exists: bool = False) -> SourceDef | None:
-        source = self._sources.get(name)
-        if source is None or source.kind != kind:
+    def drop(self, kind: str, name: str, *, if_exists: bool = False):
+        """Drop a STREAM, TABLE, VIEW or (any kind) SOURCE named `name`."""
+        source = self._sources.get(self.resolve(name) or name)
+        if source is None or kind not in (source.kind, "SOURCE"):
             if if_exists:
                 return None
             raise StatementError(f"{kind.capitalize()} {name} does not exist.")
-        return self._sources.pop(name)
+        return self._sources.pop(source.name)
 
     def __iter__(self):
         return iter(list(self._sources.values()))
 
     def __contains__(self, name: str) -> bool:
-        return name in self._sources
+        return self.resolve(name) is not None

@@ -9,7 +9,7 @@ from . import formats, types
 from .catalog import HEADER, HEADERS, KEY, VALUE, SourceDef
 from .errors import StatementError
 from .formats import Field
-from .planner import PSEUDOCOLUMNS
+from .logical import PSEUDOCOLUMNS
 from .sql import ast
 
 #: ksql type -> Python types a literal may have for it, and the conversion.

@@ -119,6 +119,9 @@ class Compiler:
         left, right = self.compile(e.left), self.compile(e.right)
         if e.op == "/":
             return self._divide(left, right)
+        if e.op == "%":
+            self.fail(right == 0, F.lit("/ by zero"))
+            return F.when(right != 0, left % right)
         return OPERATORS[e.op](left, right)
 
     def _divide(self, left: Column, right: Column) -> Column:

@@ -9,70 +9,40 @@ so a bad record never stops a query nor hides the good ones around it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from . import formats, types
-from .catalog import HEADER, HEADERS, KEY, VALUE, Catalog, SourceDef
+from .catalog import Catalog, SourceDef, ViewDef
 from .ddl import RESERVED_COLUMN_NAMES
 from .errors import StatementError
-from .expressions import Compiler, Scope, quoted
-from .formats import Field
+from .expressions import Compiler, Scope
+from .logical import BOOKKEEPING, DROP, ERROR, PSEUDOCOLUMNS, latest_per_key, logical_frame
 from .sql import ast
 from .sql.render import render
 
-#: Pseudocolumn -> (ksql type, value from the raw Kafka record). Never in SELECT *.
-PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
-    "ROWTIME": (types.BIGINT, lambda: F.unix_millis(F.col("timestamp"))),
-    "ROWPARTITION": (types.INT, lambda: F.col("partition")),
-    "ROWOFFSET": (types.BIGINT, lambda: F.col("offset")),
-}
 
 @dataclass(frozen=True)
 class _Named:
     name: str
 
 
-#: Bookkeeping columns every planned frame carries.
-ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
-    "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
-BOOKKEEPING = (ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE)
+@dataclass(frozen=True)
+class Naming:
+    """A dialect's rules for result column names."""
 
-_HEADERS_SPARK = "array<struct<KEY:string,VALUE:binary>>"
-
-
-def _header_column(c) -> Column:
-    if c.role == HEADERS:
-        return F.col("headers").cast(_HEADERS_SPARK)
-    matching = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(c.header_key))
-    return F.try_element_at(matching, F.lit(-1))["value"]
+    fold: Callable[[str], str]
+    generated: Callable[[int, ast.Expr], str]
 
 
-def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
-    """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
-    key = formats.lookup(source.key_format.name).decode(
-        F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
-    value = formats.lookup(source.value_format.name).decode(
-        F.col("value"), [Field(c.name, c.type) for c in source.value_columns], source.value_format, "value")
-    decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
-    decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
-    checks = [e for e in (key.error, value.error) if e is not None]
-    if source.kind == "TABLE":
-        checks.insert(0, F.when(F.col("key").isNull(), F.lit("Record with a NULL key dropped from table")))
-    error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
-    columns = [
-        (decoded[c.name] if c.role in (KEY, VALUE) else _header_column(c)).alias(c.name)
-        for c in source.columns
-    ]
-    pseudo = [build().alias(name) for name, (_, build) in PSEUDOCOLUMNS.items()]
-    meta = [
-        error.alias(ERROR), F.col("topic").alias(TOPIC), F.col("partition").alias(PARTITION),
-        F.col("offset").alias(OFFSET), F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
-    ]
-    return raw.select(*columns, *pseudo, *meta)
+#: Dialect -> naming rules (ksqlDB upper-cases and numbers expressions; Materialize
+#: lower-cases and names an expression after its function, else ?column?).
+NAMING = {
+    "ksql": Naming(str.upper, lambda i, e: f"KSQL_COL_{i}"),
+    "materialize": Naming(str.lower, lambda i, e: e.name.lower() if isinstance(e, ast.FunctionCall) else "?column?"),
+}
 
 
 @dataclass
@@ -94,23 +64,32 @@ class QueryPlan:
         return self.statement.limit
 
 
-def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame) -> QueryPlan:
+def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame, *,
+                dialect: str = "ksql") -> QueryPlan:
     """Plan `stmt`; `raw_schema_frame` is any DataFrame with the raw Kafka schema (for typing)."""
-    source = catalog.get(stmt.source.name)
+    relation = catalog.get(stmt.source.name)
     _check_unsupported(stmt)
-    if not stmt.emit_changes:
+    if not stmt.emit_changes and relation.dialect == "ksql" and dialect == "ksql":
         check_pull(stmt)
-    outputs = _outputs(stmt, source)
+    if isinstance(relation, ViewDef):
+        inner = plan_select(_as_push(relation.query, stmt.emit_changes), catalog, raw_schema_frame, dialect=dialect)
+        source, star, frame_of = inner.source, [_Named(n) for n in inner.names], _view_frame(inner)
+    else:
+        source, star = relation, relation.star_columns
+        frame_of = (lambda raw: logical_frame(raw if raw.isStreaming or not source.keyed else latest_per_key(raw),
+                                              source))
+    outputs = _outputs_of(stmt, star, NAMING[dialect])
     names = [name for name, _ in outputs]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
         raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
-    key_names = [c.name for c in source.key_columns if c.name in names]
-    qualifiers = {source.name} | ({stmt.source.alias} if stmt.source.alias else set())
-    visible = {c.name for c in source.columns} | set(PSEUDOCOLUMNS)
+    key_names = [n for n, e in outputs if isinstance(e, ast.ColumnRef)
+                 and e.name.lower() in {c.name.lower() for c in source.key_columns}]
+    qualifiers = {relation.name} | ({stmt.source.alias} if stmt.source.alias else set())
+    visible = {c.name for c in star} | (set(PSEUDOCOLUMNS) if isinstance(relation, SourceDef) else set())
 
     def build(raw: DataFrame) -> DataFrame:
-        frame = logical_frame(raw, source)
+        frame = frame_of(raw)
         scope = Scope(frame, visible, qualifiers)
         where_error = F.lit(None).cast("string")
         if stmt.where is not None:
@@ -120,7 +99,7 @@ def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame)
             frame = frame.where(F.col(ERROR).isNotNull() | where_error.isNotNull() | keep)
             frame = frame.withColumn("__WHERE_ERROR", where_error)
             where_error = F.col("__WHERE_ERROR")
-        drop = F.col(ERROR).isNotNull() | where_error.isNotNull()
+        drop = F.col(DROP) | where_error.isNotNull()
         values, errors = [], [F.col(ERROR), where_error]
         for index, (name, expr) in enumerate(outputs):
             compiler = Compiler(scope)
@@ -134,6 +113,19 @@ def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame)
 
     build(raw_schema_frame)  # analyse now, so bad SQL fails before any query starts
     return QueryPlan(stmt, source, names, key_names, build)
+
+
+def _as_push(query: ast.Select, push: bool) -> ast.Select:
+    return replace(query, emit_changes=push, limit=None)
+
+
+def _view_frame(inner: QueryPlan) -> Callable[[DataFrame], DataFrame]:
+    """A view's planned rows, named by its columns, as the frame an outer query reads."""
+    def frame(raw: DataFrame) -> DataFrame:
+        planned = inner.build(raw)
+        return planned.select(*[F.col(f"_c{i}").alias(n) for i, n in enumerate(inner.names)],
+                              *[F.col(c) for c in BOOKKEEPING])
+    return frame
 
 
 def _computing_error(compiler: Compiler, expr, name: str, index: int | None) -> Column:
@@ -178,17 +170,13 @@ def _check_unsupported(stmt: ast.Select) -> None:
             raise StatementError(f"{clause} is not supported yet by kafkasql_magic.")
 
 
-def _outputs(stmt: ast.Select, source: SourceDef) -> list[tuple[str, ast.Expr]]:
-    return _outputs_of(stmt, source.star_columns)
-
-
-def _outputs_of(stmt: ast.Select, star_columns) -> list[tuple[str, ast.Expr]]:
-    """(output name, expression) per result column, with ksqlDB's naming rules."""
+def _outputs_of(stmt: ast.Select, star_columns, naming: Naming = NAMING["ksql"]) -> list[tuple[str, ast.Expr]]:
+    """(output name, expression) per result column, with the dialect's naming rules."""
     outputs: list[tuple[str, ast.Expr]] = []
     generated = 0
     for item in stmt.items:
         if isinstance(item, ast.Star):
-            outputs += [(c.name, ast.ColumnRef(c.name)) for c in star_columns]
+            outputs += [(naming.fold(c.name), ast.ColumnRef(c.name)) for c in star_columns]
             continue
         if item.alias is not None:
             if item.alias.upper() in RESERVED_COLUMN_NAMES:
@@ -197,11 +185,11 @@ def _outputs_of(stmt: ast.Select, star_columns) -> list[tuple[str, ast.Expr]]:
                 )
             outputs.append((item.alias, item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
-            outputs.append((item.expr.name, item.expr))
+            outputs.append((naming.fold(item.expr.name), item.expr))
         elif isinstance(item.expr, ast.Dereference):
-            outputs.append((item.expr.field, item.expr))
+            outputs.append((naming.fold(item.expr.field), item.expr))
         else:
-            outputs.append((f"KSQL_COL_{generated}", item.expr))
+            outputs.append((naming.generated(generated, item.expr), item.expr))
             generated += 1
     return outputs
 

@@ -23,7 +23,8 @@ from pyspark.sql import DataFrame
 
 from .errors import KStreamError, QueryTimeout
 from .live import LiveModel
-from .planner import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, TOPIC, QueryPlan
+from .logical import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, TOPIC
+from .planner import QueryPlan
 
 
 class ProcessingLog:

@@ -1,0 +1,111 @@
+"""Raw Kafka records -> a source's logical rows: decoded key and value columns, header and
+metadata columns, pseudocolumns, and the bookkeeping the runtime needs.
+
+Bookkeeping: `__ERROR` says why a record failed (NULL when it did not), `__DROP` whether it
+yields no row, and `__TOPIC`/`__PARTITION`/`__OFFSET`/`__RAW_*` say where it came from, so
+the processing log can name the record and show its bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from . import formats, types
+from .catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
+from .catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
+from .formats import Field
+from .sql import ast
+
+#: Pseudocolumn -> (ksql type, value from the raw Kafka record). Never in SELECT *.
+PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
+    "ROWTIME": (types.BIGINT, lambda: F.unix_millis(F.col("timestamp"))),
+    "ROWPARTITION": (types.INT, lambda: F.col("partition")),
+    "ROWOFFSET": (types.BIGINT, lambda: F.col("offset")),
+}
+
+ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
+    "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
+BOOKKEEPING = (ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE)
+
+#: Metadata role (Materialize's INCLUDE) -> its value from the raw record.
+METADATA_COLUMNS: dict[str, Callable[[], Column]] = {
+    PARTITION_ROLE: lambda: F.col("partition"),
+    OFFSET_ROLE: lambda: F.col("offset"),
+    TIMESTAMP_ROLE: lambda: F.col("timestamp"),
+    TOPIC_ROLE: lambda: F.col("topic"),
+}
+
+
+def _headers(c) -> Column:
+    """All headers, with the struct field names the column's type declares (KEY/VALUE in ksql,
+    key/value in Materialize)."""
+    return F.col("headers").cast(types.to_spark(c.type))
+
+
+def _last_header(c) -> Column:
+    matching = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(c.header_key))
+    return F.try_element_at(matching, F.lit(-1))["value"]
+
+
+def _header_text_error(c) -> Column:
+    """A HEADER column typed as text must hold UTF-8 (Materialize's INCLUDE HEADER 'k' AS name)."""
+    raw = _last_header(c)
+    return F.when(raw.isNotNull() & (F.encode(F.decode(raw, "UTF-8"), "UTF-8") != raw),
+                  F.concat(F.lit(f"Header '{c.header_key}' is not valid UTF-8: "), F.hex(raw)))
+
+
+def _column(c, decoded: dict[str, Column]) -> Column:
+    if c.role in (KEY, VALUE):
+        return decoded[c.name]
+    if c.role == HEADERS:
+        return _headers(c)
+    if c.role == HEADER:
+        raw = _last_header(c)
+        return F.decode(raw, "UTF-8") if c.type.name == "STRING" else raw
+    return METADATA_COLUMNS[c.role]()
+
+
+def _envelope_checks(source: SourceDef) -> list[Column]:
+    key, value = F.col("key"), F.col("value")
+    if source.envelope == "UPSERT":
+        return [F.when(key.isNull(), F.lit("record with NULL key in UPSERT source"))]
+    if source.kind == "TABLE":
+        return [F.when(key.isNull(), F.lit("Record with a NULL key dropped from table"))]
+    if source.dialect == "materialize":
+        return [F.when(key.isNotNull() & value.isNull(), F.lit("record with a key but a NULL value in a source with ENVELOPE NONE"))]
+    return []
+
+
+def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
+    """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
+    if source.dialect == "materialize" and source.envelope == "NONE":
+        raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
+    key = formats.lookup(source.key_format.name).decode(
+        F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
+    value = formats.lookup(source.value_format.name).decode(
+        F.col("value"), [Field(c.name, c.type) for c in source.value_columns], source.value_format, "value")
+    decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
+    decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
+    checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
+    checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
+    error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
+    columns = [_column(c, decoded).alias(c.name) for c in source.columns]
+    pseudo = [build().alias(name) for name, (_, build) in PSEUDOCOLUMNS.items()]
+    meta = [
+        error.alias(ERROR), error.isNotNull().alias(DROP), F.col("topic").alias(TOPIC),
+        F.col("partition").alias(PARTITION), F.col("offset").alias(OFFSET),
+        F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
+    ]
+    return raw.select(*columns, *pseudo, *meta)
+
+
+def latest_per_key(raw: DataFrame) -> DataFrame:
+    """A keyed source as it is now: the newest record per key, deleted keys (a NULL value,
+    a tombstone) gone. Records without a key are kept, to be reported as errors."""
+    newest_first = Window.partitionBy("key").orderBy(F.col("timestamp").desc(), F.col("offset").desc())
+    keyed = (raw.where(F.col("key").isNotNull()).withColumn("__rank", F.row_number().over(newest_first))
+             .where((F.col("__rank") == 1) & F.col("value").isNotNull()).drop("__rank"))
+    return keyed.unionByName(raw.where(F.col("key").isNull()))
