@@ -13,6 +13,7 @@ from pyspark.sql import types as T
 from . import functions, types
 from .errors import StatementError
 from .sql import ast
+from .sql.render import render
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -60,14 +61,22 @@ class Scope:
             raise StatementError(
                 f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias."
             )
-        if ref.name not in self.names:
+        name = ref.name if ref.name in self.names else _unique_match(ref.name, self.names)
+        if name is None:
             raise StatementError(
                 f"line {ref.line}:{ref.column}: Column '{_display_ref(ref)}' cannot be resolved."
             )
-        return F.col(quoted(ref.name))
+        return F.col(quoted(name))
 
     def type_of(self, col: Column) -> T.DataType:
         return self.frame.select(col).schema.fields[0].dataType
+
+
+def _unique_match(name: str, names) -> str | None:
+    """The one name equal to `name` ignoring case: a source declared in one dialect is
+    queried from the other (ksql upper-cases unquoted names, Materialize lower-cases them)."""
+    matches = [n for n in names if n.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _display_ref(ref: ast.ColumnRef) -> str:
@@ -104,7 +113,16 @@ class Compiler:
         return self.scope.column(e)
 
     def _Dereference(self, e: ast.Dereference) -> Column:
-        return self.compile(e.base).getField(e.field)
+        base = self.compile(e.base)
+        struct = self.scope.type_of(base)
+        if not isinstance(struct, T.StructType):
+            raise StatementError(f"line {e.line}:{e.column}: {render(e.base)} is not a STRUCT: cannot access '{e.field}'")
+        names = struct.fieldNames()
+        name = e.field if e.field in names else _unique_match(e.field, names)
+        if name is None:
+            raise StatementError(f"line {e.line}:{e.column}: {render(e.base)} has no field '{e.field}' "
+                                 f"(fields: {', '.join(names)})")
+        return base.getField(name)
 
     def _Subscript(self, e: ast.Subscript) -> Column:
         return F.try_element_at(self.compile(e.base), self.compile(e.index))

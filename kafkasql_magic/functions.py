@@ -68,6 +68,7 @@ _UNKNOWN_ENCODING = "Unknown encoding type '{}'. Supported formats are 'hex', 'u
 ENCODINGS: dict[str, tuple[Callable[[Column], Column], Callable[[Column], Column]]] = {
     "hex": (lambda b: F.upper(F.hex(b)), lambda s: F.try_to_binary(s, F.lit("hex"))),
     "utf8": (lambda b: F.decode(b, "UTF-8"), lambda s: F.encode(s, "UTF-8")),
+    "utf-8": (lambda b: F.decode(b, "UTF-8"), lambda s: F.encode(s, "UTF-8")),
     "ascii": (lambda b: F.decode(b, "US-ASCII"), lambda s: F.encode(s, "US-ASCII")),
     "base64": (lambda b: F.base64(b), lambda s: F.try_to_binary(s, F.lit("base64"))),
 }
@@ -163,7 +164,8 @@ FUNCTIONS: dict[str, Function] = {
     "MAP_KEYS": Function(_simple(F.map_keys), 1, 1),
     "MAP_VALUES": Function(_simple(F.map_values), 1, 1),
     "ARRAY": Function(_simple(F.array), 0, None),
-    "EXTRACTJSONFIELD": Function(_simple(F.get_json_object), 2, 2),
+    "EXTRACTJSONFIELD": Function(lambda ctx, a, e: F.get_json_object(
+        a[0], str(_literal_required(e[1], "EXTRACTJSONFIELD's path"))), 2, 2),
     "UNIX_TIMESTAMP": Function(lambda ctx, a, e: F.unix_millis(a[0]) if a else F.unix_millis(F.current_timestamp()), 0, 1),
     "UNIX_DATE": Function(lambda ctx, a, e: F.unix_date(a[0]) if a else F.unix_date(F.current_date()), 0, 1),
     "FROM_UNIXTIME": Function(_simple(F.timestamp_millis), 1, 1),
@@ -179,7 +181,19 @@ FUNCTIONS: dict[str, Function] = {
     "DOUBLE_FROM_BYTES": Function(_from_bytes(bytes_codec.double_from_bytes, 8), 1, 2),
     "FROM_BYTES": Function(_encoding(0), 2, 2),
     "TO_BYTES": Function(_encoding(1), 2, 2),
+    # Materialize's helpers from its Kafka headers design.
+    "CONVERT_FROM": Function(_encoding(0), 2, 2),
+    "HEADERS_TO_MAP": Function(_simple(lambda h: _headers_to_map(h)), 1, 1),
 }
+
+
+def _headers_to_map(headers: Column) -> Column:
+    """Headers as a map; for a key that repeats, the smallest value wins (the design's rule,
+    deterministic whatever the header order)."""
+    h = headers.cast("array<struct<k:string,v:binary>>")  # field names differ by dialect
+    keys = F.array_distinct(F.transform(h, lambda x: x["k"]))
+    return F.map_from_arrays(keys, F.transform(keys, lambda k: F.array_min(
+        F.transform(F.filter(h, lambda x: x["k"] == k), lambda x: x["v"]))))
 
 
 def lookup(name: str, nargs: int) -> Function:

@@ -131,3 +131,17 @@ def _printable(data: bytes) -> bool:
         return data.decode("utf-8").isprintable()
     except UnicodeDecodeError:
         return False
+
+
+def show_relations(catalog: Catalog, kind: str) -> pd.DataFrame:
+    """Materialize's SHOW SOURCES / SHOW VIEWS (sources of either dialect are listed)."""
+    if kind == "VIEW":
+        return pd.DataFrame([(v.name, v.statement) for v in catalog if v.kind == "VIEW"], columns=["name", "definition"])
+    rows = [(s.name, "kafka", s.topic, s.envelope.lower(), s.dialect) for s in catalog if s.kind != "VIEW"]
+    return pd.DataFrame(rows, columns=["name", "type", "topic", "envelope", "dialect"])
+
+
+def describe_columns(name: str, columns: list[tuple[str, str]]) -> pd.DataFrame:
+    frame = pd.DataFrame(columns, columns=["Field", "Type"])
+    frame.attrs.update(name=name, kind="VIEW")
+    return frame

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import itertools
 import threading
+from dataclasses import replace
 
 import pandas as pd
 
 import json
 
-from . import ddl, dml, metadata, sql as sqlparse
-from .catalog import Catalog
+from . import ddl, dml, metadata, mz, sql as sqlparse, types
+from .catalog import Catalog, ViewDef
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
 from .local.producer import produce
@@ -55,6 +56,7 @@ class Session:
         self._spark = spark
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._dialect_now = dialect
         self._handlers = {
             ast.CreateSource: self._create_source,
             ast.Select: self._select,
@@ -71,6 +73,9 @@ class Session:
             ast.InsertSelect: self._insert_select,
             ast.CreateAsSelect: self._create_as_select,
             ast.Explain: self._explain,
+            ast.CreateKafkaSource: self._create_kafka_source,
+            ast.CreateView: self._create_view,
+            ast.Subscribe: self._subscribe,
         }
 
     # ------------------------------------------------------------ public API
@@ -88,13 +93,15 @@ class Session:
             return self._spark
 
     def sql(self, text: str, *, timeout: float | None = None, dialect: str | None = None):
-        """Run every statement in `text` in order; return the last one's result."""
-        if (dialect or self.dialect) != "ksql":
-            raise StatementError(f"The '{dialect or self.dialect}' dialect is not available yet.")
+        """Run every statement in `text` in order; return the last one's result.
+
+        `dialect` ("ksql" or "materialize") overrides the session's for this call."""
+        dialect = sqlparse.get_dialect(dialect or self.dialect).name
         result = None
         for piece in sqlparse.split_statements(text):
             body = sqlparse.substitute_variables(piece.text, self.variables, line=piece.line, column=piece.column)
-            stmt = sqlparse.parse_statement(body, line=piece.line, column=piece.column)
+            stmt = sqlparse.parse_statement(body, line=piece.line, column=piece.column, dialect=dialect)
+            self._dialect_now = dialect
             result = self._handlers.get(type(stmt), self._unsupported)(stmt, body.strip(), timeout)
         return result
 
@@ -128,8 +135,9 @@ class Session:
         self.catalog.add(source, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
         return None
 
-    def _raw_options(self, topic: str, *, bounded: bool, seek: Seek = Seek()) -> dict[str, str]:
-        options = {"bootstrap.servers": self.bootstrap_servers, "topic": topic}
+    def _raw_options(self, topic: str, *, bounded: bool, seek: Seek = Seek(),
+                     bootstrap: str | None = None) -> dict[str, str]:
+        options = {"bootstrap.servers": bootstrap or self.bootstrap_servers, "topic": topic}
         if bounded:
             options.update(startingOffsets="earliest", endingOffsets="latest")
             return options
@@ -156,14 +164,21 @@ class Session:
     def _plan(self, stmt: ast.Select):
         """The plan, the planned frame and the ranges a push query reads."""
         spark = self.spark
-        source = self.catalog.get(stmt.source.name)
+        source = self._base_source(stmt.source.name)
         bounded = not stmt.emit_changes
-        seek = seek_of(stmt.where) if stmt.emit_changes else Seek()
-        options = self._raw_options(source.topic, bounded=bounded, seek=seek) if not seek.empty else None
+        seek = seek_of(stmt.where) if stmt.emit_changes and source.dialect == "ksql" else Seek()
+        broker = source.properties.get("BROKER")
+        options = (self._raw_options(source.topic, bounded=bounded, seek=seek, bootstrap=broker)
+                   if not seek.empty else self._raw_options(source.topic, bounded=True, bootstrap=broker))
         reader = spark.read if bounded else spark.readStream
-        raw = reader.format(RAW_SOURCE).options(**(options or self._raw_options(source.topic, bounded=True))).load()
-        plan = _analysed(lambda: plan_select(stmt, self.catalog, raw))
+        raw = reader.format(RAW_SOURCE).options(**options).load()
+        plan = _analysed(lambda: plan_select(stmt, self.catalog, raw, dialect=self._dialect_now))
         return plan, _analysed(lambda: plan.build(raw)), seek, options
+
+    def _base_source(self, name: str):
+        """The Kafka-backed source under `name`, through any views."""
+        relation = self.catalog.get(name)
+        return self._base_source(relation.query.source.name) if isinstance(relation, ViewDef) else relation
 
     def _select(self, stmt: ast.Select, text, timeout):
         if stmt.source.name == PROCESSING_LOG:
@@ -226,13 +241,41 @@ class Session:
         check_persistent(stmt.query)
         raise StatementError("Persistent queries (CREATE ... AS SELECT) are not supported yet by kafkasql_magic.")
 
+    def _create_kafka_source(self, stmt: ast.CreateKafkaSource, text, timeout):
+        if stmt.if_not_exists and stmt.name in self.catalog:
+            return None
+        source = mz.source_from_create(stmt, registry_url=self.schema_registry_url, text=text)
+        bootstrap = source.properties.get("BROKER") or self.bootstrap_servers
+        if not admin.topic_exists(bootstrap, source.topic):
+            raise StatementError(f"Topic '{source.topic}' does not exist (broker {bootstrap}).")
+        self.catalog.add(source)
+        return None
+
+    def _create_view(self, stmt: ast.CreateView, text, timeout):
+        self._base_source(stmt.query.source.name)  # the view must read an existing source
+        view = ViewDef(stmt.name, stmt.query, statement=text, dialect=self._dialect_now)
+        self.catalog.add(view, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
+        return None
+
+    def _subscribe(self, stmt: ast.Subscribe, text, timeout):
+        """Materialize's SUBSCRIBE: the live push query over a source, view or query."""
+        query = stmt.query or ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.name))
+        return self._select(replace(query, emit_changes=True), text, timeout)
+
     def _describe(self, stmt: ast.Describe, text, timeout):
-        return metadata.describe(self.catalog.get(stmt.name))
+        relation = self.catalog.get(stmt.name)
+        if not isinstance(relation, ViewDef):
+            return metadata.describe(relation)
+        plan, planned, _, _ = self._plan(ast.Select(items=(ast.Star(),), source=ast.SourceRef(relation.name)))
+        return metadata.describe_columns(relation.name, [
+            (n, types.display(types.from_spark(planned.schema[f"_c{i}"].dataType))) for i, n in enumerate(plan.names)])
 
     def _show(self, stmt: ast.Show, text, timeout):
         what = stmt.what
         if what in ("STREAMS", "TABLES"):
             return metadata.show_sources(self.catalog, what[:-1])
+        if what in ("SOURCES", "VIEWS"):
+            return metadata.show_relations(self.catalog, what[:-1])
         if what == "TOPICS":
             return metadata.show_topics([(t.name, t.partitions) for t in admin.list_topics(self.bootstrap_servers)])
         if what == "QUERIES":

@@ -1,0 +1,141 @@
+"""Materialize's CREATE SOURCE ... FROM KAFKA as a SourceDef: the same catalog, planner and
+Kafka source as ksql; only the column naming and the INCLUDE metadata differ.
+
+Column order follows Materialize: key columns, value columns, then INCLUDE metadata in the
+order written. A record key is flattened into its fields; a scalar key is one column `key`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import types
+from .catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
+from .errors import StatementError
+from .formats import FormatSpec
+from .sql import ast
+
+#: Materialize's headers type: a list of records (key text, value bytea).
+HEADERS_TYPE = ast.Type("ARRAY", element=ast.Type("STRUCT", fields=(("key", types.STRING), ("value", types.BYTES))))
+
+#: INCLUDE item -> (catalog role, default column name, type).
+INCLUDES: dict[str, tuple[str, str, ast.Type]] = {
+    "HEADERS": (HEADERS, "headers", HEADERS_TYPE),
+    "PARTITION": (PARTITION, "partition", types.INT),
+    "OFFSET": (OFFSET, "offset", types.BIGINT),
+    "TIMESTAMP": (TIMESTAMP, "timestamp", ast.Type("TIMESTAMP")),
+    "TOPIC": (TOPIC, "topic", types.STRING),
+}
+
+
+@dataclass(frozen=True)
+class Decoding:
+    spec: FormatSpec
+    columns: list[tuple[str, ast.Type]]
+    record: bool  # columns are fields of one record (flattened), not one anonymous value
+
+
+def _scalar(format_name: str, key_name: str, value_name: str, t: ast.Type):
+    def build(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
+        return Decoding(FormatSpec(format_name, context), [(key_name if role == "key" else value_name, t)], False)
+    return build
+
+
+def _csv(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
+    columns = [(f"column{i}", types.STRING) for i in range(1, (fmt.csv_columns or 0) + 1)]
+    return Decoding(FormatSpec("DELIMITED", context), columns, True)
+
+
+def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
+    from .formats import avro_types
+
+    options = dict(context)
+    if fmt.avro_schema is not None:
+        options["AVRO_SCHEMA"] = fmt.avro_schema
+        schema = avro_types.parse_writer(fmt.avro_schema)
+    else:
+        url = fmt.registry_url or context.get("SCHEMA_REGISTRY_URL")
+        if not url:
+            raise StatementError("AVRO USING CONFLUENT SCHEMA REGISTRY needs a registry URL: give one in the "
+                                 "statement or connect(..., schema_registry_url=...)")
+        options["SCHEMA_REGISTRY_URL"] = url
+        from .registry.inference import latest_schema_of
+
+        schema = latest_schema_of(url, context["KAFKA_TOPIC"], role)
+    record = avro_types.is_record(schema)
+    columns = [(name.lower() if record else ("key" if role == "key" else "value"), t)
+               for name, t in avro_types.columns(schema)]
+    return Decoding(FormatSpec("AVRO", options), columns, record)
+
+
+#: Materialize format name -> how it decodes and which columns it yields.
+FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict], Decoding]] = {
+    "TEXT": _scalar("KAFKA", "key", "text", types.STRING),
+    "BYTES": _scalar("KAFKA", "key", "data", types.BYTES),
+    "JSON": _scalar("JSON_DOCUMENT", "key", "data", types.STRING),
+    "CSV": _csv,
+    "AVRO": _avro,
+}
+
+
+def _registry_format(fmt: ast.SourceFormat | None) -> bool:
+    return fmt is not None and fmt.name == "AVRO" and fmt.registry_url is not None
+
+
+def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, text: str = "") -> SourceDef:
+    includes = {i.what for i in stmt.includes}
+    if stmt.format is not None and "KEY" in includes and not _registry_format(stmt.format):
+        raise StatementError("INCLUDE KEY requires specifying KEY FORMAT .. VALUE FORMAT, got bare FORMAT")
+    key_format = stmt.key_format or (stmt.format if _registry_format(stmt.format) else None)
+    if stmt.envelope == "UPSERT" and key_format is None:
+        raise StatementError("ENVELOPE UPSERT requires that KEY FORMAT be specified")
+    context = {"KAFKA_TOPIC": stmt.topic, "SCHEMA_REGISTRY_URL": registry_url}
+    value = FORMATS[(stmt.value_format or stmt.format).name](stmt.value_format or stmt.format, "value", context)
+    columns = [Column(n, t, VALUE) for n, t in value.columns]
+    key_spec = FormatSpec("NONE")
+    if key_format is not None and ("KEY" in includes or stmt.envelope == "UPSERT"):
+        key = FORMATS[key_format.name](key_format, "key", context)
+        key_spec = key.spec
+        alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
+        if alias is not None and key.record:
+            record = ast.Type("STRUCT", fields=tuple(key.columns))
+            key_spec = FormatSpec(key.spec.name, {**key.spec.options, "KEY_AS_RECORD_COLUMN": "true"})
+            columns.insert(0, Column(alias, record, KEY))
+        else:
+            names = [alias] if alias is not None else [n for n, _ in key.columns]
+            columns[:0] = [Column(n, t, KEY) for n, (_, t) in zip(names, key.columns)]
+    for item in stmt.includes:
+        if item.what == "KEY":
+            continue
+        if item.what == "HEADER":
+            columns.append(Column(item.alias, types.BYTES if item.as_bytes else types.STRING, HEADER, item.header_key))
+        else:
+            role, default, t = INCLUDES[item.what]
+            columns.append(Column(item.alias or default, t, role))
+    columns = _renamed(columns, stmt.columns)
+    _check_unique(columns, explicit=bool(stmt.columns))
+    return SourceDef(kind="TABLE" if stmt.envelope == "UPSERT" else "STREAM", name=stmt.name, topic=stmt.topic,
+                     key_format=key_spec, value_format=value.spec, columns=tuple(columns), statement=text,
+                     properties={"BROKER": stmt.broker} if stmt.broker else {}, envelope=stmt.envelope,
+                     dialect="materialize")
+
+
+def _renamed(columns: list[Column], names: tuple[str, ...]) -> list[Column]:
+    if not names:
+        return columns
+    if len(names) != len(columns):
+        raise StatementError(f"the column list names {len(names)} columns but the source has {len(columns)}: "
+                             + ", ".join(c.name for c in columns))
+    return [Column(n, c.type, c.role, c.header_key) for n, c in zip(names, columns)]
+
+
+def _check_unique(columns: list[Column], explicit: bool) -> None:
+    seen: set[str] = set()
+    for c in columns:
+        if c.name.lower() in seen:
+            hint = "" if explicit else (
+                " (rename one: INCLUDE KEY AS <name>, INCLUDE ... AS <name>, or give the source an explicit "
+                f"column list such as ({', '.join('key_' + x.name if x.role == KEY else x.name for x in columns)}))")
+            raise StatementError(f'column "{c.name}" specified more than once{hint}')
+        seen.add(c.name.lower())

@@ -1,0 +1,75 @@
+"""Session fixtures for integration tests: a real embedded broker and one local Spark session.
+
+- `broker`: a running `LocalStack` (use `broker.bootstrap_servers` / `broker.endpoints`).
+- `spark`: a `local[2]` SparkSession bound to loopback with the `kafkasql` source registered.
+- `new_topic`: a factory creating a uniquely named topic, `new_topic(partitions=1) -> name`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spark_env() -> dict:
+    """Environment for Spark and its Python workers: loopback, this interpreter, this checkout."""
+    return {
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+
+
+@pytest.fixture(scope="session")
+def broker():
+    from kafkasql_magic.local.stack import LocalStack
+
+    with LocalStack() as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.update(spark_env())
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkasql_magic-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    from kafkasql_magic.sparkenv import prepare
+
+    prepare(session)  # the SQL settings ksql semantics need, and the kafkasql source
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def new_topic(broker):
+    """`new_topic(partitions=1, prefix="t")` creates a fresh topic and returns its name."""
+    from kafkasql_magic.kafka.admin import create_topic
+
+    def make(partitions: int = 1, prefix: str = "t") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        create_topic(broker.bootstrap_servers, name, partitions)
+        return name
+
+    return make
