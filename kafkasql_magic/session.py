@@ -136,12 +136,12 @@ class Session:
         return None
 
     def _raw_options(self, topic: str, *, bounded: bool, seek: Seek = Seek(),
-                     bootstrap: str | None = None) -> dict[str, str]:
+                     bootstrap: str | None = None, reset: str | None = None) -> dict[str, str]:
         options = {"bootstrap.servers": bootstrap or self.bootstrap_servers, "topic": topic}
         if bounded:
             options.update(startingOffsets="earliest", endingOffsets="latest")
             return options
-        reset = self.settings.get("auto.offset.reset", "latest").lower()
+        reset = (reset or self.settings.get("auto.offset.reset", "latest")).lower()
         if reset not in ("earliest", "latest"):
             raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
         options.update(startingOffsets=reset, maxRecordsPerTrigger=str(self.max_records_per_trigger))
@@ -161,14 +161,14 @@ class Session:
             options["endingOffsets"] = json.dumps({str(p): seek.offset_to for p in parts})
         return options
 
-    def _plan(self, stmt: ast.Select):
+    def _plan(self, stmt: ast.Select, reset: str | None = None):
         """The plan, the planned frame and the ranges a push query reads."""
         spark = self.spark
         source = self._base_source(stmt.source.name)
         bounded = not stmt.emit_changes
         seek = seek_of(stmt.where) if stmt.emit_changes and source.dialect == "ksql" else Seek()
         broker = source.properties.get("BROKER")
-        options = (self._raw_options(source.topic, bounded=bounded, seek=seek, bootstrap=broker)
+        options = (self._raw_options(source.topic, bounded=bounded, seek=seek, bootstrap=broker, reset=reset)
                    if not seek.empty else self._raw_options(source.topic, bounded=True, bootstrap=broker))
         reader = spark.read if bounded else spark.readStream
         raw = reader.format(RAW_SOURCE).options(**options).load()
@@ -180,10 +180,10 @@ class Session:
         relation = self.catalog.get(name)
         return self._base_source(relation.query.source.name) if isinstance(relation, ViewDef) else relation
 
-    def _select(self, stmt: ast.Select, text, timeout):
+    def _select(self, stmt: ast.Select, text, timeout, reset: str | None = None):
         if stmt.source.name == PROCESSING_LOG:
             return self._select_processing_log(stmt)
-        plan, planned, seek, options = self._plan(stmt)
+        plan, planned, seek, options = self._plan(stmt, reset)
         query_id = f"transient_{plan.source.name}_{next(self._ids)}"
         if seek.empty:  # contradictory bounds: nothing can match
             return to_pandas([], plan.names)
@@ -258,9 +258,10 @@ class Session:
         return None
 
     def _subscribe(self, stmt: ast.Subscribe, text, timeout):
-        """Materialize's SUBSCRIBE: the live push query over a source, view or query."""
+        """Materialize's SUBSCRIBE: the current rows, then every change (it starts at the earliest
+        offsets whatever 'auto.offset.reset' says, as Materialize emits the snapshot first)."""
         query = stmt.query or ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.name))
-        return self._select(replace(query, emit_changes=True), text, timeout)
+        return self._select(replace(query, emit_changes=True), text, timeout, reset="earliest")
 
     def _describe(self, stmt: ast.Describe, text, timeout):
         relation = self.catalog.get(stmt.name)
