@@ -35,6 +35,19 @@ def _options_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _embedded_endpoints() -> dict | None:
+    """The embedded stack's endpoints: this kernel's (`%kstream_local start`), else one started
+    with `python -m kafkasql_magic.local up` (Binder's start script does that)."""
+    from .local import stack
+    from .local.__main__ import running_state
+
+    running = stack.default()
+    if running is not None:
+        return running.endpoints
+    state = running_state()
+    return state["endpoints"] if state else None
+
+
 def stop_all() -> None:
     for session in _sessions.values():
         session.stop()
@@ -132,16 +145,14 @@ class KStreamMagics(Magics):
     def _session(self, bootstrap: str | None, registry: str | None) -> Session:
         bootstrap = bootstrap or self.bootstrap_servers or os.environ.get("KAFKASQL_BOOTSTRAP_SERVERS")
         if not bootstrap:
-            from .local import stack
-
-            running = stack.default()
-            if running is None:
+            endpoints = _embedded_endpoints()
+            if endpoints is None:
                 raise UsageError(
                     "No Kafka cluster: pass --bootstrap-servers, set %config KStreamMagics.bootstrap_servers, "
                     "or start the embedded one with %kstream_local start"
                 )
-            bootstrap = running.bootstrap_servers
-            registry = registry or running.endpoints.get("schema.registry.url")
+            bootstrap = endpoints["bootstrap.servers"]
+            registry = registry or endpoints.get("schema.registry.url")
         session = _sessions.get(bootstrap)
         if session is None:
             session = _sessions[bootstrap] = Session(
