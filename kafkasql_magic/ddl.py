@@ -31,19 +31,28 @@ SCHEMA_REGISTRY_URL = "schema.registry.url"
 ROLES = {None: VALUE, "KEY": KEY, "PRIMARY_KEY": KEY, "HEADERS": HEADERS, "HEADER": HEADER}
 
 
-def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: str = "") -> SourceDef:
+#: Formats whose columns can come from the Schema Registry when none are declared.
+INFERABLE = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
+
+
+def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: str = "",
+                       infer=None) -> SourceDef:
+    """Validate a CREATE STREAM/TABLE. `infer(topic, key_format, value_format, key_schema_id,
+    value_schema_id)` (the registry lookup) supplies the columns of an AVRO/JSON_SR key or value
+    that the statement does not declare, as ksqlDB's schema inference does."""
     props = _properties(stmt)
     columns = tuple(_column(stmt.kind, c) for c in stmt.columns)
-    _check_names(columns)
     _check_headers(stmt.columns)
-    if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns) and columns:
-        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
-    if not columns:
-        raise StatementError("The statement does not define any columns.")
     topic = props.get("KAFKA_TOPIC")
     if topic is None:
         raise StatementError('Missing required property "KAFKA_TOPIC" which has no default value.')
     key_spec, value_spec = _formats(props, settings)
+    columns, value_spec = _with_inferred(columns, key_spec, value_spec, props, infer)
+    _check_names(columns)
+    if not columns:
+        raise StatementError("The statement does not define any columns.")
+    if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns):
+        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
     key_fields = [Field(c.name, c.type) for c in columns if c.role == KEY]
     value_fields = [Field(c.name, c.type) for c in columns if c.role == VALUE]
     formats.lookup(key_spec.name).validate(key_fields, "key", stmt.kind)
@@ -54,6 +63,22 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         kind=stmt.kind, name=stmt.name, topic=str(topic), key_format=key_spec,
         value_format=value_spec, columns=columns, statement=text, properties=props,
     )
+
+
+def _with_inferred(columns, key_spec, value_spec, props, infer):
+    """Declared columns plus those the registry supplies for undeclared AVRO/JSON_SR parts."""
+    need_key = key_spec.name in INFERABLE and not any(c.role == KEY for c in columns)
+    need_value = value_spec.name in INFERABLE and not any(c.role == VALUE for c in columns)
+    if not (need_key or need_value) or infer is None:
+        return columns, value_spec
+    inferred = infer(props["KAFKA_TOPIC"], key_spec.name if need_key else "NONE",
+                     value_spec.name if need_value else "NONE",
+                     props.get("KEY_SCHEMA_ID"), props.get("VALUE_SCHEMA_ID"))
+    keys = tuple(Column(n, t, KEY) for n, t in inferred.key_columns) if need_key else ()
+    values = tuple(Column(n, t, VALUE) for n, t in inferred.value_columns) if need_value else ()
+    if need_value and not inferred.value_wrapped:
+        value_spec = FormatSpec(value_spec.name, {**value_spec.options, "WRAP_SINGLE_VALUE": "false"})
+    return keys + columns + values, value_spec
 
 
 def _properties(stmt: ast.CreateSource) -> dict:

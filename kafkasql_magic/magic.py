@@ -82,6 +82,8 @@ class KStreamMagics(Magics):
     returns a pandas DataFrame; so does a SELECT without EMIT CHANGES (a snapshot of the
     topic as it is now). `%kstream <statement>` runs one statement from a line.
     `${var}` is replaced by variables from `DEFINE var = 'value';`.
+    `%kstream schema [topic]` opens the schema pane: registry subjects, inferred columns and
+    the CREATE statement they imply.
     """
 
     bootstrap_servers = Unicode(None, allow_none=True, help="Kafka bootstrap servers").tag(config=True)
@@ -94,6 +96,8 @@ class KStreamMagics(Magics):
     @no_var_expand
     @line_cell_magic
     def kstream(self, line: str, cell: str | None = None):
+        if cell is None and line.split()[:1] == ["schema"]:
+            return self._schema_pane(line.split()[1:])
         if cell is None:
             line, cell = "", line
         options = self._options(line)
@@ -130,6 +134,25 @@ class KStreamMagics(Magics):
         for name, value in running.endpoints.items():
             print(f"{name}={value}")
         return None
+
+    def _schema_pane(self, args: list[str]):
+        """`%kstream schema [TOPIC]`: browse the registry's subjects and what they imply."""
+        from .live.schema_model import SchemaBrowser
+        from .live.schema_pane import SchemaPane
+
+        session = self._session(None, None)
+        if not session.schema_registry_url:
+            raise UsageError("%kstream schema needs a Schema Registry: --registry on a %%kstream cell, "
+                             "%config KStreamMagics.schema_registry_url, or %kstream_local start")
+        pane = SchemaPane(SchemaBrowser(session.schema_registry_url, session.bootstrap_servers),
+                          on_insert=lambda text: self.shell.set_next_input(text))
+        if args:
+            pane.wait()  # the topic list loads in the background
+            try:
+                pane.select(args[0])
+            except KeyError:
+                raise UsageError(f"%kstream schema: no topic {args[0]!r} on {session.bootstrap_servers}") from None
+        return pane.widget
 
     # ------------------------------------------------------------ helpers
     def _options(self, line: str) -> argparse.Namespace:

@@ -120,7 +120,7 @@ class Session:
 
     def _create_source(self, stmt: ast.CreateSource, text, timeout):
         settings = {**self.settings, ddl.SCHEMA_REGISTRY_URL: self.schema_registry_url}
-        source = ddl.source_from_create(stmt, settings, text)
+        source = ddl.source_from_create(stmt, settings, text, infer=self._infer)
         if source.name in self.catalog and stmt.if_not_exists:
             return None
         if not admin.topic_exists(self.bootstrap_servers, source.topic):
@@ -134,6 +134,17 @@ class Session:
             admin.create_topic(self.bootstrap_servers, source.topic, partitions=int(partitions))
         self.catalog.add(source, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
         return None
+
+    def _infer(self, topic, key_format, value_format, key_schema_id, value_schema_id):
+        from .registry import inference
+
+        if not self.schema_registry_url:
+            raise StatementError(
+                f"Inferring the columns of topic '{topic}' needs a Schema Registry: "
+                "connect(..., schema_registry_url=...) or %%kstream --registry URL")
+        return inference.infer(self.schema_registry_url, topic, key_format=key_format, value_format=value_format,
+                               key_schema_id=None if key_schema_id is None else int(key_schema_id),
+                               value_schema_id=None if value_schema_id is None else int(value_schema_id))
 
     def _raw_options(self, topic: str, *, bounded: bool, seek: Seek = Seek(),
                      bootstrap: str | None = None, reset: str | None = None) -> dict[str, str]:
