@@ -6,13 +6,14 @@ from ..errors import StatementError
 from .avro import AvroFormat
 from .base import Decoded, Field, Format, FormatSpec
 from .delimited import DelimitedFormat
-from .json import JsonFormat
+from .json import JsonDocumentFormat, JsonFormat
 from .json_sr import JsonSrFormat
 from .kafka import KafkaFormat
 from .none import NoneFormat
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
-    KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat(), JsonSrFormat(), AvroFormat())}
+    KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat(), JsonSrFormat(), AvroFormat(),
+    JsonDocumentFormat())}
 
 #: Formats ksqlDB knows but this build cannot read yet (issue: key and value formats).
 PLANNED = {"PROTOBUF", "PROTOBUF_NOSR"}

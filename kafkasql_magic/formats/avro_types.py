@@ -268,6 +268,9 @@ def _primitive_conform(k: str, t: ast.Type, target):
     if t.name == "TIMESTAMP":
         unit = "us" if k.endswith("micros") else "ms"
         return _via(pa.timestamp(unit, tz="UTC"), target)
+    if t.name == "DECIMAL" and k in ("int", "long"):
+        # Arrow checks int -> decimal by type (19 digits); go wide, then check values
+        return _via(pa.decimal128(38, min(t.scale or 0, 18)), target)
     return lambda arr: arr if arr.type == target else arr.cast(target)
 
 

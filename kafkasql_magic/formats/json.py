@@ -126,3 +126,20 @@ class JsonFormat(Format):
             checks.append(_conversion_error(members[f.name], value, f.name, f.type))
         reason = first_error(checks)
         return Decoded(columns, F.when(reason.isNotNull(), deserialization_error(role, reason)))
+
+
+class JsonDocumentFormat(Format):
+    """Materialize's FORMAT JSON: the whole document as one column of JSON text (jsonb)."""
+
+    name = "JSON_DOCUMENT"
+
+    def decode(self, raw, fields, spec, role):
+        if not fields:
+            return Decoded([])
+        text = raw.cast("string")
+        invalid = raw.isNotNull() & F.try_parse_json(text).isNull() & (F.trim(text) != "null")
+        return Decoded([F.when(~invalid, text).alias(fields[0].name)],
+                       F.when(invalid, deserialization_error(role, F.lit("Invalid JSON"))))
+
+    def encode(self, values, fields, spec, role):
+        return None if not fields or values[0] is None else str(values[0]).encode()

@@ -75,7 +75,7 @@ def framing_problem(data: bytes) -> str:
 # ---------------------------------------------------------------- Spark-side framing
 def framed(raw: Column) -> Column:
     """True when `raw` carries the 5-byte header with magic byte 0 (NULL for NULL records)."""
-    return (F.length(raw) >= HEADER_SIZE) & (F.hex(F.substring(raw, 1, 1)) == F.lit("00"))
+    return (F.length(raw) >= HEADER_SIZE) & (F.substring(raw, 1, 1) == F.lit(bytearray([MAGIC_BYTE])))
 
 
 def payload(raw: Column) -> Column:
@@ -139,6 +139,16 @@ def schema_by_id(url: str, schema_id: int) -> Registered:
     found = _schemas[key] = Registered(schema.schema_type or "AVRO", schema.schema_str, refs)
     _failures.pop(key, None)
     return found
+
+
+def latest_schema(url: str, subject_name: str) -> Registered | None:
+    """The subject's latest schema, or None when it has none (or the registry cannot tell)."""
+    try:
+        schema = client(url).get_latest_version(subject_name).schema
+        refs = tuple(_references(client(url), schema.references or []))
+    except Exception:  # noqa: BLE001 - no subject yet (404) or no answer: write with our own schema
+        return None
+    return Registered(schema.schema_type or "AVRO", schema.schema_str, refs)
 
 
 def _references(c, refs, seen=None) -> list[str]:

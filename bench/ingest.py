@@ -1,0 +1,226 @@
+"""Ingest benchmark: the `kafkasql` Spark source against a plain confluent-kafka consume loop.
+
+    python bench/ingest.py [--records N] [--partitions 4] [--out bench/results/ingest.json]
+
+Produces N records (~100-byte JSON values, a key, two headers) into a fresh topic on the
+embedded broker, then measures, on the same machine and broker:
+  a) raw_consume         one process, `consume(10000)` counting only (librdkafka defaults)
+  b) source_count        spark.read.format("kafkasql") bounded, count()
+  c) source_json_decode  the same plus from_json(cast(value as string)) into typed columns,
+                         aggregated so every decoded field is evaluated
+Spark start-up (and Python worker start-up, via a warm-up read) is excluded. Also reported:
+`raw_consume_tuned` (the reader's librdkafka settings, GC paused: the best a single process
+can do), `source_count_no_headers` / `source_json_decode_no_headers` (includeHeaders=false,
+what a planner can pass when no header column is used) and `json_decode_only_cached` (the
+decode of (c) over the same values cached in Spark: Spark's own JSON cost, the bound of c).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, ts BIGINT, tags STRING"
+
+RAW_CONSUMER = r"""
+import gc, json, sys, time
+from confluent_kafka import Consumer, TopicPartition
+bootstrap, topic, partitions, total, tuned = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
+conf = {"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False,
+        "enable.partition.eof": True}
+if tuned:
+    from kafkasql_magic.kafka.arrow_batch import CONSUMER_DEFAULTS
+    conf.update(CONSUMER_DEFAULTS); conf["group.id"] = "bench-raw"
+    gc.disable()
+c = Consumer(conf)
+c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+t0 = time.perf_counter(); n = 0; eof = set()
+while len(eof) < partitions or n < total:
+    for m in c.consume(10000, 1.0):
+        if m.error() is None:
+            n += 1
+        else:
+            eof.add(m.partition())
+elapsed = time.perf_counter() - t0
+c.close()
+print(json.dumps({"rows": n, "seconds": elapsed}))
+"""
+
+
+def make_records(n: int):
+    for i in range(n):
+        value = json.dumps({"id": i, "name": f"user-{i}", "amount": 12.5 + (i % 100),
+                            "ts": 1700000000000 + i, "tags": "a,b"}, separators=(",", ":"))
+        value = value[:-1] + ',"pad":"' + "x" * max(0, 100 - len(value) - 10) + '"}'
+        yield {"key": str(i).encode(), "value": value.encode(),
+               "headers": [("source", b"bench"), ("seq", str(i).encode())]}
+
+
+def machine_facts() -> dict:
+    import confluent_kafka
+    import pyarrow
+    import pyspark
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    return {
+        "cpu_model": cpu, "memory_gb": mem_gb, "platform": platform.platform(),
+        "python": platform.python_version(), "pyspark": pyspark.__version__,
+        "confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
+        "pyarrow": pyarrow.__version__, "broker": "tansu 0.6.0 (embedded, memory storage)",
+    }
+
+
+def raw_consume(bootstrap, topic, partitions, total, tuned=False) -> float:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", RAW_CONSUMER, bootstrap, topic, str(partitions),
+                          str(total), "1" if tuned else "0"],
+                         env=env, capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["rows"] == total, res
+    return total / res["seconds"]
+
+
+def spark_session(cores: int):
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{cores}]").appName("kafkasql-bench-ingest")
+             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+             .config("spark.sql.shuffle.partitions", str(cores))
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.driver.memory", "2g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    from kafkasql_magic.kafka.source import register
+
+    register(spark)
+    return spark
+
+
+def timed(fn, repeat: int = 1):
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        elapsed = time.perf_counter() - t0
+        best = elapsed if best is None else min(best, elapsed)
+    return best, result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=2, help="best of N for each case")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.json"))
+    args = ap.parse_args(argv)
+
+    from kafkasql_magic.local import LocalStack, produce
+
+    cores = os.cpu_count() or 1
+    n, parts = args.records, args.partitions
+    results: dict = {}
+    with LocalStack() as stack:
+        bootstrap = stack.bootstrap_servers
+        topic = f"bench-ingest-{os.getpid()}"
+        t0 = time.perf_counter()
+        produce(bootstrap, topic, make_records(n), create_partitions=parts)
+        produce_rate = n / (time.perf_counter() - t0)
+        print(f"produced {n:,} records into {parts} partitions: {produce_rate:,.0f} rows/s")
+
+        rates = {}
+        rates["raw_consume"] = max(raw_consume(bootstrap, topic, parts, n) for _ in range(args.repeat))
+        rates["raw_consume_tuned"] = max(raw_consume(bootstrap, topic, parts, n, tuned=True)
+                                         for _ in range(args.repeat))
+
+        spark = spark_session(cores)
+        from pyspark.sql import functions as F
+
+        def source(**extra):
+            opts = {"bootstrap.servers": bootstrap, "topic": topic, **extra}
+            return spark.read.format("kafkasql").options(**opts).load()
+
+        # warm-up: starts the Python workers and imports the reader in them
+        produce(bootstrap, topic + "-warmup", make_records(1000), create_partitions=cores)
+        spark.read.format("kafkasql").options(**{"bootstrap.servers": bootstrap,
+                                                  "topic": topic + "-warmup"}).load().count()
+
+        def count(**extra):
+            rows = source(**extra).count()
+            assert rows == n, rows
+            return rows
+
+        def decode(frame=None):
+            frame = source() if frame is None else frame
+            decoded = frame.select(F.from_json(F.col("value").cast("string"), VALUE_SCHEMA).alias("v"))
+            row = decoded.agg(F.count("v.id").alias("c"), F.sum("v.amount"), F.max("v.ts"),
+                              F.max(F.length("v.name")), F.max(F.length("v.tags"))).collect()[0]
+            assert row["c"] == n, row
+            return row
+
+        secs, _ = timed(count, args.repeat)
+        rates["source_count"] = n / secs
+        secs, _ = timed(decode, args.repeat)
+        rates["source_json_decode"] = n / secs
+        secs, _ = timed(lambda: count(includeHeaders="false"), args.repeat)
+        rates["source_count_no_headers"] = n / secs
+        secs, _ = timed(lambda: decode(source(includeHeaders="false")), args.repeat)
+        rates["source_json_decode_no_headers"] = n / secs
+        # what Spark's JSON decoding alone costs: the same values from an in-memory cache
+        cached = source().select("value").cache()
+        assert cached.count() == n
+        secs, _ = timed(lambda: decode(cached), args.repeat)
+        rates["json_decode_only_cached"] = n / secs
+        cached.unpersist()
+        spark.stop()
+
+    a = rates["raw_consume"]
+    results = {
+        "cores": cores,
+        "records": n,
+        "partitions": parts,
+        "value_bytes": len(next(make_records(1))["value"]),
+        "produce_rows_per_s": round(produce_rate),
+        "rows_per_s": {k: round(v) for k, v in rates.items()},
+        "ratio_b_a": round(rates["source_count"] / a, 3),
+        "ratio_c_a": round(rates["source_json_decode"] / a, 3),
+        "ratio_b_a_tuned": round(rates["source_count"] / rates["raw_consume_tuned"], 3),
+        "ratio_c_a_tuned": round(rates["source_json_decode"] / rates["raw_consume_tuned"], 3),
+        "machine": machine_facts(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    for name, rate in rates.items():
+        print(f"{name:>24}: {rate:>12,.0f} rows/s  ({rate / a:.2f} x raw_consume)")
+    print(f"b/a = {results['ratio_b_a']}  c/a = {results['ratio_c_a']}  (cores: {cores})")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

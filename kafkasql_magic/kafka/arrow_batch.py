@@ -1,0 +1,224 @@
+"""Executor-side reading: one Kafka offset range -> Arrow record batches.
+
+Runs in Spark's Python workers (possibly on other machines): only plain data comes in (a
+`KafkaRange`), confluent-kafka is imported here, and nothing is shared with the driver.
+
+Speed: per-message Python is what costs. Columns are built with `map` over the C method
+descriptors of `confluent_kafka.Message` (a C loop, no Python frame per message); offsets
+are computed arithmetically when a batch is contiguous (the usual case); headers become one
+flat key list, one flat value list and list offsets (`ListArray.from_arrays`). The cyclic
+garbage collector is paused while a range is read: every consumed message is a GC-tracked
+object, and the collections they trigger cost as much as the reading itself.
+Converting headers is the most expensive step (confluent-kafka builds a list of tuples per
+message); `include_headers=False` skips it and yields empty header lists.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from itertools import chain
+from operator import itemgetter
+
+from pyspark.sql.datasource import InputPartition
+
+READ_GROUP = "kafkasql-magic-reader"
+BATCH_ROWS = 20000
+IDLE_TIMEOUT = 60.0
+
+CONSUMER_DEFAULTS = {
+    "group.id": READ_GROUP,
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "auto.offset.reset": "earliest",
+    "isolation.level": "read_uncommitted",
+    "fetch.wait.max.ms": 100,
+    "fetch.max.bytes": 64 * 1024 * 1024,
+    "max.partition.fetch.bytes": 4 * 1024 * 1024,
+    "queued.min.messages": 100000,
+    "fetch.queue.backoff.ms": 0,  # the default (1 s) stalls fetching whenever the queue is full
+}
+
+
+class KafkaRange(InputPartition):
+    """Offsets [start, end) of one Kafka partition, plus how to reach the broker."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int, bootstrap: str,
+                 conf: dict | None = None, batch_rows: int = BATCH_ROWS,
+                 idle_timeout: float = IDLE_TIMEOUT, include_headers: bool = True):
+        super().__init__((topic, partition, start, end))
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+        self.bootstrap = bootstrap
+        self.conf = dict(conf or {})
+        self.batch_rows = batch_rows
+        self.idle_timeout = idle_timeout
+        self.include_headers = include_headers
+
+    def __repr__(self) -> str:
+        return f"KafkaRange({self.topic!r}, {self.partition}, [{self.start}, {self.end}))"
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    return pa.schema([
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", pa.list_(pa.field("element", header))),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    ])
+
+
+def _fail(rng: KafkaRange, what: str):
+    from kafkasql_magic.errors import KafkaError
+
+    return KafkaError(f"{what} (topic {rng.topic!r}, partition {rng.partition}, "
+                      f"offsets [{rng.start}, {rng.end}), bootstrap {rng.bootstrap})")
+
+
+def read_range(rng: KafkaRange):
+    """Yield `pyarrow.RecordBatch`es holding exactly the records of [start, end)."""
+    if rng is None or getattr(rng, "end", 0) <= getattr(rng, "start", 0):
+        return
+    from confluent_kafka import Consumer, Message, TopicPartition
+    from confluent_kafka import KafkaError as CKError
+
+    settings = dict(CONSUMER_DEFAULTS)
+    # Prefetch no more than the range needs: what is fetched beyond `end` is wasted work.
+    settings["queued.min.messages"] = max(1000, min(CONSUMER_DEFAULTS["queued.min.messages"],
+                                                    rng.end - rng.start))
+    settings.update(rng.conf)
+    settings["bootstrap.servers"] = rng.bootstrap
+    consumer = Consumer(settings)
+    schema = arrow_schema()
+    end = rng.end
+    nxt = rng.start
+    pending: list = []
+    error = Message.error
+    headers = rng.include_headers
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        last_progress = time.monotonic()
+        while nxt < end:
+            # Never ask for more than the range still needs: consume() waits for `want`.
+            msgs = consumer.consume(min(rng.batch_rows - len(pending), end - nxt), 1.0)
+            if msgs:
+                last_progress = time.monotonic()
+                eof_at = None
+                if any(map(error, msgs)):
+                    msgs, eof_at = _drop_events(msgs, rng, CKError)
+                if msgs:
+                    msgs, nxt, done = _clip(msgs, nxt, end)
+                    pending.extend(msgs)
+                    if done:
+                        nxt = end
+                if eof_at is not None and eof_at >= end:
+                    nxt = end  # the log ends at or after `end`: gaps (txn markers, compaction)
+            else:
+                pos = consumer.position([TopicPartition(rng.topic, rng.partition)])[0].offset
+                if pos >= end:
+                    nxt = end
+                elif time.monotonic() - last_progress > rng.idle_timeout:
+                    raise _fail(rng, f"No record arrived for {rng.idle_timeout:g}s at offset {nxt}")
+            if pending and (len(pending) >= rng.batch_rows or nxt >= end):
+                yield to_record_batch(pending, rng.topic, rng.partition, schema, headers)
+                pending = []
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        consumer.close()
+
+
+def _drop_events(msgs, rng, CKError):
+    """Remove error events; raise on real errors; return (messages, EOF offset or None)."""
+    kept, eof_at = [], None
+    for m in msgs:
+        err = m.error()
+        if err is None:
+            kept.append(m)
+        elif err.code() == CKError._PARTITION_EOF:
+            eof_at = m.offset()
+        elif err.code() in (CKError.UNKNOWN_TOPIC_OR_PART, CKError._UNKNOWN_TOPIC,
+                            CKError._UNKNOWN_PARTITION):
+            raise _fail(rng, f"Topic {rng.topic!r} does not exist")
+        elif err.fatal() or not err.retriable():
+            raise _fail(rng, f"Kafka read failed: {err}")
+    return kept, eof_at
+
+
+def _clip(msgs, nxt: int, end: int):
+    """Keep messages with nxt <= offset < end; return (kept, next offset, reached end)."""
+    first = msgs[0].offset()
+    last = msgs[-1].offset()
+    n = len(msgs)
+    if first >= nxt and last - first == n - 1:  # contiguous: pure arithmetic
+        if last >= end:
+            return msgs[: end - first], end, True
+        return msgs, last + 1, last + 1 >= end
+    kept = [m for m in msgs if nxt <= m.offset() < end]
+    done = last >= end - 1
+    new_next = kept[-1].offset() + 1 if kept else nxt
+    return kept, (end if done else new_next), done
+
+
+def to_record_batch(msgs, topic: str, partition: int, schema=None, include_headers: bool = True):
+    """Arrow columns for a list of (non-error) confluent_kafka Messages."""
+    import numpy as np
+    import pyarrow as pa
+    from confluent_kafka import Message
+
+    schema = schema or arrow_schema()
+    n = len(msgs)
+    first = msgs[0].offset()
+    last = msgs[-1].offset()
+    if last - first == n - 1:
+        offsets = pa.array(np.arange(first, last + 1, dtype=np.int64))
+    else:
+        offsets = pa.array(list(map(Message.offset, msgs)), pa.int64())
+    keys = pa.array(list(map(Message.key, msgs)), pa.binary())
+    values = pa.array(list(map(Message.value, msgs)), pa.binary())
+
+    ts = np.fromiter(map(itemgetter(1), map(Message.timestamp, msgs)), dtype=np.int64, count=n)
+    mask = ts < 0
+    ts *= 1000
+    tstype = schema.field("timestamp").type
+    timestamps = pa.array(ts, tstype, mask=mask) if mask.any() else pa.array(ts, tstype)
+
+    hs = list(map(Message.headers, msgs)) if include_headers else [None] * n
+    headers = _headers(hs, n, schema.field("headers").type)
+    return pa.RecordBatch.from_arrays(
+        [keys, values, headers, pa.repeat(topic, n),
+         pa.array(np.full(n, partition, dtype=np.int32)), offsets, timestamps],
+        schema=schema,
+    )
+
+
+def _headers(hs: list, n: int, list_type):
+    import numpy as np
+    import pyarrow as pa
+
+    struct_type = list_type.value_type
+    if hs.count(None) == n:
+        offs = pa.array(np.zeros(n + 1, dtype=np.int32))
+        empty = pa.StructArray.from_arrays(
+            [pa.array([], pa.string()), pa.array([], pa.binary())], fields=list(struct_type))
+        return pa.ListArray.from_arrays(offs, empty, type=list_type)
+    hs = [h or () for h in hs]
+    lens = np.fromiter(map(len, hs), dtype=np.int32, count=n)
+    offs = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lens, out=offs[1:])
+    flat = list(chain.from_iterable(hs))
+    hkeys = pa.array(list(map(itemgetter(0), flat)), pa.string())
+    hvals = pa.array(list(map(itemgetter(1), flat)), pa.binary())
+    items = pa.StructArray.from_arrays([hkeys, hvals], fields=list(struct_type))
+    return pa.ListArray.from_arrays(pa.array(offs), items, type=list_type)

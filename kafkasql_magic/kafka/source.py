@@ -1,0 +1,386 @@
+"""The `kafkasql` Spark Python data source: Kafka records as rows, batch and streaming.
+
+Schema: key binary, value binary, headers array<struct<key string, value binary>>,
+topic string, partition int, offset bigint, timestamp timestamp (record time, UTC).
+
+Options (strings):
+  bootstrap.servers       required
+  topic                   required
+  startingOffsets         earliest | latest | JSON {"0": 42, "1": -2} (-2 earliest, -1 latest;
+                          partitions missing from the JSON start at earliest). Streams
+                          default to latest, batch reads to earliest.
+  endingOffsets           latest (the end offsets when the read is planned) | JSON (only the
+                          partitions it names are read). Batch reads default to latest; a
+                          stream with it set stops advancing there.
+  partitions              comma-separated partition ids to read (default all)
+  maxRecordsPerTrigger    admission control for streams (spread fairly across partitions)
+  maxRecordsPerPartition  split offset ranges into Spark input partitions of at most this many
+                          records (default 200000)
+  includeHeaders          true (default) | false: false skips converting headers (the
+                          costliest per-record step) and yields empty header lists
+  endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
+  kafka.<setting>         passed to every librdkafka client (e.g. kafka.security.protocol)
+
+Streaming offsets are {"<partition>": next offset}. Partitions that appear while a stream
+runs are read from their earliest offset. A missing or deleted topic raises KafkaError.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.kafka import admin
+from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, KafkaRange, read_range
+from kafkasql_magic.kafka.offsets import (
+    EARLIEST,
+    EndOffsets,
+    fair_share,
+    from_json,
+    parse_offsets,
+    resolve,
+    split_ranges,
+    to_json,
+)
+
+LOG = logging.getLogger("kafkasql_magic.kafka.source")
+NAME = "kafkasql"
+MAX_RECORDS_PER_PARTITION = 200_000
+
+SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("headers", ArrayType(StructType([
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+    ]))),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+])
+
+
+def _positive_int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = options.get(name)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise KafkaError(f"Option {name} must be a positive integer, not {raw!r}") from None
+    if value <= 0:
+        raise KafkaError(f"Option {name} must be a positive integer, not {raw!r}")
+    return value
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
+    if raw is None or str(raw).strip() == "":
+        return default
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise KafkaError(f"Option {name} must be true or false, not {raw!r}")
+
+
+@dataclass
+class SourceOptions:
+    bootstrap: str
+    topic: str
+    starting: object
+    ending: object | None
+    partitions: tuple[int, ...] | None = None
+    max_per_trigger: int | None = None
+    max_per_partition: int = MAX_RECORDS_PER_PARTITION
+    probe: str = "auto"
+    conf: dict = field(default_factory=dict)
+    batch_rows: int = BATCH_ROWS
+    idle_timeout: float = IDLE_TIMEOUT
+    include_headers: bool = True
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> "SourceOptions":
+        get = options.get
+        bootstrap = (get("bootstrap.servers") or get("kafka.bootstrap.servers") or "").strip()
+        topic = (get("topic") or get("subscribe") or "").strip()
+        if not bootstrap:
+            raise KafkaError("The kafkasql source needs the option bootstrap.servers")
+        if not topic:
+            raise KafkaError("The kafkasql source needs the option topic")
+        starting = parse_offsets(get("startingOffsets"), "startingOffsets",
+                                 "latest" if streaming else "earliest")
+        ending_raw = get("endingOffsets")
+        if ending_raw is None and not streaming:
+            ending_raw = "latest"
+        ending = parse_offsets(ending_raw, "endingOffsets", "latest") if ending_raw is not None else None
+        if ending == "earliest":
+            raise KafkaError("endingOffsets cannot be earliest")
+        parts = get("partitions")
+        partitions = None
+        if parts:
+            try:
+                partitions = tuple(sorted({int(p) for p in str(parts).split(",") if p.strip()}))
+            except ValueError:
+                raise KafkaError(f"Option partitions must list partition numbers, not {parts!r}") from None
+        conf = {}
+        for key, value in options.items():
+            if key.lower().startswith("kafka.") and key.lower() != "kafka.bootstrap.servers":
+                conf[key[len("kafka."):]] = value
+        return cls(
+            bootstrap=bootstrap,
+            topic=topic,
+            starting=starting,
+            ending=ending,
+            partitions=partitions,
+            max_per_trigger=_positive_int(options, "maxRecordsPerTrigger", None),
+            max_per_partition=_positive_int(options, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION),
+            probe=(get("endOffsetProbe") or "auto").strip().lower(),
+            conf=conf,
+            batch_rows=_positive_int(options, "arrowBatchRows", BATCH_ROWS),
+            idle_timeout=float(get("readIdleTimeoutSeconds") or IDLE_TIMEOUT),
+            include_headers=_bool(options, "includeHeaders", True),
+        )
+
+
+class _Planner:
+    """Driver-side state shared by the batch and the stream reader (never sent to executors)."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self._offsets: EndOffsets | None = None
+
+    def __getstate__(self):  # the reader is pickled into Spark's read function
+        state = dict(self.__dict__)
+        state["_offsets"] = None
+        return state
+
+    @property
+    def offsets(self) -> EndOffsets:
+        if self._offsets is None:
+            self._offsets = EndOffsets(self.opts.bootstrap, self.opts.conf, mode=self.opts.probe)
+        return self._offsets
+
+    def topic_partitions(self) -> list[int]:
+        parts = admin.topic_partitions(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
+        if self.opts.partitions is None:
+            return parts
+        missing = sorted(set(self.opts.partitions) - set(parts))
+        if missing:
+            raise KafkaError(f"Topic {self.opts.topic!r} has no partition {missing} "
+                             f"(it has {len(parts)}; bootstrap {self.opts.bootstrap})")
+        return list(self.opts.partitions)
+
+    def check_named(self, parts) -> None:
+        """JSON startingOffsets/endingOffsets may only name partitions that exist."""
+        for name, spec in (("startingOffsets", self.opts.starting), ("endingOffsets", self.opts.ending)):
+            if isinstance(spec, dict):
+                unknown = sorted(set(spec) - set(parts))
+                if unknown:
+                    raise KafkaError(f"{name} names partitions {unknown} that topic "
+                                     f"{self.opts.topic!r} does not have (bootstrap {self.opts.bootstrap})")
+
+    def earliest(self, parts) -> dict[int, int]:
+        return self.offsets.earliest(self.opts.topic, parts) if parts else {}
+
+    def latest(self, parts) -> dict[int, int]:
+        return self.offsets.latest(self.opts.topic, parts) if parts else {}
+
+    def ranges(self, start: Mapping[int, int], end: Mapping[int, int]) -> list[KafkaRange]:
+        o = self.opts
+        out = []
+        for p in sorted(end):
+            for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
+                out.append(KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf,
+                                      o.batch_rows, o.idle_timeout, o.include_headers))
+        return out
+
+
+class KafkaBatchReader(DataSourceReader):
+    """A bounded read: startingOffsets to endingOffsets, resolved when the read is planned."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self.planner = _Planner(opts)
+
+    def plan(self) -> tuple[dict[int, int], dict[int, int]]:
+        parts = self.planner.topic_partitions()
+        self.planner.check_named(parts)
+        lows = self.planner.earliest(parts)
+        highs = self.planner.latest(parts)
+        start = resolve(self.opts.starting, parts, lows, highs, unlisted=EARLIEST)
+        end = resolve(self.opts.ending, parts, lows, highs, unlisted=None)
+        start = {p: max(start[p], lows[p]) for p in end}
+        end = {p: max(start[p], end[p]) for p in end}
+        return start, end
+
+    def partitions(self):
+        start, end = self.plan()
+        return self.planner.ranges(start, end)
+
+    def read(self, partition):
+        return read_range(partition if isinstance(partition, KafkaRange) else None)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over offset ranges; admission control and Trigger.AvailableNow."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self.planner = _Planner(opts)
+        self._bound: dict[int, int] | None = None  # resolved endingOffsets
+        self._target: dict[int, int] | None = None  # Trigger.AvailableNow target
+        self._seen_high: dict[int, int] = {}
+        self._last_high: dict[int, int] | None = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_seen_high"] = {}
+        return state
+
+    # -- helpers ----------------------------------------------------------------------
+    def _resolve_bound(self, parts, lows, highs) -> None:
+        if self.opts.ending is not None and self._bound is None:
+            self._bound = resolve(self.opts.ending, parts, lows, highs, unlisted=None)
+
+    def _highs(self, parts) -> dict[int, int]:
+        highs = self.planner.latest(parts)
+        for p, high in highs.items():
+            seen = self._seen_high.get(p)
+            if seen is not None and high < seen:
+                raise KafkaError(
+                    f"Topic {self.opts.topic!r} partition {p}: the end offset went back from "
+                    f"{seen} to {high} (was the topic deleted and re-created?) "
+                    f"(bootstrap {self.opts.bootstrap})")
+            self._seen_high[p] = high
+        self._last_high = highs
+        return highs
+
+    # -- DataSourceStreamReader -------------------------------------------------------
+    def initialOffset(self) -> dict:
+        parts = self.planner.topic_partitions()
+        self.planner.check_named(parts)
+        lows = self.planner.earliest(parts)
+        highs = self._highs(parts)
+        self._resolve_bound(parts, lows, highs)
+        start = resolve(self.opts.starting, parts, lows, highs, unlisted=EARLIEST)
+        return to_json({p: min(max(o, lows[p]), highs[p]) for p, o in start.items()})
+
+    def latestOffset(self, start: dict, limit=None) -> dict:
+        begin = from_json(start)
+        parts = self.planner.topic_partitions()
+        gone = sorted(set(begin) - set(parts))
+        if gone:
+            raise KafkaError(f"Topic {self.opts.topic!r} lost partitions {gone} "
+                             f"(was it deleted and re-created?) (bootstrap {self.opts.bootstrap})")
+        highs = self._highs(parts)
+        fresh = [p for p in parts if p not in begin]
+        limited = isinstance(limit, ReadMaxRows) or (
+            limit is None and self.opts.max_per_trigger is not None)
+        lows = self.planner.earliest(fresh if not limited else parts)
+        if self._bound is None and self.opts.ending is not None:
+            self._resolve_bound(parts, self.planner.earliest(parts), highs)
+        first = {p: begin.get(p, lows.get(p, 0)) for p in parts}
+        for p in parts:
+            if highs[p] < first[p]:
+                raise KafkaError(
+                    f"Topic {self.opts.topic!r} partition {p} ends at offset {highs[p]}, before "
+                    f"the stream's position {first[p]} (was the topic deleted and re-created?) "
+                    f"(bootstrap {self.opts.bootstrap})")
+        cap = dict(highs)
+        for caps in (self._bound, self._target):
+            if caps is not None:
+                cap = {p: min(c, caps.get(p, first[p])) for p, c in cap.items()}
+        end = {p: max(first[p], cap[p]) for p in parts}
+        if limited:
+            budget = limit.max_rows if isinstance(limit, ReadMaxRows) else self.opts.max_per_trigger
+            from_ = {p: max(first[p], lows.get(p, first[p])) for p in parts}
+            take = fair_share({p: end[p] - from_[p] for p in parts}, budget)
+            end = {p: (from_[p] + take[p]) if take[p] else first[p] for p in parts}
+        return to_json(end)
+
+    def getDefaultReadLimit(self):
+        if self.opts.max_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        parts = self.planner.topic_partitions()
+        self._target = self._highs(parts)
+
+    def reportLatestOffset(self):
+        return to_json(self._last_high) if self._last_high is not None else None
+
+    def partitions(self, start: dict, end: dict):
+        begin = from_json(start)
+        finish = from_json(end)
+        fresh = [p for p in finish if p not in begin]
+        lows = self.planner.earliest(fresh)
+        first = {p: begin.get(p, lows.get(p, 0)) for p in finish}
+        return self.planner.ranges(first, finish)
+
+    def read(self, partition):
+        return read_range(partition)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.planner._offsets = None
+
+
+class KafkaSqlDataSource(DataSource):
+    """`spark.read.format("kafkasql")` / `spark.readStream.format("kafkasql")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema) -> KafkaBatchReader:
+        return KafkaBatchReader(SourceOptions.parse(self.options, streaming=False))
+
+    def streamReader(self, schema) -> KafkaStreamReader:
+        return KafkaStreamReader(SourceOptions.parse(self.options, streaming=True))
+
+
+_REGISTERED_ATTR = "_kafkasql_source_registered"
+
+
+def register(spark) -> None:
+    """Register the `kafkasql` data source with `spark`; a no-op the second time."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    marker = jsession if jsession is not None else spark
+    try:
+        if getattr(spark, _REGISTERED_ATTR, None) is marker:
+            return
+    except Exception:
+        pass
+    spark.dataSource.register(KafkaSqlDataSource)
+    try:
+        setattr(spark, _REGISTERED_ATTR, marker)
+    except Exception:
+        pass

@@ -1,0 +1,12 @@
+"""The embedded stack for demos, tutorials and tests: a Kafka broker (Tansu) on loopback.
+
+`python -m kafkasql_magic.local up|down|status` runs it detached; `start_default()` runs it
+inside the current process (what `%kstream_local start` uses).
+"""
+
+from kafkasql_magic.local.broker import Broker
+from kafkasql_magic.local.producer import create_topic, produce
+from kafkasql_magic.local.stack import LocalStack, default, start_default, stop_default
+
+__all__ = ["Broker", "LocalStack", "create_topic", "default", "produce", "start_default",
+           "stop_default"]
