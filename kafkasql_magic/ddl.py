@@ -55,8 +55,11 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
     key_fields = [Field(c.name, c.type) for c in columns if c.role == KEY]
     value_fields = [Field(c.name, c.type) for c in columns if c.role == VALUE]
-    formats.lookup(key_spec.name).validate(key_fields, "key", stmt.kind)
-    formats.lookup(value_spec.name).validate(value_fields, "value", stmt.kind)
+    for spec, fields, role in ((key_spec, key_fields, "key"), (value_spec, value_fields, "value")):
+        fmt = formats.lookup(spec.name)
+        fmt.validate(fields, role, stmt.kind)
+        if fields and hasattr(fmt, "check_spec"):  # e.g. AVRO needs a registry
+            fmt.check_spec(spec)
     if stmt.kind == "TABLE" and key_spec.name == "NONE":
         raise StatementError("Tables require a key format other than 'NONE'.")
     return SourceDef(

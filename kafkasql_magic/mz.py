@@ -53,7 +53,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
     options = dict(context)
     if fmt.avro_schema is not None:
         options["AVRO_SCHEMA"] = fmt.avro_schema
-        schema = avro_types.parse_writer(fmt.avro_schema)
+        schema = avro_types.parse_writer(fmt.avro_schema)[1]
     else:
         url = fmt.registry_url or context.get("SCHEMA_REGISTRY_URL")
         if not url:
@@ -98,10 +98,8 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
         key = FORMATS[key_format.name](key_format, "key", context)
         key_spec = key.spec
         alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
-        if alias is not None and key.record:
-            record = ast.Type("STRUCT", fields=tuple(key.columns))
-            key_spec = FormatSpec(key.spec.name, {**key.spec.options, "KEY_AS_RECORD_COLUMN": "true"})
-            columns.insert(0, Column(alias, record, KEY))
+        if alias is not None and key.record:  # the whole record key as one column
+            columns.insert(0, Column(alias, ast.Type("STRUCT", fields=tuple(key.columns)), KEY))
         else:
             names = [alias] if alias is not None else [n for n, _ in key.columns]
             columns[:0] = [Column(n, t, KEY) for n, (_, t) in zip(names, key.columns)]

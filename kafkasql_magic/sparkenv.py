@@ -17,6 +17,7 @@ REQUIRED_SQL_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    "spark.sql.timeType.enabled": "true",  # ksql TIME columns
 }
 
 LOCAL_CONF = {

@@ -35,6 +35,8 @@ from .base import Decoded, Field, Format, deserialization_error
 
 #: The UDF's error field, named so it cannot clash with a declared column.
 ERROR_FIELD = "__kafkasql_avro_error__"
+#: FormatSpec option: one writer schema for unframed records (Materialize's AVRO USING SCHEMA).
+INLINE_SCHEMA = "AVRO_SCHEMA"
 
 
 def _anonymous(fields: Sequence[Field], spec, role: str) -> bool:
@@ -73,13 +75,15 @@ class AvroFormat(Format):
 
     def check_spec(self, spec) -> None:
         """CREATE-time check (needs the spec, which `validate` does not get)."""
-        sr.registry_url(spec, self.name)
+        if INLINE_SCHEMA not in spec.options:
+            sr.registry_url(spec, self.name)
 
     def decode(self, raw, fields, spec, role):
         if not fields:
             return Decoded([])
-        url = sr.registry_url(spec, self.name)
-        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url)
+        inline = spec.options.get(INLINE_SCHEMA)
+        url = None if inline else sr.registry_url(spec, self.name)
+        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline)
         spark_type = T.StructType([T.StructField(f.name, exchange_type(types.to_spark(f.type))) for f in fields]
                                   + [T.StructField(ERROR_FIELD, T.StringType())])
 
@@ -167,13 +171,16 @@ def avro_value(value, t: ast.Type):
 
 # ---------------------------------------------------------------- executor side
 class Layout:
-    """What the UDF needs, as plain picklable data: declared columns, wrapping, registry."""
+    """What the UDF needs, as plain picklable data: declared columns, wrapping, and where the
+    writer schema comes from (the registry, by the id framing each record, or one inline
+    schema for unframed records: Materialize's AVRO USING SCHEMA)."""
 
-    def __init__(self, fields: tuple, anonymous: bool, url: str):
+    def __init__(self, fields: tuple, anonymous: bool, url: str | None, inline: str | None = None):
         self.fields = fields
         self.anonymous = anonymous
         self.url = url
-        self.key = repr((fields, anonymous, url))
+        self.inline = inline
+        self.key = repr((fields, anonymous, url, inline))
         self._target = None
 
     def target(self):
@@ -185,7 +192,7 @@ class Layout:
         return self._target
 
     def __getstate__(self):
-        return (self.fields, self.anonymous, self.url)
+        return (self.fields, self.anonymous, self.url, self.inline)
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -218,7 +225,8 @@ def reader_for(layout: Layout, schema_id: int):
     if found is not None:
         return found
     try:
-        registered = sr.schema_by_id(layout.url, schema_id)
+        registered = (sr.Registered("AVRO", layout.inline) if layout.inline is not None
+                      else sr.schema_by_id(layout.url, schema_id))
     except sr.SchemaLookupError as exc:
         return str(exc)  # not cached here: schema_registry remembers failures briefly
     if registered.schema_type.upper() != "AVRO":
@@ -275,12 +283,16 @@ def decode_batch(values, layout: Layout):
                                           fields=list(target) + [pa.field(ERROR_FIELD, pa.string())])
     try:
         starts, ends, data, valid = _buffers(values)
-        framed = valid & (ends - starts >= sr.HEADER_SIZE)
-        framed[framed] = data[starts[framed]] == sr.MAGIC_BYTE
+        header = 0 if layout.inline is not None else sr.HEADER_SIZE
+        if layout.inline is not None:  # unframed: every record is written with the inline schema
+            framed = valid.copy()
+        else:
+            framed = valid & (ends - starts >= sr.HEADER_SIZE)
+            framed[framed] = data[starts[framed]] == sr.MAGIC_BYTE
         for i in np.nonzero(valid & ~framed)[0].tolist():
             errors[i] = sr.framing_problem(values[i].as_py())
         ids = np.zeros(n, dtype=np.int64)
-        if framed.any():
+        if framed.any() and layout.inline is None:
             s = starts[framed]
             ids[framed] = ((data[s + 1].astype(np.int64) << 24) | (data[s + 2].astype(np.int64) << 16)
                            | (data[s + 3].astype(np.int64) << 8) | data[s + 4].astype(np.int64))
@@ -293,7 +305,7 @@ def decode_batch(values, layout: Layout):
                 for i in rows.tolist():
                     errors[i] = reader
                 continue
-            records = _read(reader, buffer, rows, starts, ends, errors, schema_id)
+            records = _read(reader, buffer, rows, starts, ends, errors, schema_id, header)
             pieces.append(_to_struct_safely(reader, records, rows, target, errors))
             order.append(rows)
         columns = _assemble(pieces, order, n, target)
@@ -352,13 +364,13 @@ def _record_reader(reader: Reader, buffer, first: int):
     return reader.fast or public
 
 
-def _read(reader: Reader, buffer, rows, starts, ends, errors, schema_id):
+def _read(reader: Reader, buffer, rows, starts, ends, errors, schema_id, header: int = sr.HEADER_SIZE):
     """fastavro-read each row of one schema id from the batch's data buffer."""
     seek, tell = buffer.seek, buffer.tell
     records = []
     append = records.append
     row_list = rows.tolist()
-    payload_starts = (starts[rows] + sr.HEADER_SIZE).tolist()
+    payload_starts = (starts[rows] + header).tolist()
     read = _record_reader(reader, buffer, payload_starts[0])
     for i, start, end in zip(row_list, payload_starts, ends[rows].tolist()):
         seek(start)

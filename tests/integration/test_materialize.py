@@ -122,3 +122,51 @@ def test_views_subscribe_helpers_and_both_dialects(session, topic):
     assert list(session.sql("SELECT PARTITION FROM hs;").columns) == ["PARTITION"]
     shown = session.sql("SHOW SOURCES", **MZ)
     assert {"hs", "KS_SIDE"} <= set(shown.name)
+
+
+AVRO_VALUE = {"type": "record", "name": "V", "fields": [{"name": "Id", "type": "long"}, {"name": "b", "type": "string"}]}
+AVRO_KEY = {"type": "record", "name": "K", "fields": [{"name": "region", "type": "string"}, {"name": "n", "type": "int"}]}
+
+
+def test_avro_inline_schema_reads_unframed_records(session, broker):
+    import io
+
+    import fastavro
+
+    parsed = fastavro.parse_schema(AVRO_VALUE)
+    name = f"mza_{uuid.uuid4().hex[:8]}"
+
+    def encoded(record):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, record)
+        return out.getvalue()
+
+    produce(broker.bootstrap_servers, name, [{"key": b"k", "value": encoded({"Id": 7, "b": "seven"}), "partition": 0},
+                                             {"key": b"k", "value": b"\x02", "partition": 0}], create_partitions=1)
+    schema = json.dumps(AVRO_VALUE).replace("'", "''")
+    session.sql(f"CREATE SOURCE av FROM KAFKA TOPIC '{name}' KEY FORMAT TEXT VALUE FORMAT AVRO USING SCHEMA "
+                f"'{schema}' INCLUDE KEY", **MZ)
+    assert session.sql("SELECT * FROM av", **MZ).to_dict("records") == [{"key": "k", "id": 7, "b": "seven"}]
+    log = session.processing_log()
+    assert list(log[log.TOPIC == name].OFFSET) == [1]  # a truncated record is logged, not fatal
+
+
+def test_avro_registry_record_key_flattened_or_one_column(session, broker):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    url = broker.endpoints["schema.registry.url"]
+    name = f"mzr_{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": url})
+    key_ser, value_ser = AvroSerializer(client, json.dumps(AVRO_KEY)), AvroSerializer(client, json.dumps(AVRO_VALUE))
+    produce(broker.bootstrap_servers, name, [{
+        "key": key_ser({"region": "eu", "n": 1}, SerializationContext(name, MessageField.KEY)),
+        "value": value_ser({"Id": 1, "b": "x"}, SerializationContext(name, MessageField.VALUE)), "partition": 0}],
+        create_partitions=1)
+    session.sql(f"CREATE SOURCE flat FROM KAFKA TOPIC '{name}' FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{url}' "
+                "INCLUDE KEY", **MZ)
+    assert session.sql("SELECT * FROM flat", **MZ).to_dict("records") == [{"region": "eu", "n": 1, "id": 1, "b": "x"}]
+    session.sql(f"CREATE SOURCE whole FROM KAFKA TOPIC '{name}' FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{url}' "
+                "INCLUDE KEY AS k", **MZ)
+    assert session.sql("SELECT (k).region AS r, b FROM whole", **MZ).to_dict("records") == [{"r": "eu", "b": "x"}]
