@@ -60,7 +60,8 @@ def test_stack_start_stop_and_endpoints():
     with LocalStack() as stack:
         bootstrap = stack.bootstrap_servers
         assert bootstrap.startswith("127.0.0.1:")
-        assert stack.endpoints == {"bootstrap.servers": bootstrap}
+        assert stack.endpoints["bootstrap.servers"] == bootstrap
+        assert stack.endpoints["schema.registry.url"].startswith("http://127.0.0.1:")
         assert stack.is_running() and "running" in repr(stack)
         produce(bootstrap, "hello", [{"value": b"x"}], create_partitions=1)
         assert ("hello", 1) in admin.list_topics(bootstrap)
