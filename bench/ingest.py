@@ -86,7 +86,7 @@ def machine_facts() -> dict:
     return {
         "cpu_model": cpu, "memory_gb": mem_gb, "platform": platform.platform(),
         "python": platform.python_version(), "pyspark": pyspark.__version__,
-        "confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
+        "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
         "pyarrow": pyarrow.__version__, "broker": "tansu 0.6.0 (embedded, memory storage)",
     }
 
@@ -120,21 +120,17 @@ def spark_session(cores: int):
     return spark
 
 
-def timed(fn, repeat: int = 1):
-    best = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        elapsed = time.perf_counter() - t0
-        best = elapsed if best is None else min(best, elapsed)
-    return best, result
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--repeat", type=int, default=2, help="best of N for each case")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; the best of each case counts")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.json"))
     args = ap.parse_args(argv)
 
@@ -150,11 +146,6 @@ def main(argv=None) -> int:
         produce(bootstrap, topic, make_records(n), create_partitions=parts)
         produce_rate = n / (time.perf_counter() - t0)
         print(f"produced {n:,} records into {parts} partitions: {produce_rate:,.0f} rows/s")
-
-        rates = {}
-        rates["raw_consume"] = max(raw_consume(bootstrap, topic, parts, n) for _ in range(args.repeat))
-        rates["raw_consume_tuned"] = max(raw_consume(bootstrap, topic, parts, n, tuned=True)
-                                         for _ in range(args.repeat))
 
         spark = spark_session(cores)
         from pyspark.sql import functions as F
@@ -181,19 +172,27 @@ def main(argv=None) -> int:
             assert row["c"] == n, row
             return row
 
-        secs, _ = timed(count, args.repeat)
-        rates["source_count"] = n / secs
-        secs, _ = timed(decode, args.repeat)
-        rates["source_json_decode"] = n / secs
-        secs, _ = timed(lambda: count(includeHeaders="false"), args.repeat)
-        rates["source_count_no_headers"] = n / secs
-        secs, _ = timed(lambda: decode(source(includeHeaders="false")), args.repeat)
-        rates["source_json_decode_no_headers"] = n / secs
         # what Spark's JSON decoding alone costs: the same values from an in-memory cache
         cached = source().select("value").cache()
         assert cached.count() == n
-        secs, _ = timed(lambda: decode(cached), args.repeat)
-        rates["json_decode_only_cached"] = n / secs
+
+        cases = {
+            "raw_consume": lambda: raw_consume(bootstrap, topic, parts, n),
+            "raw_consume_tuned": lambda: raw_consume(bootstrap, topic, parts, n, tuned=True),
+            "source_count": lambda: n / timed(count),
+            "source_json_decode": lambda: n / timed(decode),
+            "source_count_no_headers": lambda: n / timed(lambda: count(includeHeaders="false")),
+            "source_json_decode_no_headers": lambda: n / timed(lambda: decode(source(includeHeaders="false"))),
+            "json_decode_only_cached": lambda: n / timed(lambda: decode(cached)),
+        }
+        # Interleaved rounds, best of each: the machine may be shared, and a burst of other
+        # work should not land on one case only.
+        rates = {}
+        load_before = os.getloadavg()[0]
+        for _ in range(args.repeat):
+            for name, run in cases.items():
+                rates[name] = max(rates.get(name, 0.0), run())
+        load_after = os.getloadavg()[0]
         cached.unpersist()
         spark.stop()
 
@@ -209,6 +208,8 @@ def main(argv=None) -> int:
         "ratio_c_a": round(rates["source_json_decode"] / a, 3),
         "ratio_b_a_tuned": round(rates["source_count"] / rates["raw_consume_tuned"], 3),
         "ratio_c_a_tuned": round(rates["source_json_decode"] / rates["raw_consume_tuned"], 3),
+        "rounds": args.repeat,
+        "load_average_1min": [round(load_before, 2), round(load_after, 2)],
         "machine": machine_facts(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

