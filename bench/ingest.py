@@ -6,8 +6,17 @@ Produces N records (~100-byte JSON values, a key, two headers) into a fresh topi
 embedded broker, then measures, on the same machine and broker:
   a) raw_consume         one process, `consume(10000)` counting only (librdkafka defaults)
   b) source_count        spark.read.format("kafkasql") bounded, count()
-  c) source_json_decode  the same plus from_json(cast(value as string)) into typed columns,
-                         aggregated so every decoded field is evaluated
+  c) source_json_decode  the same through the project's planner: `CREATE STREAM ... (value_format
+                         JSON)` + `SELECT` (case-insensitive field matching, typed columns, the
+                         decode-error column), aggregated so every decoded field is evaluated
+and, for the key/value formats and seek work:
+  json_key_value_decode / avro_key_value_decode   1M records with a JSON (resp. Avro, Confluent
+                         framing through the embedded registry) key and value, decoded by the planner
+  seek_one_offset vs full_scan   `WHERE ROWPARTITION = 0 AND ROWOFFSET = k ... LIMIT 1` against a
+                         query that must read the whole topic to find the same record: records
+                         fetched and seconds (in `seek`)
+`spark_from_json_decode` is (c) with Spark's plain from_json (exact-case field names): the cost
+of ksql's case-insensitive matching is the gap between the two.
 Spark start-up (and Python worker start-up, via a warm-up read) is excluded. Also reported:
 `raw_consume_tuned` (the reader's librdkafka settings, GC paused: the best a single process
 can do), `source_count_no_headers` / `source_json_decode_no_headers` (includeHeaders=false,
@@ -120,6 +129,63 @@ def spark_session(cores: int):
     return spark
 
 
+class SqlCases:
+    """The cases that go through SQL: key+value decode per format, and seek against scan."""
+
+    AVRO_KEY = {"type": "record", "name": "BenchKey", "fields": [{"name": "k", "type": "long"}]}
+    AVRO_VALUE = {"type": "record", "name": "BenchValue", "fields": [
+        {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+        {"name": "amount", "type": "double"}, {"name": "ts", "type": "long"}, {"name": "tags", "type": "string"}]}
+
+    def __init__(self, session, stack, n, parts):
+        self.session, self.stack, self.n, self.parts = session, stack, n, parts
+
+    def produce_key_value_topics(self):
+        import io
+
+        import fastavro
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+        from kafkasql_magic.local import produce
+
+        b = self.stack.bootstrap_servers
+        produce(b, "kv-json", ({"key": json.dumps({"k": i}), "value": r["value"], "partition": i % self.parts}
+                               for i, r in enumerate(make_records(self.n))), create_partitions=self.parts)
+        client = SchemaRegistryClient({"url": self.stack.endpoints["schema.registry.url"]})
+        ids = {role: client.register_schema(f"kv-avro-{role}", Schema(json.dumps(s), "AVRO"))
+               for role, s in (("key", self.AVRO_KEY), ("value", self.AVRO_VALUE))}
+        key_schema, value_schema = fastavro.parse_schema(self.AVRO_KEY), fastavro.parse_schema(self.AVRO_VALUE)
+
+        def framed(schema_id, schema, record):
+            out = io.BytesIO()
+            out.write(b"\x00" + schema_id.to_bytes(4, "big"))
+            fastavro.schemaless_writer(out, schema, record)
+            return out.getvalue()
+
+        produce(b, "kv-avro", ({"key": framed(ids["key"], key_schema, {"k": i}),
+                                "value": framed(ids["value"], value_schema, json.loads(r["value"])),
+                                "partition": i % self.parts}
+                               for i, r in enumerate(make_records(self.n))), create_partitions=self.parts)
+        self.session.sql("CREATE STREAM kv_json (k STRUCT<k BIGINT> KEY, id BIGINT, name STRING, amount DOUBLE) "
+                         "WITH (kafka_topic='kv-json', format='JSON');"
+                         "CREATE STREAM kv_avro (k BIGINT KEY, id BIGINT, name STRING, amount DOUBLE) "
+                         "WITH (kafka_topic='kv-avro', format='AVRO');")
+
+    def seek(self) -> dict:
+        """One record by partition and offset, against finding it with a full scan."""
+        target = self.n // self.parts // 2
+        t0 = time.perf_counter()
+        one = self.session.sql(f"SELECT id FROM bench WHERE ROWPARTITION = 0 AND ROWOFFSET = {target} "
+                               "EMIT CHANGES LIMIT 1;")
+        seek_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        scanned = self.session.dataframe(f"SELECT id FROM bench WHERE id = {int(one.ID[0])};").collect()
+        scan_s = time.perf_counter() - t0
+        assert len(one) == 1 and len(scanned) == 1
+        return {"records_fetched": {"seek_one_offset": int(one.attrs["records_read"]), "full_scan": self.n},
+                "seconds": {"seek_one_offset": round(seek_s, 3), "full_scan": round(scan_s, 3)}}
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -164,6 +230,21 @@ def main(argv=None) -> int:
             assert rows == n, rows
             return rows
 
+        import kafkasql_magic as ks
+
+        session = ks.connect(bootstrap_servers=bootstrap, spark=spark,
+                             schema_registry_url=stack.endpoints["schema.registry.url"], timeout=600)
+        session.sql(f"SET 'auto.offset.reset'='earliest';"
+                    f"CREATE STREAM bench (id BIGINT, name STRING, amount DOUBLE, ts BIGINT, tags STRING) "
+                    f"WITH (kafka_topic='{topic}', value_format='JSON');")
+        sql_cases = SqlCases(session, stack, n, parts)
+
+        def planner_decode(stream="BENCH", columns=("ID", "NAME", "AMOUNT", "TS", "TAGS")):
+            frame = session.dataframe(f"SELECT {', '.join(columns)} FROM {stream};")
+            row = frame.agg(F.count(columns[0]).alias("c"), *[F.max(F.length(F.col(c).cast("string"))) for c in columns[1:]]).collect()[0]
+            assert row["c"] == n, row
+            return row
+
         def decode(frame=None):
             frame = source() if frame is None else frame
             decoded = frame.select(F.from_json(F.col("value").cast("string"), VALUE_SCHEMA).alias("v"))
@@ -180,13 +261,18 @@ def main(argv=None) -> int:
             "raw_consume": lambda: raw_consume(bootstrap, topic, parts, n),
             "raw_consume_tuned": lambda: raw_consume(bootstrap, topic, parts, n, tuned=True),
             "source_count": lambda: n / timed(count),
-            "source_json_decode": lambda: n / timed(decode),
+            "source_json_decode": lambda: n / timed(planner_decode),
+            "spark_from_json_decode": lambda: n / timed(decode),
+            "json_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT"))),
+            "avro_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))),
             "source_count_no_headers": lambda: n / timed(lambda: count(includeHeaders="false")),
             "source_json_decode_no_headers": lambda: n / timed(lambda: decode(source(includeHeaders="false"))),
             "json_decode_only_cached": lambda: n / timed(lambda: decode(cached)),
         }
         # Interleaved rounds, best of each: the machine may be shared, and a burst of other
         # work should not land on one case only.
+        sql_cases.produce_key_value_topics()
+        seek = sql_cases.seek()
         rates = {}
         load_before = os.getloadavg()[0]
         for _ in range(args.repeat):
@@ -208,6 +294,9 @@ def main(argv=None) -> int:
         "ratio_c_a": round(rates["source_json_decode"] / a, 3),
         "ratio_b_a_tuned": round(rates["source_count"] / rates["raw_consume_tuned"], 3),
         "ratio_c_a_tuned": round(rates["source_json_decode"] / rates["raw_consume_tuned"], 3),
+        "ratio_json_kv_a": round(rates["json_key_value_decode"] / a, 3),
+        "ratio_avro_kv_a": round(rates["avro_key_value_decode"] / a, 3),
+        "seek": seek,
         "rounds": args.repeat,
         "load_average_1min": [round(load_before, 2), round(load_after, 2)],
         "machine": machine_facts(),
@@ -215,7 +304,9 @@ def main(argv=None) -> int:
     }
     for name, rate in rates.items():
         print(f"{name:>24}: {rate:>12,.0f} rows/s  ({rate / a:.2f} x raw_consume)")
-    print(f"b/a = {results['ratio_b_a']}  c/a = {results['ratio_c_a']}  (cores: {cores})")
+    print(f"b/a = {results['ratio_b_a']}  c/a = {results['ratio_c_a']}  json kv/a = {results['ratio_json_kv_a']}  "
+          f"avro kv/a = {results['ratio_avro_kv_a']}  (cores: {cores})")
+    print(f"seek: {seek}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -8,9 +8,18 @@ or from Python: `kafkasql_magic.connect(bootstrap_servers=...).sql(...)`.
 """
 
 from .errors import KafkaError, KStreamError, QueryTimeout, RecordError, SqlSyntaxError, StatementError
-from .session import Session, connect
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """`Session` and `connect` load pandas and Spark's Python side: import them on first use,
+    so Spark's Python workers (which import this package to read Kafka) start fast."""
+    if name in ("Session", "connect"):
+        from . import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython):

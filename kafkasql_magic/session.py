@@ -105,6 +105,25 @@ class Session:
             result = self._handlers.get(type(stmt), self._unsupported)(stmt, body.strip(), timeout)
         return result
 
+    def dataframe(self, text: str, *, dialect: str | None = None):
+        """The Spark DataFrame of one SELECT, to go on in PySpark: streaming with EMIT CHANGES,
+        a bounded read without; columns named as `sql()` names them. Records that fail to
+        decode are left out (only `sql()` records them in the processing log)."""
+        from pyspark.sql import functions as F
+
+        from .logical import DROP
+
+        dialect = sqlparse.get_dialect(dialect or self.dialect).name
+        (piece,) = sqlparse.split_statements(text)
+        body = sqlparse.substitute_variables(piece.text, self.variables, line=piece.line, column=piece.column)
+        stmt = sqlparse.parse_statement(body, line=piece.line, column=piece.column, dialect=dialect)
+        if not isinstance(stmt, ast.Select):
+            raise StatementError("dataframe() takes one SELECT statement.")
+        self._dialect_now = dialect
+        plan, planned, _, _ = self._plan(stmt)
+        result = planned.where(~F.col(DROP)).select(*[F.col(f"_c{i}").alias(n) for i, n in enumerate(plan.names)])
+        return result.limit(stmt.limit) if stmt.limit is not None and not stmt.emit_changes else result
+
     def processing_log(self, *, raw: bool = False, query: str | None = None) -> pd.DataFrame:
         """Record-level errors: time, query, source, topic, partition, offset, message (and raw bytes)."""
         return self.log.to_pandas(raw=raw, query=query)
@@ -181,6 +200,8 @@ class Session:
         broker = source.properties.get("BROKER")
         options = (self._raw_options(source.topic, bounded=bounded, seek=seek, bootstrap=broker, reset=reset)
                    if not seek.empty else self._raw_options(source.topic, bounded=True, bootstrap=broker))
+        if not source.header_columns:  # converting headers is the reader's costliest step
+            options["includeHeaders"] = "false"
         reader = spark.read if bounded else spark.readStream
         raw = reader.format(RAW_SOURCE).options(**options).load()
         plan = _analysed(lambda: plan_select(stmt, self.catalog, raw, dialect=self._dialect_now))
