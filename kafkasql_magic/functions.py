@@ -67,9 +67,11 @@ _UNKNOWN_ENCODING = "Unknown encoding type '{}'. Supported formats are 'hex', 'u
 #: encoding -> (bytes -> string, string -> bytes)
 ENCODINGS: dict[str, tuple[Callable[[Column], Column], Callable[[Column], Column]]] = {
     "hex": (lambda b: F.upper(F.hex(b)), lambda s: F.try_to_binary(s, F.lit("hex"))),
-    "utf8": (lambda b: F.decode(b, "UTF-8"), lambda s: F.encode(s, "UTF-8")),
-    "utf-8": (lambda b: F.decode(b, "UTF-8"), lambda s: F.encode(s, "UTF-8")),
-    "ascii": (lambda b: F.decode(b, "US-ASCII"), lambda s: F.encode(s, "US-ASCII")),
+    # Invalid UTF-8 becomes U+FFFD, as Java's `new String(bytes, UTF_8)` in ksqlDB does.
+    "utf8": (lambda b: F.make_valid_utf8(b.cast("string")), lambda s: F.encode(s, "UTF-8")),
+    "utf-8": (lambda b: F.make_valid_utf8(b.cast("string")), lambda s: F.encode(s, "UTF-8")),
+    "ascii": (lambda b: F.regexp_replace(F.make_valid_utf8(b.cast("string")), "[^\\x00-\\x7F]", "\ufffd"),
+              lambda s: F.encode(s, "US-ASCII")),
     "base64": (lambda b: F.base64(b), lambda s: F.try_to_binary(s, F.lit("base64"))),
 }
 

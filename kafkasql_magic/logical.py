@@ -53,7 +53,7 @@ def _last_header(c) -> Column:
 def _header_text_error(c) -> Column:
     """A HEADER column typed as text must hold UTF-8 (Materialize's INCLUDE HEADER 'k' AS name)."""
     raw = _last_header(c)
-    return F.when(raw.isNotNull() & (F.encode(F.decode(raw, "UTF-8"), "UTF-8") != raw),
+    return F.when(raw.isNotNull() & ~F.is_valid_utf8(raw.cast("string")),
                   F.concat(F.lit(f"Header '{c.header_key}' is not valid UTF-8: "), F.hex(raw)))
 
 
@@ -64,7 +64,7 @@ def _column(c, decoded: dict[str, Column]) -> Column:
         return _headers(c)
     if c.role == HEADER:
         raw = _last_header(c)
-        return F.decode(raw, "UTF-8") if c.type.name == "STRING" else raw
+        return F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")) if c.type.name == "STRING" else raw
     return METADATA_COLUMNS[c.role]()
 
 
@@ -79,6 +79,13 @@ def _envelope_checks(source: SourceDef) -> list[Column]:
     return []
 
 
+def _barrier(error: Column) -> Column:
+    """The error column, made nondeterministic in form (a no-op on the partition id) so Spark
+    cannot push filters on it below the decoding: pushed down, the filter would inline and
+    re-run every decode expression it mentions."""
+    return F.when(F.spark_partition_id() >= 0, error)
+
+
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
     if source.dialect == "materialize" and source.envelope == "NONE":
@@ -87,11 +94,14 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
     value = formats.lookup(source.value_format.name).decode(
         F.col("value"), [Field(c.name, c.type) for c in source.value_columns], source.value_format, "value")
+    for name, expression in key.intermediates + value.intermediates:
+        raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
     decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
     checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
+    error = _barrier(error)
     columns = [_column(c, decoded).alias(c.name) for c in source.columns]
     pseudo = [build().alias(name) for name, (_, build) in PSEUDOCOLUMNS.items()]
     meta = [

@@ -92,6 +92,10 @@ class KStreamMagics(Magics):
     max_rows = Int(20, help="Rows shown by the live widget").tag(config=True)
     timeout = Float(60.0, help="Seconds a LIMIT push query waits for its rows").tag(config=True)
     trigger_interval = Unicode("0.5 seconds", help="Micro-batch interval of push queries").tag(config=True)
+    default_key_format = Unicode(None, allow_none=True,
+                                 help="ksql.persistence.default.format.key for new sessions").tag(config=True)
+    default_value_format = Unicode(None, allow_none=True,
+                                   help="ksql.persistence.default.format.value for new sessions").tag(config=True)
 
     @no_var_expand
     @line_cell_magic
@@ -182,6 +186,10 @@ class KStreamMagics(Magics):
                 bootstrap, schema_registry_url=registry or self.schema_registry_url, dialect=self.dialect,
                 max_rows=self.max_rows, timeout=self.timeout, trigger_interval=self.trigger_interval,
             )
+            for name, value in (("ksql.persistence.default.format.key", self.default_key_format),
+                                ("ksql.persistence.default.format.value", self.default_value_format)):
+                if value:
+                    session.settings[name] = value
         return session
 
 

@@ -112,7 +112,8 @@ def to_pandas(rows: list[tuple], names: list[str]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(rows, columns=range(len(names)))
     for i in range(len(names)):
         values = [row[i] for row in rows]
-        if None in values and all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+        ints = [v for v in values if v is not None]
+        if ints and len(ints) < len(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in ints):
             frame[i] = pd.array(values, dtype="Int64")
     frame.columns = names
     return frame

@@ -28,8 +28,13 @@ class FormatSpec:
 
 @dataclass
 class Decoded:
+    """Typed columns and the error column. `intermediates` are (name, expression) pairs the
+    planner materialises first, in order, so an expensive parse referenced by several columns
+    runs once per record (Spark does not share work across conditional branches)."""
+
     columns: list[Column]
     error: Column | None = None
+    intermediates: list[tuple[str, Column]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

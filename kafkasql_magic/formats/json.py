@@ -27,6 +27,35 @@ def object_members(text: Column) -> Column:
     return F.transform_keys(F.from_json(text, _TEXT_MAP), lambda k, v: F.lower(k))
 
 
+_CORRUPT = "__kafkasql_corrupt_json__"
+
+
+def spellings(name: str) -> list[str]:
+    """The member names tried first for a column: as declared, lower and upper case."""
+    return list(dict.fromkeys([name, name.lower(), name.upper()]))
+
+
+def _parse_object(text: Column, names: list[str]) -> Column:
+    tried = list(dict.fromkeys(s for name in names for s in spellings(name)))
+    schema = T.StructType([T.StructField(s, T.StringType()) for s in tried] + [T.StructField(_CORRUPT, T.StringType())])
+    return F.from_json(text, schema, {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"})
+
+
+def object_fields(text: Column, names: list[str], parsed: Column | None = None) -> tuple[dict[str, Column], Column]:
+    """Each column's member text, and whether `text` is not a JSON object.
+
+    One native parse reads the usual spellings of every column (`id`, `ID`); only a column
+    none of them finds (another case, absent, or null) falls back to the case-insensitive
+    member map, a branch Spark evaluates only for the rows that need it."""
+    parsed = _parse_object(text, names) if parsed is None else parsed
+    members = {}
+    for name in names:
+        found = F.coalesce(*[parsed[s] for s in spellings(name)])
+        members[name] = F.when(found.isNotNull(), found).otherwise(object_members(text)[name.lower()])
+    invalid = parsed.isNull() | parsed[_CORRUPT].isNotNull() | ~F.ltrim(text).startswith("{")
+    return members, invalid
+
+
 def anonymous_member(text: Column) -> Column:
     """A bare JSON value (`42`, `"abc"`, `{...}`) as member text, the same shape as above."""
     wrapped = F.concat(F.lit('{"v":'), text, F.lit("}"))
@@ -34,9 +63,9 @@ def anonymous_member(text: Column) -> Column:
 
 
 def _struct(text: Column, t: ast.Type) -> Column:
-    members = object_members(text)
-    fields = [from_json_text(members[name.lower()], ft).alias(name) for name, ft in t.fields]
-    return F.when(members.isNotNull(), F.struct(*fields))
+    members, invalid = object_fields(text, [name for name, _ in t.fields])
+    fields = [from_json_text(members[name], ft).alias(name) for name, ft in t.fields]
+    return F.when(text.isNotNull() & ~invalid, F.struct(*fields))
 
 
 def _array(text: Column, t: ast.Type) -> Column:
@@ -115,17 +144,22 @@ class JsonFormat(Format):
             members = {fields[0].name: anonymous_member(text)}
             parse_error = F.when(raw.isNotNull() & members[fields[0].name].isNull() & (F.trim(text) != "null"),
                                  F.lit("Invalid JSON"))
-        else:
-            obj = object_members(text)
-            members = {f.name: obj[f.name.lower()] for f in fields}
-            parse_error = F.when(raw.isNotNull() & obj.isNull(), F.lit("Invalid JSON object"))
-        columns, checks = [], [parse_error]
-        for f in fields:
-            value = from_json_text(members[f.name], f.type)
-            columns.append(value.alias(f.name))
-            checks.append(_conversion_error(members[f.name], value, f.name, f.type))
+        stage = f"__{role}_json"
+        intermediates = []
+        if not anonymous:
+            names = [f.name for f in fields]
+            intermediates.append((f"{stage}_p", _parse_object(text, names)))
+            members, invalid = object_fields(text, names, parsed=F.col(f"{stage}_p"))
+            parse_error = F.when(raw.isNotNull() & invalid, F.lit("Invalid JSON object"))
+        # Materialised in stages (see Decoded): member texts, then typed values, then checks.
+        intermediates += [(f"{stage}_m{i}", members[f.name]) for i, f in enumerate(fields)]
+        intermediates += [(f"{stage}_v{i}", from_json_text(F.col(f"{stage}_m{i}"), f.type))
+                          for i, f in enumerate(fields)]
+        columns = [F.col(f"{stage}_v{i}").alias(f.name) for i, f in enumerate(fields)]
+        checks = [parse_error] + [_conversion_error(F.col(f"{stage}_m{i}"), F.col(f"{stage}_v{i}"), f.name, f.type)
+                                  for i, f in enumerate(fields)]
         reason = first_error(checks)
-        return Decoded(columns, F.when(reason.isNotNull(), deserialization_error(role, reason)))
+        return Decoded(columns, F.when(reason.isNotNull(), deserialization_error(role, reason)), intermediates)
 
 
 class JsonDocumentFormat(Format):

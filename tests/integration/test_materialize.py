@@ -170,3 +170,12 @@ def test_avro_registry_record_key_flattened_or_one_column(session, broker):
     session.sql(f"CREATE SOURCE whole FROM KAFKA TOPIC '{name}' FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{url}' "
                 "INCLUDE KEY AS k", **MZ)
     assert session.sql("SELECT (k).region AS r, b FROM whole", **MZ).to_dict("records") == [{"r": "eu", "b": "x"}]
+
+
+def test_text_header_with_invalid_utf8_is_a_record_error_naming_it(session, topic):
+    session.sql(f"CREATE SOURCE badh FROM KAFKA TOPIC '{topic}' FORMAT JSON INCLUDE HEADER 'bin' AS b", **MZ)
+    rows = session.sql("SELECT b FROM badh", **MZ)
+    assert list(rows.b) == [None]  # the record without that header; the other one is an error
+    log = session.processing_log()
+    (message,) = list(log[log.TOPIC == topic].MESSAGE)
+    assert "Header 'bin' is not valid UTF-8: FF00" in message

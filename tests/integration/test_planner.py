@@ -48,6 +48,8 @@ BYTES_STREAM = "CREATE STREAM b (v BYTES) WITH (kafka_topic='t', value_format='K
     ("FROM_BYTES(v, 'UTF8')", "grüß".encode(), "grüß"),
     ("FROM_BYTES(v, 'base64')", b"hi", "aGk="),
     ("FROM_BYTES(v, 'ascii')", b"abc", "abc"),
+    ("FROM_BYTES(v, 'utf8')", b"a\xff", "a\ufffd"),  # invalid bytes: U+FFFD, as Java decodes them
+    ("FROM_BYTES(v, 'ascii')", "é".encode(), "\ufffd"),
     ("TO_BYTES(FROM_BYTES(v, 'hex'), 'hex')", b"\x01\xab", b"\x01\xab"),
     ("TO_BYTES('aGk=', 'base64')", b"", b"hi"),
     ("INT_FROM_BYTES(v)", None, None),

@@ -5,6 +5,7 @@ import struct
 import time
 import uuid
 
+import pandas as pd
 import pytest
 
 import kafkasql_magic as ks
@@ -207,3 +208,42 @@ def test_variables_and_byte_functions(session):
     assert session.catalog.get("VARS").topic == "vars_topic"
     with pytest.raises(ks.StatementError, match="Unknown byte order 'x'"):
         session.sql("SELECT INT_FROM_BYTES(TO_BYTES(v, 'hex'), 'x') FROM vars EMIT CHANGES LIMIT 1;")
+
+
+def test_delimited_delimiters_multi_column_keys_and_wrapping(session, broker, topic):
+    produce(broker.bootstrap_servers, topic, [
+        {"key": b"eu|7|true", "value": b"a\t1.5", "partition": 0},
+        {"key": b"us|8|false", "value": b'"b\tc"\t2', "partition": 0},
+    ], create_partitions=1)
+    session.sql(f"CREATE STREAM d (region STRING KEY, id INT KEY, vip BOOLEAN KEY, name STRING, score DECIMAL(4, 2)) "
+                f"WITH (kafka_topic='{topic}', format='DELIMITED', key_delimiter='|', value_delimiter='TAB');")
+    df = session.sql("SELECT * FROM d;")
+    assert [tuple(r) for r in df.itertuples(index=False)][0][:4] == ("eu", 7, True, "a")
+    assert df.NAME[1] == "b\tc" and str(df.SCORE[0]) == "1.50"
+    other = topic + "_w"
+    produce(broker.bootstrap_servers, other, [{"key": b"42", "value": b'"just a string"', "partition": 0},
+                                              {"key": None, "value": b'"no key"', "partition": 0}],
+            create_partitions=1)
+    session.sql(f"CREATE STREAM w (k INT KEY, v STRING) WITH (kafka_topic='{other}', key_format='JSON', "
+                "value_format='JSON', wrap_single_value=false);")
+    rows = session.sql("SELECT k, v FROM w;")
+    assert list(rows.V) == ["just a string", "no key"] and rows.K[0] == 42 and rows.K[1] is pd.NA
+
+
+def test_null_key_on_a_table_is_dropped_and_logged(session, broker, topic):
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": b'{"v": 1}', "partition": 0},
+                                              {"key": b"a", "value": b'{"v": 2}', "partition": 0}],
+            create_partitions=1)
+    session.sql(f"CREATE TABLE t (k STRING PRIMARY KEY, v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    assert session.sql("SELECT * FROM t EMIT CHANGES LIMIT 1;").to_dict("records") == [{"K": "a", "V": 2}]
+    log = session.processing_log()
+    assert list(log[log.TOPIC == topic].MESSAGE) == ["Record with a NULL key dropped from table"]
+
+
+def test_dataframe_gives_the_planned_spark_frame(session, broker, topic):
+    orders(broker, topic)
+    session.sql(CREATE_ORDERS.format(name="frame", topic=topic))
+    frame = session.dataframe("SELECT customer, qty * 2 AS double_qty FROM frame WHERE qty > 2;")
+    assert frame.columns == ["CUSTOMER", "DOUBLE_QTY"] and not frame.isStreaming
+    assert sorted(r.DOUBLE_QTY for r in frame.collect()) == [6, 8, 10]
+    assert session.dataframe("SELECT item FROM frame EMIT CHANGES;").isStreaming

@@ -137,3 +137,17 @@ def test_catalog_add_replace_and_drop():
     assert catalog.drop("STREAM", "S") == src
     with pytest.raises(StatementError, match="S does not exist"):
         catalog.get("S")
+
+
+def test_none_value_format_needs_no_value_columns():
+    assert error_of("CREATE STREAM s (k STRING KEY, v STRING) WITH (kafka_topic='t', value_format='NONE');") == \
+        "The 'NONE' format can only be used when no columns are defined. Got: [`V` STRING]"
+    assert error_of("CREATE TABLE t (k STRING PRIMARY KEY, v STRING) WITH (kafka_topic='t', key_format='none', "
+                    "value_format='JSON');") == \
+        "The 'NONE' format can only be used when no columns are defined. Got: [`K` STRING KEY]"
+
+
+def test_format_names_are_case_insensitive_and_keys_take_decimal_and_boolean():
+    src = create("CREATE STREAM s (a DECIMAL(4, 2) KEY, b BOOLEAN KEY, v STRING) "
+                 "WITH (kafka_topic='t', key_format='json', value_format='Json');")
+    assert (src.key_format.name, src.value_format.name) == ("JSON", "JSON")
