@@ -3,6 +3,7 @@
 - `broker`: a running `LocalStack` (use `broker.bootstrap_servers` / `broker.endpoints`).
 - `spark`: a `local[2]` SparkSession bound to loopback with the `kafkasql` source registered.
 - `new_topic`: a factory creating a uniquely named topic, `new_topic(partitions=1) -> name`.
+- `session`: a `kafkasql_magic` session over both, with 'auto.offset.reset' = earliest.
 """
 
 from __future__ import annotations
@@ -73,3 +74,14 @@ def new_topic(broker):
         return name
 
     return make
+
+
+@pytest.fixture
+def session(broker, spark):
+    """A ksql session on the shared broker and Spark, reading topics from the beginning."""
+    import kafkasql_magic as ks
+
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    yield s
+    s.stop()

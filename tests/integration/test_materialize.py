@@ -13,14 +13,6 @@ MZ = {"dialect": "materialize"}
 
 
 @pytest.fixture
-def session(broker, spark):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    yield s
-    s.stop()
-
-
-@pytest.fixture
 def topic(broker):
     name = f"mz_{uuid.uuid4().hex[:8]}"
     produce(broker.bootstrap_servers, name, [

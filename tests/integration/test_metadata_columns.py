@@ -77,14 +77,6 @@ def test_contradictory_bounds_return_no_rows_at_once(seek_session):
     assert df.empty and list(df.columns) == ["N"]
 
 
-@pytest.fixture
-def session(broker, spark):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    yield s
-    s.stop()
-
-
 def error_of(session, text):
     with pytest.raises(ks.StatementError) as info:
         session.sql(text)

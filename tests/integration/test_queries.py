@@ -17,14 +17,6 @@ def topic():
     return f"t_{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture
-def session(broker, spark):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    yield s
-    s.stop()
-
-
 def orders(broker, topic, partitions=2):
     records = [
         {"key": struct.pack(">i", i % 3), "value": json.dumps(
