@@ -28,6 +28,7 @@ def object_members(text: Column) -> Column:
 
 
 _CORRUPT = "__kafkasql_corrupt_json__"
+_CONTAINERS = ("STRUCT", "ARRAY", "MAP")
 
 
 def spellings(name: str) -> list[str]:
@@ -140,7 +141,10 @@ class JsonFormat(Format):
             return Decoded([])
         text = raw.cast("string")
         anonymous = self._anonymous(fields, spec, role)
-        if anonymous:
+        if anonymous and fields[0].type.name in _CONTAINERS:  # the text is the member: no wrapper parse
+            members = {fields[0].name: text}
+            parse_error = F.lit(None)  # a text that is not one shows as a conversion error
+        elif anonymous:
             members = {fields[0].name: anonymous_member(text)}
             parse_error = F.when(raw.isNotNull() & members[fields[0].name].isNull() & (F.trim(text) != "null"),
                                  F.lit("Invalid JSON"))

@@ -66,3 +66,19 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
 def test_help_shows_usage_with_examples(shell):
     doc = shell.find_cell_magic("kstream").__doc__
     assert "EMIT CHANGES" in doc and "--bootstrap-servers" in doc
+
+
+def test_default_formats_come_from_magic_config(shell, broker):
+    import kafkasql_magic.magic as magic
+
+    shell.run_line_magic("config", "KStreamMagics.default_value_format = 'DELIMITED'")
+    magic._sessions.clear()
+    try:
+        topic = f"cfg_{uuid.uuid4().hex[:8]}"
+        shell.run_cell_magic("kstream", "", f"CREATE STREAM CFG (a INT, b STRING) WITH (kafka_topic='{topic}', "
+                                            "partitions=1);")
+        described = shell.run_line_magic("kstream", "DESCRIBE cfg;")
+        assert described.attrs["value_format"] == "DELIMITED"
+    finally:
+        shell.run_line_magic("config", "KStreamMagics.default_value_format = None")
+        magic._sessions.clear()
