@@ -25,6 +25,10 @@ INT, BIGINT, STRING, DOUBLE = T("INT"), T("BIGINT"), T("STRING"), T("DOUBLE")
 BOOLEAN, BYTES = T("BOOLEAN"), T("BYTES")
 
 
+#: CREATE validation only checks that a registry URL is configured; nothing is fetched.
+WITH_REGISTRY = {ddl.SCHEMA_REGISTRY_URL: "http://127.0.0.1:1"}
+
+
 def reg(text, schema_type="AVRO", subject="t-value", schema_id=7, version=3, refs=()):
     text = text if isinstance(text, str) else json.dumps(text)
     return inf.RegisteredVersion(subject, schema_id, version, schema_type, text, tuple(refs))
@@ -426,7 +430,7 @@ def test_explicit_statement_lists_every_column_quoted_where_needed(inferred):
         ") WITH (KAFKA_TOPIC='orders', KEY_FORMAT='JSON_SR', VALUE_FORMAT='JSON_SR');")
     stmt = sql.parse_statement(text)
     assert [c.name for c in stmt.columns] == ["ROWKEY", "ID", "SELECT", "FIRST-NAME", "AMOUNT"]
-    source = ddl.source_from_create(stmt, {}, text)
+    source = ddl.source_from_create(stmt, WITH_REGISTRY, text)
     assert source.kind == "TABLE" and source.topic == "orders"
 
 
@@ -441,7 +445,7 @@ def test_partial_inference_lists_the_key_of_a_kafka_key():
     table = inf.create_statement("S", "t", value, kind="table", key_format="KAFKA", value_format="AVRO",
                                  explicit=True)
     assert "ROWKEY STRING PRIMARY KEY,\n  ROWVAL STRING" in table
-    assert ddl.source_from_create(sql.parse_statement(table), {}, table).kind == "TABLE"
+    assert ddl.source_from_create(sql.parse_statement(table), WITH_REGISTRY, table).kind == "TABLE"
 
 
 def test_table_needs_a_key_format():
@@ -455,7 +459,7 @@ def test_guessed_statement_runs_through_ddl():
     text = inf.create_statement(inf.source_name("my-topic.v1"), "my-topic.v1", g, key_format=g.key_format,
                                 value_format=g.value_format)
     assert text.startswith("CREATE STREAM MY_TOPIC_V1 (\n  ROWKEY INTEGER KEY,\n  ID BIGINT,\n  `WHEN` STRING,")
-    assert ddl.source_from_create(sql.parse_statement(text), {}, text).topic == "my-topic.v1"
+    assert ddl.source_from_create(sql.parse_statement(text), WITH_REGISTRY, text).topic == "my-topic.v1"
 
 
 def test_source_name_and_ident():
