@@ -12,7 +12,6 @@ import json
 import shutil
 import tempfile
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -293,12 +292,3 @@ def collect_bounded(planned: DataFrame, plan: QueryPlan, *, query_id: str, log: 
     log.add(collected.errors)
     rows = collected.rows if plan.limit is None else collected.rows[: plan.limit]
     return to_pandas(rows, plan.names)
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
