@@ -34,7 +34,7 @@ test-integration: check-java $(STAMP)
 	$(BIN)/python -m pytest tests/integration -q
 
 test-notebooks: check-java $(STAMP)
-	$(BIN)/python -m pytest --nbval-lax --sanitize-with notebooks/sanitize.cfg notebooks -q -p no:cacheprovider
+	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg notebooks -q -p no:cacheprovider
 
 bench: check-java $(STAMP)
 	$(BIN)/python bench/ingest.py
