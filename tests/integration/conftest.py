@@ -3,6 +3,7 @@
 - `broker`: a running `LocalStack` (use `broker.bootstrap_servers` / `broker.endpoints`).
 - `spark`: a `local[2]` SparkSession bound to loopback with the `kafkasql` source registered.
 - `new_topic`: a factory creating a uniquely named topic, `new_topic(partitions=1) -> name`.
+- `registry`: the embedded Schema Registry's URL.
 - `session`: a `kafkasql_magic` session over both, with 'auto.offset.reset' = earliest.
 """
 
@@ -85,3 +86,9 @@ def session(broker, spark):
     s.sql("SET 'auto.offset.reset'='earliest';")
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def registry(broker):
+    """The URL of the embedded stack's Schema Registry."""
+    return broker.endpoints["schema.registry.url"]

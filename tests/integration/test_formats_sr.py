@@ -28,22 +28,11 @@ from kafkasql_magic.formats import avro as avro_format
 from kafkasql_magic.formats import schema_registry as sr
 from kafkasql_magic.local.producer import produce
 from kafkasql_magic.planner import plan_select
-from kafkasql_magic.registry import RegistryServer
 from kafkasql_magic.sql import ast, parse_statement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 UTC = dt.timezone.utc
-
-
-@pytest.fixture(scope="module")
-def registry(broker):
-    url = broker.endpoints.get("schema.registry.url")
-    if url:
-        yield url
-        return
-    with RegistryServer(broker.bootstrap_servers) as reg:
-        yield reg.url
 
 
 @pytest.fixture

@@ -19,14 +19,9 @@ VALUE_V2 = {**VALUE_V1, "fields": VALUE_V1["fields"] + [{"name": "email", "type"
 KEY = {"type": "record", "name": "UserKey", "fields": [{"name": "id", "type": "long"}, {"name": "org", "type": "string"}]}
 
 
-@pytest.fixture(scope="module")
-def registry_url(broker):
-    return broker.endpoints["schema.registry.url"]
-
-
 @pytest.fixture
-def session(broker, spark, registry_url):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, schema_registry_url=registry_url,
+def session(broker, spark, registry):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, schema_registry_url=registry,
                    timeout=90)
     s.sql("SET 'auto.offset.reset'='earliest';")
     yield s
@@ -34,10 +29,10 @@ def session(broker, spark, registry_url):
 
 
 @pytest.fixture
-def users(broker, registry_url):
+def users(broker, registry):
     """A topic with Avro record keys and values; the second record uses a newer value schema."""
     topic = f"users_{uuid.uuid4().hex[:8]}"
-    client = SchemaRegistryClient({"url": registry_url})
+    client = SchemaRegistryClient({"url": registry})
     key_ser = AvroSerializer(client, json.dumps(KEY))
     v1, v2 = AvroSerializer(client, json.dumps(VALUE_V1)), AvroSerializer(client, json.dumps(VALUE_V2))
     kctx, vctx = SerializationContext(topic, MessageField.KEY), SerializationContext(topic, MessageField.VALUE)

@@ -20,7 +20,6 @@ from kafkasql_magic.errors import StatementError
 from kafkasql_magic.live.schema_model import SchemaBrowser
 from kafkasql_magic.live.schema_pane import SchemaPane
 from kafkasql_magic.local.producer import produce
-from kafkasql_magic.registry import RegistryServer
 from kafkasql_magic.registry import inference as inf
 
 KEY = {"type": "record", "name": "OrderKey", "fields": [{"name": "id", "type": "long"}]}
@@ -30,16 +29,6 @@ VALUE_V2 = {**VALUE_V1, "fields": VALUE_V1["fields"] + [
     {"name": "price", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 8, "scale": 2}],
      "default": None},
     {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []}]}
-
-
-@pytest.fixture(scope="module")
-def registry(broker):
-    url = broker.endpoints.get("schema.registry.url")
-    if url:
-        yield url
-        return
-    with RegistryServer(broker.bootstrap_servers).start() as reg:
-        yield reg.url
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,8 @@ expression form, PostgreSQL identifier rules, reserved words and positioned erro
 
 from __future__ import annotations
 
-import logging
 
 import pytest
-from lark import Lark
 
 from kafkasql_magic.errors import KStreamError, SqlSyntaxError
 from kafkasql_magic.sql import DIALECTS, get_dialect, parse, parse_statement, reserved_words
@@ -565,26 +563,6 @@ def test_should_not_parse(text):
 
 
 # ---------------------------------------------------------------- the grammar itself
-def test_grammar_has_no_lalr_conflicts():
-    records = []
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            records.append(record.getMessage())
-
-    from lark import logger as lark_logger
-
-    handler, level = Collect(), lark_logger.level
-    lark_logger.addHandler(handler)
-    lark_logger.setLevel(logging.DEBUG)
-    try:
-        Lark(MATERIALIZE.grammar.read_text(), parser="lalr", lexer="basic", maybe_placeholders=True)
-    finally:
-        lark_logger.removeHandler(handler)
-        lark_logger.setLevel(level)
-    assert not [r for r in records if "conflict" in r.lower()]
-
-
 def test_parser_is_built_once():
     assert MATERIALIZE.lark is MATERIALIZE.lark
     assert MATERIALIZE.lark is not get_dialect("ksql").lark

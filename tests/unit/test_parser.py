@@ -688,8 +688,11 @@ def test_should_not_parse(text):
 
 
 # ---------------------------------------------------------------- the grammar itself
-def test_grammar_has_no_lalr_conflicts():
-    """lark resolves a shift/reduce conflict silently (as shift): keep the grammar free of them."""
+@pytest.mark.parametrize("dialect", ["ksql", "materialize"])
+def test_grammar_has_no_lalr_conflicts(dialect):
+    """lark resolves a shift/reduce conflict silently (as shift): keep the grammars free of them."""
+    from kafkasql_magic.sql import get_dialect
+
     records = []
 
     class Collect(logging.Handler):
@@ -702,7 +705,7 @@ def test_grammar_has_no_lalr_conflicts():
     lark_logger.addHandler(handler)
     lark_logger.setLevel(logging.DEBUG)
     try:
-        Lark(parser_module.GRAMMAR.read_text(), parser="lalr", lexer="basic", maybe_placeholders=True)
+        Lark(get_dialect(dialect).grammar.read_text(), parser="lalr", lexer="basic", maybe_placeholders=True)
     finally:
         lark_logger.removeHandler(handler)
         lark_logger.setLevel(level)
