@@ -2,7 +2,6 @@
 
 import json
 import struct
-import time
 import uuid
 
 import pytest
