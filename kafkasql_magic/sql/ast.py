@@ -179,6 +179,17 @@ class SourceRef(Node):
     alias: str | None = None
 
 
+@dataclass(frozen=True)
+class Join(Node):
+    """`[INNER | LEFT | RIGHT | FULL] JOIN source [WITHIN ...] ON condition`. `within` is
+    ksqlDB's window for stream-stream joins, (before, after) in milliseconds."""
+
+    kind: str
+    source: SourceRef
+    on: Expr
+    within: tuple[int, int] | None = None
+
+
 # ---------------------------------------------------------------- statements
 @dataclass(frozen=True)
 class Statement(Node):
@@ -228,6 +239,7 @@ class Select(Statement):
     partition_by: tuple[Expr, ...] = ()
     emit_changes: bool = False
     limit: int | None = None
+    joins: tuple[Join, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ _TYPE_NAMES = {"INTEGER": "INT", "VARCHAR": "STRING"}
 _INT32 = range(-(2**31), 2**31)
 _INT64 = range(-(2**63), 2**63)
 
+#: WITHIN units (ksqlDB accepts singular and plural) -> milliseconds.
+TIME_UNITS_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000, "DAYS": 86_400_000}
+
 
 def _unquote(token: str) -> str:
     quote = token[0]
@@ -150,10 +153,28 @@ class Builder(Transformer):
     def query(self, meta, *children):
         items = tuple(c for c in children if isinstance(c, (ast.Star, ast.SelectItem)))
         source = next(c for c in children if isinstance(c, ast.SourceRef))
+        joins = tuple(c for c in children if isinstance(c, ast.Join))
         clauses = dict(c for c in children if isinstance(c, tuple))
         return ast.Select(items, source, clauses.get("where"), clauses.get("group_by", ()),
                           clauses.get("having"), clauses.get("partition_by", ()),
-                          "emit_changes" in clauses, clauses.get("limit"), **_pos(meta))
+                          "emit_changes" in clauses, clauses.get("limit"), joins, **_pos(meta))
+
+    def join(self, meta, kind, source, *rest):
+        within, on = rest if len(rest) == 2 else (None, rest[0])
+        return ast.Join(kind or "INNER", source, on, within, **_pos(meta))
+
+    def join_kind(self, meta, word, *outer):
+        return word.upper()
+
+    def within(self, meta, before, after=None):
+        return before, after if after is not None else before
+
+    def duration(self, meta, amount, unit):
+        unit_ms = TIME_UNITS_MS.get(unit.upper()) or TIME_UNITS_MS.get(unit.upper() + "S")
+        if unit_ms is None:
+            raise Invalid(f"Unknown time unit '{unit}' (use one of {', '.join(TIME_UNITS_MS)})",
+                          meta.line, meta.column)
+        return int(amount) * unit_ms
 
     def where_clause(self, meta, condition):
         return "where", condition

@@ -23,7 +23,7 @@ __all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RE
 # Reserved in PostgreSQL and kept from identifiers now, so that joins, ordering and set
 # operations can come later without taking names away from anyone.
 FUTURE_RESERVED = frozenset(
-    "JOIN LEFT RIGHT INNER FULL OUTER CROSS NATURAL ON DISTINCT ALL ORDER UNION EXCEPT "
+    "CROSS NATURAL DISTINCT ALL ORDER UNION EXCEPT "
     "INTERSECT FETCH ILIKE".split()
 )
 

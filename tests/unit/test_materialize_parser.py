@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kafkasql_magic.errors import KStreamError, SqlSyntaxError
-from kafkasql_magic.sql import DIALECTS, get_dialect, parse, parse_statement, reserved_words
+from kafkasql_magic.sql import DIALECTS, ast, get_dialect, parse, parse_statement, reserved_words
 from kafkasql_magic.sql.ast import (
     And, Between, BinaryOp, Case, Cast, ColumnRef, CreateKafkaSource, CreateView, Dereference,
     Describe, Drop, FunctionCall, Include, InList, IsNull, Like, Literal, Not, Or, Select,
@@ -566,3 +566,10 @@ def test_should_not_parse(text):
 def test_parser_is_built_once():
     assert MATERIALIZE.lark is MATERIALIZE.lark
     assert MATERIALIZE.lark is not get_dialect("ksql").lark
+
+
+def test_joins_parse_without_within():
+    got = mz("SELECT a.id, b.v FROM src a LEFT JOIN other AS b ON a.id = b.id")
+    assert got.joins == (ast.Join("LEFT", SourceRef("other", "b"),
+                                  BinaryOp("=", ColumnRef("id", "a"), ColumnRef("id", "b"))),)
+    assert 'Expected ON, found number "5"' == syntax_error("SELECT * FROM a JOIN b WITHIN 5 SECONDS ON a.x = b.x").reason

@@ -570,7 +570,7 @@ def test_error_messages_name_ksql_terms_not_lark_terminals():
     assert syntax_error("CREATE STREAM s (a FOO)").reason == "mismatched input 'FOO' expecting a type"
     assert syntax_error("SELECT a FROM s LIMIT x").reason == "mismatched input 'x' expecting a number"
     assert "expecting CHANGES" in syntax_error("SELECT a FROM s EMIT").reason
-    assert "WHERE" in syntax_error("SELECT * FROM s WINDOW TUMBLING (SIZE 1 SECOND)").reason
+    assert "JOIN" in syntax_error("SELECT * FROM s WINDOW TUMBLING (SIZE 1 SECOND)").reason
     assert "a statement" in syntax_error("EXPLAIN").reason
     assert "unexpected character '#'" in syntax_error("SELECT a # b FROM s").reason
     assert "'${x}'" in syntax_error("SELECT ${x} FROM s").reason
@@ -592,7 +592,9 @@ def test_error_messages_name_ksql_terms_not_lark_terminals():
         "SELECT * FROM s EMIT CHANGES WHERE a",
         "SELECT * FROM s WHERE a GROUP a",
         "SELECT * FROM s WINDOW TUMBLING (SIZE 1 SECOND)",
-        "SELECT * FROM a JOIN b ON a.x = b.x",
+        "SELECT * FROM a JOIN b",
+        "SELECT * FROM a JOIN b WITHIN 5 FORTNIGHTS ON a.x = b.x",
+        "SELECT * FROM a OUTER JOIN b ON a.x = b.x",
         "SELECT * FROM s HAVING a HAVING b",
         "SELECT a.b.c FROM s",
         "SELECT s.* AS x FROM s",
@@ -730,3 +732,33 @@ def test_ast_nodes_are_frozen_and_positions_do_not_count():
     with pytest.raises(AttributeError):
         a.limit = 3  # type: ignore[misc]
     assert isinstance(a, ast.Statement)
+
+
+# ---------------------------------------------------------------- joins
+def test_joins_parse_with_kind_alias_within_and_chains():
+    got = parse_statement(
+        "SELECT a.ROWOFFSET, b.h FROM s1 AS a LEFT OUTER JOIN s2 b WITHIN (1 MINUTE, 2 HOURS) "
+        "ON a.id = b.id JOIN t ON t.k = a.k WHERE a.v > 1 EMIT CHANGES")
+    on_b = BinaryOp("=", C("ID", "A"), C("ID", "B"))
+    assert got.joins == (
+        ast.Join("LEFT", SourceRef("S2", "B"), on_b, (60_000, 7_200_000)),
+        ast.Join("INNER", SourceRef("T"), BinaryOp("=", C("K", "T"), C("K", "A"))),
+    )
+    assert got.source == SourceRef("S1", "A") and got.emit_changes
+    assert [j.kind for j in parse_statement(
+        "SELECT * FROM a INNER JOIN b ON a.x = b.x RIGHT JOIN c ON a.x = c.x FULL OUTER JOIN d ON a.x = d.x"
+    ).joins] == ["INNER", "RIGHT", "FULL"]
+
+
+@pytest.mark.parametrize("unit,ms", [("MILLISECOND", 1), ("milliseconds", 1), ("SECOND", 1000),
+                                     ("Seconds", 1000), ("MINUTES", 60_000), ("HOUR", 3_600_000),
+                                     ("DAYS", 86_400_000)])
+def test_within_units_singular_and_plural(unit, ms):
+    (join,) = parse_statement(f"SELECT * FROM a JOIN b WITHIN 3 {unit} ON a.x = b.x").joins
+    assert join.within == (3 * ms, 3 * ms)
+
+
+def test_unknown_within_unit_points_at_the_duration():
+    error = syntax_error("SELECT * FROM a JOIN b WITHIN 5 FORTNIGHTS ON a.x = b.x")
+    assert "Unknown time unit 'FORTNIGHTS'" in str(error)
+    assert (error.line, error.column) == (1, 31)
