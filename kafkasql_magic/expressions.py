@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import functions, types
+from . import aggregates, functions, types
 from .errors import StatementError
 from .sql import ast
 from .sql.render import render
@@ -72,6 +72,34 @@ class Scope:
         return self.frame.select(col).schema.fields[0].dataType
 
 
+@dataclass
+class JoinScope(Scope):
+    """The columns of joined sources: `sides` maps each source's names and alias to its
+    columns (name -> column of the joined frame); the first name is the one messages show.
+    Unqualified names must be unambiguous."""
+
+    sides: list[tuple[tuple[str, ...], dict[str, str]]] = field(default_factory=list)
+
+    def column(self, ref: ast.ColumnRef) -> Column:
+        candidates = self.sides
+        if ref.qualifier is not None:
+            candidates = [s for s in self.sides if ref.qualifier.lower() in {q.lower() for q in s[0]}]
+            if not candidates:
+                raise StatementError(
+                    f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias.")
+        found = []
+        for qualifiers, columns in candidates:
+            name = ref.name if ref.name in columns else _unique_match(ref.name, columns)
+            if name is not None:
+                found.append((qualifiers[0], name, columns[name]))
+        if not found:
+            raise StatementError(f"line {ref.line}:{ref.column}: Column '{_display_ref(ref)}' cannot be resolved.")
+        if len(found) > 1:
+            raise StatementError(f"line {ref.line}:{ref.column}: Column '{ref.name}' is ambiguous. Could be any of: "
+                                 + ", ".join(f"{q}.{n}" for q, n, _ in found))
+        return F.col(quoted(found[0][2]))
+
+
 def _unique_match(name: str, names) -> str | None:
     """The one name equal to `name` ignoring case: a source declared in one dialect is
     queried from the other (ksql upper-cases unquoted names, Materialize lower-cases them)."""
@@ -128,8 +156,9 @@ class Compiler:
         return F.try_element_at(self.compile(e.base), self.compile(e.index))
 
     def _FunctionCall(self, e: ast.FunctionCall) -> Column:
-        if e.star:
-            raise StatementError(f"line {e.line}:{e.column}: {e.name}(*) needs GROUP BY, which is not supported yet.")
+        if aggregates.is_aggregate(e.name):  # the planner replaces those it allows by columns
+            raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
+                                 "only in the SELECT list and HAVING clause, and not inside another aggregate.")
         fn = functions.lookup(e.name, len(e.args))
         return fn.build(self, [self.compile(a) for a in e.args], e.args)
 

@@ -7,11 +7,13 @@ so everything here that the UI reads is guarded by locks or events.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import shutil
 import tempfile
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -82,6 +84,25 @@ def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batc
     return Batch(rows, errors)
 
 
+def observed_errors(metrics: dict, names: list[str], query_id: str, source: str) -> list[dict]:
+    """Processing-log entries from the error metrics a plan observes before a join or an
+    aggregation (each a list of failed records; see planner._without_errors)."""
+    now = pd.Timestamp.now(tz="UTC")
+    entries = []
+    for name in names:
+        row = metrics.get(name)
+        for m in (row["errors"] if row is not None else None) or []:
+            m = m.asDict() if hasattr(m, "asDict") else m
+            entries.append({"TIME": now, "QUERY": query_id, "SOURCE": source, "TOPIC": m[TOPIC],
+                            "PARTITION": m[PARTITION], "OFFSET": m[OFFSET], "MESSAGE": m[ERROR],
+                            "KEY": _bytes(m[RAW_KEY]), "VALUE": _bytes(m[RAW_VALUE])})
+    return entries
+
+
+def _bytes(base64_text):
+    return base64.b64decode(base64_text) if base64_text is not None else None
+
+
 def _python(arrow_type: pa.DataType):
     """A converter from Arrow's Python values to ksql's (MAP as dict), or None when as is."""
     if pa.types.is_map(arrow_type):
@@ -142,14 +163,18 @@ class PushQuery:
         self._ending = ending_offsets
         self._range_read = False
         self._last_batch: int | None = None
+        self._latest_batch: int | None = None
+        self._logged: set[tuple] = set()
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
+        self._observed_batches: set[int] = set()
         self.model = LiveModel(self.names, max_rows=max_rows,
-                               key_columns=plan.key_names if plan.source.kind == "TABLE" and plan.key_names else None,
+                               key_columns=plan.key_names if plan.kind == "TABLE" and plan.key_names else None,
                                title=sql)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "PushQuery":
-        writer = (self._planned.writeStream.queryName(self.id).foreachBatch(self._on_batch)
+        writer = (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
+                  .foreachBatch(self._on_batch)
                   .option("checkpointLocation", self._checkpoint).trigger(processingTime=self._trigger))
         self._query = writer.start()
         threading.Thread(target=self._watch, name=f"{self.id}-watch", daemon=True).start()
@@ -158,6 +183,7 @@ class PushQuery:
     def _watch(self) -> None:
         try:
             while not self._query.awaitTermination(0.1):
+                self._log_observed()
                 if self._last_batch is not None and self._progress_of(self._last_batch):
                     self._query.stop()
                 elif self._ending is not None and self._read_to_end():
@@ -170,12 +196,18 @@ class PushQuery:
             if self.model.state not in ("FAILED",):
                 self.model.set_state("FINISHED" if self._limit_reached() or self._range_read else "STOPPED")
         finally:
+            self._log_observed()
             self._done.set()
             shutil.rmtree(self._checkpoint, ignore_errors=True)
 
     def stop(self) -> None:
-        """Stop the Spark query; safe to call from any thread and more than once."""
+        """Stop the Spark query; safe to call from any thread and more than once. A plan that
+        observes errors first lets the latest batch's progress (which carries them) come in."""
         if self._query is not None and self._query.isActive:
+            deadline = time.monotonic() + 5
+            while (self.plan.observed and self._latest_batch is not None and self._query.isActive
+                   and not self._progress_of(self._latest_batch) and time.monotonic() < deadline):
+                time.sleep(0.05)
             self._query.stop()
         self._done.wait(timeout=30)
 
@@ -197,6 +229,23 @@ class PushQuery:
     @property
     def failure(self) -> BaseException | None:
         return self._failure
+
+    def _log_observed(self) -> None:
+        """Log the records that failed before a join or aggregation, once per micro-batch, as
+        each batch's progress (which carries them) comes in."""
+        if not self.plan.observed or self.plan.per_batch or self._query is None:
+            return
+        for progress in self._query.recentProgress:
+            batch = int(progress["batchId"])
+            if batch in self._observed_batches:
+                continue
+            self._observed_batches.add(batch)
+            entries = observed_errors(progress.observedMetrics or {}, self.plan.observed, self.id,
+                                      self.plan.source.name)
+            if entries:
+                self._log.add(entries)
+                self._errors += len(entries)
+                self.model.on_errors(self._errors, [e["MESSAGE"] for e in entries[-5:]])
 
     def _progress_of(self, batch_id: int) -> bool:
         progress = self._query.lastProgress
@@ -223,7 +272,13 @@ class PushQuery:
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         if self._limit_reached():
             return
+        self._latest_batch = batch_id
+        if self.plan.per_batch:
+            batch = self.plan.build(batch)
         collected = split_batch(batch.toArrow(), len(self.names), self.id, self.plan.source.name)
+        if self.plan.per_batch:
+            failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in self.plan.error_frames.items()}
+            collected.errors += self._first_seen(observed_errors(failed, list(failed), self.id, self.plan.source.name))
         rows = collected.rows
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]
@@ -243,6 +298,17 @@ class PushQuery:
         )
         if self._limit_reached():
             self._last_batch = batch_id  # the watcher stops once this batch's progress is in
+
+    def _first_seen(self, entries: list[dict]) -> list[dict]:
+        """Entries for records not logged before: each micro-batch reads a joined table again,
+        and a bad table record is logged once."""
+        fresh = []
+        for entry in entries:
+            where = (entry["TOPIC"], entry["PARTITION"], entry["OFFSET"])
+            if where not in self._logged:
+                self._logged.add(where)
+                fresh.append(entry)
+        return fresh
 
     def rows(self) -> pd.DataFrame:
         """The rows received so far (the newest `buffer_rows` of them)."""
@@ -290,5 +356,7 @@ def collect_bounded(planned: DataFrame, plan: QueryPlan, *, query_id: str, log: 
     """Run a planned batch frame (a pull query) and return its rows; errors go to the log."""
     collected = split_batch(planned.toArrow(), len(plan.names), query_id, plan.source.name)
     log.add(collected.errors)
+    metrics = {name: observation.get for name, observation in plan.observations.items()}
+    log.add(observed_errors(metrics, list(metrics), query_id, plan.source.name))
     rows = collected.rows if plan.limit is None else collected.rows[: plan.limit]
     return to_pandas(rows, plan.names)

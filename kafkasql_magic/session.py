@@ -120,7 +120,7 @@ class Session:
         if not isinstance(stmt, ast.Select):
             raise StatementError("dataframe() takes one SELECT statement.")
         self._dialect_now = dialect
-        plan, planned, _, _ = self._plan(stmt)
+        plan, planned, *_ = self._plan(stmt)
         result = planned.where(~F.col(DROP)).select(*[F.col(f"_c{i}").alias(n) for i, n in enumerate(plan.names)])
         return result.limit(stmt.limit) if stmt.limit is not None and not stmt.emit_changes else result
 
@@ -192,20 +192,33 @@ class Session:
         return options
 
     def _plan(self, stmt: ast.Select, reset: str | None = None):
-        """The plan, the planned frame and the ranges a push query reads."""
-        spark = self.spark
+        """The plan, the planned frame, the ranges a push query reads, its raw-source options and
+        the raw records (which a per-batch plan builds on, micro-batch by micro-batch)."""
         source = self._base_source(stmt.source.name)
         bounded = not stmt.emit_changes
-        seek = seek_of(stmt.where) if stmt.emit_changes and source.dialect == "ksql" else Seek()
-        broker = source.properties.get("BROKER")
-        options = (self._raw_options(source.topic, bounded=bounded, seek=seek, bootstrap=broker, reset=reset)
-                   if not seek.empty else self._raw_options(source.topic, bounded=True, bootstrap=broker))
+        seekable = stmt.emit_changes and source.dialect == "ksql" and not stmt.joins
+        seek = seek_of(stmt.where) if seekable else Seek()
+        options = (self._raw_options(source.topic, bounded=bounded, seek=seek,
+                                     bootstrap=source.properties.get("BROKER"), reset=reset)
+                   if not seek.empty else self._raw_options(source.topic, bounded=True,
+                                                            bootstrap=source.properties.get("BROKER")))
+        raw = self._raw_reader(source, options, streaming=not bounded)
+
+        def raw_for(joined, streaming: bool):
+            joined_options = self._raw_options(joined.topic, bounded=not streaming, reset=reset,
+                                               bootstrap=joined.properties.get("BROKER"))
+            return self._raw_reader(joined, joined_options, streaming=streaming)
+
+        plan = _analysed(lambda: plan_select(stmt, self.catalog, raw, dialect=self._dialect_now, raw_for=raw_for))
+        return plan, _analysed(lambda: plan.build(raw)), seek, options, raw
+
+    def _raw_reader(self, source, options: dict[str, str], *, streaming: bool):
+        """The raw Kafka records of `source`: a stream, or a bounded read of the topic as it is now
+        (a table joined to a stream is read so, afresh for every micro-batch)."""
         if not source.header_columns:  # converting headers is the reader's costliest step
-            options["includeHeaders"] = "false"
-        reader = spark.read if bounded else spark.readStream
-        raw = reader.format(RAW_SOURCE).options(**options).load()
-        plan = _analysed(lambda: plan_select(stmt, self.catalog, raw, dialect=self._dialect_now))
-        return plan, _analysed(lambda: plan.build(raw)), seek, options
+            options = {**options, "includeHeaders": "false"}
+        reader = self.spark.readStream if streaming else self.spark.read
+        return reader.format(RAW_SOURCE).options(**options).load()
 
     def _base_source(self, name: str):
         """The Kafka-backed source under `name`, through any views."""
@@ -215,14 +228,14 @@ class Session:
     def _select(self, stmt: ast.Select, text, timeout, reset: str | None = None):
         if stmt.source.name == PROCESSING_LOG:
             return self._select_processing_log(stmt)
-        plan, planned, seek, options = self._plan(stmt, reset)
+        plan, planned, seek, options, raw = self._plan(stmt, reset)
         query_id = f"transient_{plan.source.name}_{next(self._ids)}"
         if seek.empty:  # contradictory bounds: nothing can match
             return to_pandas([], plan.names)
         if not stmt.emit_changes:
             return collect_bounded(planned, plan, query_id=query_id, log=self.log)
         ending = json.loads(options["endingOffsets"]) if "endingOffsets" in options else None
-        query = PushQuery(plan, planned, query_id=query_id, sql=text, log=self.log, max_rows=self.max_rows,
+        query = PushQuery(plan, raw if plan.per_batch else planned, query_id=query_id, sql=text, log=self.log, max_rows=self.max_rows,
                           trigger_interval=self.trigger_interval, ending_offsets=ending)
         self.queries[query_id] = query.start()
         if plan.limit is None:
@@ -246,7 +259,7 @@ class Session:
         inner = stmt.statement
         if not isinstance(inner, ast.Select):
             raise StatementError("EXPLAIN supports queries (SELECT) only.")
-        plan, planned, seek, options = self._plan(inner)
+        plan, planned, seek, options, _ = self._plan(inner)
         reads = "nothing (the WHERE clause cannot match)" if seek.empty else \
             seek.describe() if seek.narrows else ("the whole topic, as it is now" if not inner.emit_changes
                                                   else f"all partitions from the {options['startingOffsets']} offsets")
@@ -299,7 +312,7 @@ class Session:
         relation = self.catalog.get(stmt.name)
         if not isinstance(relation, ViewDef):
             return metadata.describe(relation)
-        plan, planned, _, _ = self._plan(ast.Select(items=(ast.Star(),), source=ast.SourceRef(relation.name)))
+        plan, planned, *_ = self._plan(ast.Select(items=(ast.Star(),), source=ast.SourceRef(relation.name)))
         return metadata.describe_columns(relation.name, [
             (n, types.display(types.from_spark(planned.schema[f"_c{i}"].dataType))) for i, n in enumerate(plan.names)])
 
