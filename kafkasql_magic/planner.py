@@ -240,7 +240,7 @@ def _from(stmt: ast.Select, inputs: list[_Input], raw: DataFrame, raw_for: RawFo
     if not stmt.joins:
         qualifiers = {first.relation.name} | ({stmt.source.alias} if stmt.source.alias else set())
         return frame, Scope(frame, set(first.visible), qualifiers)
-    sides, scope = [], None
+    sides = []
     for index, side in enumerate(inputs):
         if index:
             streaming = raw.isStreaming and side.kind == "STREAM"
@@ -256,9 +256,8 @@ def _from(stmt: ast.Select, inputs: list[_Input], raw: DataFrame, raw_for: RawFo
             frame = frame_i
             continue
         join = stmt.joins[index - 1]
-        both = frame.crossJoin(frame_i)
-        scope = JoinScope(both, set(), set(), sides=list(sides))
-        condition = Compiler(scope).compile(join.on)
+        both = frame.crossJoin(frame_i)  # for typing the condition only
+        condition = Compiler(JoinScope(both, set(), set(), sides=list(sides))).compile(join.on)
         if join.within is not None:
             condition = condition & _within(join.within, sides[0][1]["ROWTIME"] if "ROWTIME" in sides[0][1] else None,
                                             columns.get("ROWTIME"))
@@ -413,7 +412,7 @@ def _key_names(stmt: ast.Select, outputs, first: _Input, aggregating: bool) -> l
         return [n for n, e in outputs if e in keys]
     if stmt.joins:
         return []
-    key_columns = {c.name.lower() for c in getattr(first.source, "key_columns", [])}
+    key_columns = {c.name.lower() for c in first.source.key_columns}
     return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
 
 
