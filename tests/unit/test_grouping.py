@@ -1,0 +1,45 @@
+"""The planner's pure steps for GROUP BY and PARTITION BY (no Spark session needed)."""
+
+from kafkasql_magic import types
+from kafkasql_magic.catalog import KEY, Column, SourceDef
+from kafkasql_magic.formats.base import FormatSpec
+from kafkasql_magic.planner import NAMING, _aggregate_calls, _partitioned_star, _substitute
+from kafkasql_magic.sql import ast, parse_statement
+
+
+def items(sql):
+    return [i.expr for i in parse_statement(sql).items]
+
+
+def test_aggregate_calls_are_the_outermost_ones():
+    (expr,) = items("SELECT SUM(qty) * 2 + COUNT(*) FROM s")
+    assert [c.name for c in _aggregate_calls(expr)] == ["SUM", "COUNT"]
+    (nested,) = items("SELECT MAX(ABS(x)) FROM s")
+    assert [c.name for c in _aggregate_calls(nested)] == ["MAX"]
+    (case,) = items("SELECT CASE WHEN COUNT(*) > 1 THEN MIN(x) END FROM s")
+    assert [c.name for c in _aggregate_calls(case)] == ["COUNT", "MIN"]
+    assert _aggregate_calls(items("SELECT UCASE(x) FROM s")[0]) == []
+
+
+def test_substitute_replaces_group_keys_and_aggregates_wherever_they_occur():
+    stmt = parse_statement("SELECT UCASE(item) || '!', SUM(qty) / COUNT(*) FROM s GROUP BY UCASE(item)")
+    table = {stmt.group_by[0]: ast.ColumnRef("__g0")}
+    first, second = (i.expr for i in stmt.items)
+    table.update({c: ast.ColumnRef(f"__agg{n}") for n, c in enumerate(_aggregate_calls(second))})
+    assert _substitute(first, table) == ast.BinaryOp("||", ast.ColumnRef("__g0"), ast.Literal("!", "STRING"))
+    assert _substitute(second, table) == ast.BinaryOp("/", ast.ColumnRef("__agg0"), ast.ColumnRef("__agg1"))
+    loose = _substitute(items("SELECT qty + 1 FROM s")[0], table)
+    assert loose == items("SELECT qty + 1 FROM s")[0]  # nothing to replace: left as is
+
+
+def test_partition_by_star_puts_the_new_key_first_and_the_old_key_last():
+    spec = FormatSpec("JSON")
+    source = SourceDef("STREAM", "S", "t", spec, spec, (
+        Column("ID", types.INT, KEY), Column("ITEM", types.STRING), Column("QTY", types.INT)))
+    star = [(c.name, ast.ColumnRef(c.name)) for c in source.star_columns]
+    by_item = _partitioned_star(star, (ast.ColumnRef("ITEM"),), source, NAMING["ksql"])
+    assert [n for n, _ in by_item] == ["ITEM", "QTY", "ID"]
+    by_expression = _partitioned_star(star, items("SELECT qty * 2 FROM s"), source, NAMING["ksql"])
+    assert [n for n, _ in by_expression] == ["KSQL_COL_0", "ITEM", "QTY", "ID"]
+    by_offset = _partitioned_star(star, (ast.ColumnRef("ROWOFFSET"),), source, NAMING["ksql"])
+    assert [n for n, _ in by_offset] == ["ROWOFFSET", "ITEM", "QTY", "ID"]
