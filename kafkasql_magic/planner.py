@@ -70,7 +70,7 @@ class QueryPlan:
     kind: str = "STREAM"
     aggregating: bool = False
     per_batch: bool = False  # a push query's stream-table joins: build() runs on each raw micro-batch
-    observed: list[str] = field(default_factory=list)
+    observed: dict[str, str] = field(default_factory=dict)  # metric name -> the source it reads
     observations: dict[str, Observation] = field(default_factory=dict)
     error_frames: dict[str, DataFrame] = field(default_factory=dict)  # per_batch: the failed records
 
@@ -135,8 +135,8 @@ def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame,
     if duplicates and dialect == "ksql":
         raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
     key_names = _key_names(stmt, outputs, inputs[0], aggregating)
-    observed = [f"__errors_{i}" for i in range(len(inputs))] if stmt.joins else []
-    observed += ["__errors_aggregate"] if aggregating else []
+    observed = {f"__errors_{i}": side.relation.name for i, side in enumerate(inputs)} if stmt.joins else {}
+    observed.update({"__errors_aggregate": inputs[0].relation.name} if aggregating else {})
     plan = QueryPlan(stmt, inputs[0].source, names, key_names, build=lambda raw: raw, observed=observed,
                      kind="TABLE" if aggregating or (inputs[0].kind == "TABLE" and not stmt.joins) else "STREAM",
                      aggregating=aggregating,

@@ -84,12 +84,13 @@ def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batc
     return Batch(rows, errors)
 
 
-def observed_errors(metrics: dict, names: list[str], query_id: str, source: str) -> list[dict]:
+def observed_errors(metrics: dict, sources: dict[str, str], query_id: str) -> list[dict]:
     """Processing-log entries from the error metrics a plan observes before a join or an
-    aggregation (each a list of failed records; see planner._without_errors)."""
+    aggregation (each a list of failed records; see planner._without_errors); `sources` maps
+    each metric to the source whose records it carries."""
     now = pd.Timestamp.now(tz="UTC")
     entries = []
-    for name in names:
+    for name, source in sources.items():
         row = metrics.get(name)
         for m in (row["errors"] if row is not None else None) or []:
             m = m.asDict() if hasattr(m, "asDict") else m
@@ -240,8 +241,7 @@ class PushQuery:
             if batch in self._observed_batches:
                 continue
             self._observed_batches.add(batch)
-            entries = observed_errors(progress.observedMetrics or {}, self.plan.observed, self.id,
-                                      self.plan.source.name)
+            entries = observed_errors(progress.observedMetrics or {}, self.plan.observed, self.id)
             if entries:
                 self._log.add(entries)
                 self._errors += len(entries)
@@ -278,7 +278,7 @@ class PushQuery:
         collected = split_batch(batch.toArrow(), len(self.names), self.id, self.plan.source.name)
         if self.plan.per_batch:
             failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in self.plan.error_frames.items()}
-            collected.errors += self._first_seen(observed_errors(failed, list(failed), self.id, self.plan.source.name))
+            collected.errors += self._first_seen(observed_errors(failed, self.plan.observed, self.id))
         rows = collected.rows
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]
@@ -357,6 +357,6 @@ def collect_bounded(planned: DataFrame, plan: QueryPlan, *, query_id: str, log: 
     collected = split_batch(planned.toArrow(), len(plan.names), query_id, plan.source.name)
     log.add(collected.errors)
     metrics = {name: observation.get for name, observation in plan.observations.items()}
-    log.add(observed_errors(metrics, list(metrics), query_id, plan.source.name))
+    log.add(observed_errors(metrics, plan.observed, query_id))
     rows = collected.rows if plan.limit is None else collected.rows[: plan.limit]
     return to_pandas(rows, plan.names)

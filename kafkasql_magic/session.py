@@ -24,6 +24,7 @@ from .planner import check_persistent, plan_select, select_over_frame
 from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
 from .seek import Seek, seek_of
 from .sql import ast
+from .sql.render import render
 
 #: ksqlDB properties with their defaults (SET / UNSET change them per session).
 DEFAULT_SETTINGS = {
@@ -108,7 +109,9 @@ class Session:
     def dataframe(self, text: str, *, dialect: str | None = None):
         """The Spark DataFrame of one SELECT, to go on in PySpark: streaming with EMIT CHANGES,
         a bounded read without; columns named as `sql()` names them. Records that fail to
-        decode are left out (only `sql()` records them in the processing log)."""
+        decode are left out (only `sql()` records them in the processing log). A GROUP BY
+        frame needs the "update" output mode; a stream-table join here reads each table once,
+        when the stream starts (`sql()` reads it afresh for every micro-batch)."""
         from pyspark.sql import functions as F
 
         from .logical import DROP
@@ -267,6 +270,12 @@ class Session:
                 ("Topic", plan.source.topic),
                 ("Formats", f"key {plan.source.key_format.name}, value {plan.source.value_format.name}"),
                 ("Reads", reads), ("Columns", ", ".join(plan.names))]
+        if inner.joins:
+            rows.append(("Joins", "; ".join(_join_text(j) for j in inner.joins) + (
+                " (each table read afresh for every micro-batch)" if plan.per_batch else "")))
+        if plan.aggregating:
+            keys = ", ".join(render(e) for e in inner.group_by) or "(all rows)"
+            rows.append(("Aggregation", f"GROUP BY {keys}; a changelog keyed by {', '.join(plan.key_names) or 'nothing'}"))
         if options and "endingOffsets" in options:
             rows.append(("Offset ranges", f"start {options['startingOffsets']}, end {options['endingOffsets']} (exclusive)"))
         return pd.DataFrame(rows, columns=["Property", "Value"])
@@ -374,6 +383,11 @@ class Session:
                 raise StatementError(f"Unknown queryId: {query_id}")
             query.stop()
         return None
+
+
+def _join_text(join: ast.Join) -> str:
+    window = f" WITHIN ({join.within[0]} ms, {join.within[1]} ms)" if join.within else ""
+    return f"{join.kind} JOIN {join.source.name}{window} ON {render(join.on)}"
 
 
 def _analysed(build):

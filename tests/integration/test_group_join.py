@@ -27,7 +27,7 @@ def shop(broker, spark):
     topics = {name: f"{name}_{suffix}" for name in ("orders", "items", "payments")}
     produce(broker.bootstrap_servers, topics["items"], [
         {"key": item, "value": json.dumps({"price": price}), "timestamp": T0} for item, price in ITEMS.items()
-    ], create_partitions=1)
+    ] + [{"key": "broken", "value": "{oops", "timestamp": T0}], create_partitions=1)
     produce(broker.bootstrap_servers, topics["orders"], [
         {"key": oid.to_bytes(4, "big"), "value": json.dumps({"item": item, "qty": qty}), "partition": p,
          "timestamp": T0 + oid * 1000, "headers": [("region", region)] if region else []}
@@ -159,8 +159,24 @@ def test_stream_table_join_with_each_sides_pseudocolumns(shop):
         assert (r["ITEM"], r["PRICE"], r["COST"], r["O_OFFSET"], r["I_OFFSET"], r["REGION"]) == (
             item, price, qty * price if price else None, offsets[p], item_offsets.get(item), region), r
         offsets[p] += 1
+    log = shop.processing_log()
+    logged = set(log[log.QUERY == rows.attrs["query_id"]][["SOURCE", "TOPIC", "PARTITION", "OFFSET"]]
+                 .itertuples(index=False, name=None))
+    assert logged == {("ORDERS", shop.topics["orders"], 0, BAD_ORDER_OFFSET),
+                      ("ITEMS", shop.topics["items"], 0, len(ITEMS))}  # each side's bad record, once
     inner = shop.sql("SELECT o.id FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES LIMIT 5;")
     assert sorted(inner.ID) == [1, 2, 3, 4, 6]  # kiwi has no price
+
+
+def test_explain_shows_joins_and_aggregation(shop):
+    joined = dict(shop.sql("EXPLAIN SELECT o.id, i.price FROM orders o LEFT JOIN items i ON o.item = i.item "
+                           "EMIT CHANGES;").values)
+    assert joined["Joins"] == "LEFT JOIN ITEMS ON (O.ITEM = I.ITEM) (each table read afresh for every micro-batch)"
+    grouped = dict(shop.sql("EXPLAIN SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;").values)
+    assert grouped["Aggregation"] == "GROUP BY ITEM; a changelog keyed by ITEM"
+    windowed = dict(shop.sql("EXPLAIN SELECT o.id FROM orders o JOIN payments p WITHIN (1 SECOND, 2 SECONDS) "
+                             "ON o.id = p.id EMIT CHANGES;").values)
+    assert windowed["Joins"] == "INNER JOIN PAYMENTS WITHIN (1000 ms, 2000 ms) ON (O.ID = P.ID)"
 
 
 def test_select_star_over_a_join_prefixes_columns(shop):
