@@ -190,6 +190,12 @@ def _check_clauses(stmt: ast.Select, inputs: list[_Input], aggregating: bool, ks
     if ksql_rules and aggregating and not stmt.group_by:
         first = next(c for i in stmt.items if isinstance(i, ast.SelectItem) for c in _aggregate_calls(i.expr))
         raise StatementError(f"Use of aggregate function {first.name} requires a GROUP BY clause.")
+    if stmt.window is not None and not aggregating:
+        raise StatementError("A WINDOW clause needs GROUP BY: windows group records by ROWTIME "
+                             "for an aggregation.")
+    if stmt.window is not None and stmt.window.kind not in WINDOWS:
+        raise StatementError(f"{stmt.window.kind} windows are not supported yet by kafkasql_magic: Spark emits "
+                             "them only once they close (behind a watermark), not as they change.")
     if stmt.having is not None and not aggregating:
         raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
     kind = inputs[0].kind
@@ -362,6 +368,12 @@ def _aggregated(stmt: ast.Select, frame: DataFrame, scope: Scope, where_error: C
         staged.append(compiler.compile(expr).alias(f"__g{index}"))
         errors += [_computing_error(compiler, expr, "GROUP BY", index)] if compiler.failures else []
         table[expr] = ast.ColumnRef(f"__g{index}")
+    keys = [F.col(f"__g{i}") for i in range(len(stmt.group_by))]
+    if stmt.window is not None:
+        rowtime = ast.ColumnRef("ROWTIME", (stmt.source.alias or stmt.source.name) if stmt.joins else None)
+        staged.append(F.timestamp_millis(Compiler(scope).compile(rowtime)).alias("__ts"))
+        keys.append(WINDOWS[stmt.window.kind](stmt.window).alias("__window"))
+        table.update(WINDOW_BOUNDS)
     calls = list(dict.fromkeys(c for _, e in outputs for c in _aggregate_calls(e)))
     calls += [c for c in _aggregate_calls(stmt.having) if c not in calls] if stmt.having is not None else []
     builders = []
@@ -377,10 +389,13 @@ def _aggregated(stmt: ast.Select, frame: DataFrame, scope: Scope, where_error: C
     staged = frame.select(*staged, F.col(OFFSET).alias("__order"), failed.alias(ERROR),
                           *[F.col(c) for c in _ERROR_FIELDS[1:]])
     good = _without_errors(staged, "__errors_aggregate", plan, staged.isStreaming)
-    grouped = good.groupBy(*[F.col(f"__g{i}") for i in range(len(stmt.group_by))]).agg(
+    grouped = good.groupBy(*keys).agg(
         *[aggregate.build([F.col(f"__a{i}_{n}") for n in range(len(types_))], types_, F.col("__order"))
           .alias(f"__agg{i}") for i, (aggregate, types_) in enumerate(builders)]) if builders else \
-        good.groupBy(*[F.col(f"__g{i}") for i in range(len(stmt.group_by))]).agg(F.count(F.lit(1)).alias("__n"))
+        good.groupBy(*keys).agg(F.count(F.lit(1)).alias("__n"))
+    if stmt.window is not None:
+        grouped = grouped.select("*", F.unix_millis(F.col("__window.start")).alias("__wstart"),
+                                 F.unix_millis(F.col("__window.end")).alias("__wend"))
     groups = Scope(grouped, set(grouped.columns), set())
     if stmt.having is not None:
         having = _substitute(stmt.having, table)
@@ -397,6 +412,17 @@ def _aggregated(stmt: ast.Select, frame: DataFrame, scope: Scope, where_error: C
     return grouped.select(*values, *meta)
 
 
+#: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as in ksqlDB).
+WINDOWS: dict[str, Callable[[ast.Window], Column]] = {
+    "TUMBLING": lambda w: F.window("__ts", f"{w.size} milliseconds"),
+    "HOPPING": lambda w: F.window("__ts", f"{w.size} milliseconds", f"{w.advance} milliseconds"),
+}
+
+#: WINDOWSTART / WINDOWEND (BIGINT ms) -> the grouped frame's columns.
+WINDOW_BOUNDS = {ast.ColumnRef("WINDOWSTART"): ast.ColumnRef("__wstart"),
+                 ast.ColumnRef("WINDOWEND"): ast.ColumnRef("__wend")}
+
+
 def _check_grouped(grouped: ast.Expr, what: str) -> None:
     """After substitution only group keys and aggregates may remain (ksqlDB's message)."""
     loose = [n for n in ast.walk(grouped) if isinstance(n, ast.ColumnRef) and not n.name.startswith("__")]
@@ -407,7 +433,7 @@ def _check_grouped(grouped: ast.Expr, what: str) -> None:
 
 def _key_names(stmt: ast.Select, outputs, first: _Input, aggregating: bool) -> list[str]:
     """The result's key: GROUP BY or PARTITION BY expressions when selected, else the source's key."""
-    keys = stmt.group_by if aggregating else stmt.partition_by
+    keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
     if keys:
         return [n for n, e in outputs if e in keys]
     if stmt.joins:
@@ -463,6 +489,7 @@ def _pseudocolumns_in(exprs, names) -> list[str]:
 
 #: Clauses a ksqlDB pull query refuses, with the clause's name in the message.
 PULL_CLAUSES = (("GROUP BY", lambda s: s.group_by), ("HAVING", lambda s: s.having is not None),
+                ("WINDOW", lambda s: s.window is not None),
                 ("PARTITION BY", lambda s: s.partition_by), ("JOIN", lambda s: s.joins))
 
 

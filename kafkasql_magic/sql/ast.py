@@ -190,6 +190,16 @@ class Join(Node):
     within: tuple[int, int] | None = None
 
 
+@dataclass(frozen=True)
+class Window(Node):
+    """ksqlDB's `WINDOW TUMBLING|HOPPING|SESSION`: `size` in ms (the gap of a SESSION window),
+    `advance` the hop of a HOPPING window."""
+
+    kind: str
+    size: int
+    advance: int | None = None
+
+
 # ---------------------------------------------------------------- statements
 @dataclass(frozen=True)
 class Statement(Node):
@@ -240,6 +250,7 @@ class Select(Statement):
     emit_changes: bool = False
     limit: int | None = None
     joins: tuple[Join, ...] = ()
+    window: Window | None = None
 
 
 @dataclass(frozen=True)

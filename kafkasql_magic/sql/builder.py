@@ -154,10 +154,20 @@ class Builder(Transformer):
         items = tuple(c for c in children if isinstance(c, (ast.Star, ast.SelectItem)))
         source = next(c for c in children if isinstance(c, ast.SourceRef))
         joins = tuple(c for c in children if isinstance(c, ast.Join))
+        window = next((c for c in children if isinstance(c, ast.Window)), None)
         clauses = dict(c for c in children if isinstance(c, tuple))
         return ast.Select(items, source, clauses.get("where"), clauses.get("group_by", ()),
                           clauses.get("having"), clauses.get("partition_by", ()),
-                          "emit_changes" in clauses, clauses.get("limit"), joins, **_pos(meta))
+                          "emit_changes" in clauses, clauses.get("limit"), joins, window, **_pos(meta))
+
+    def tumbling(self, meta, size):
+        return ast.Window("TUMBLING", size, **_pos(meta))
+
+    def hopping(self, meta, size, advance):
+        return ast.Window("HOPPING", size, advance, **_pos(meta))
+
+    def session(self, meta, gap):
+        return ast.Window("SESSION", gap, **_pos(meta))
 
     def join(self, meta, kind, source, *rest):
         within, on = rest if len(rest) == 2 else (None, rest[0])

@@ -27,10 +27,10 @@ __all__ = ["Dialect", "KSQL", "parse", "parse_statement", "reserved_words", "FUT
 
 GRAMMAR = Path(__file__).with_name("ksql.lark")
 
-# Reserved although no statement uses them yet, so that adding windows later does not
-# take identifiers away from anyone.
+# Reserved although no statement uses them yet, so that adding them later does not take
+# identifiers away from anyone.
 FUTURE_RESERVED = frozenset(
-    "WINDOW DISTINCT".split()
+    "DISTINCT".split()
 )
 
 

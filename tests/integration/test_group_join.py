@@ -109,7 +109,28 @@ def test_group_by_expression_with_having_and_the_bad_record_logged(shop):
     assert "JSON" in log.MESSAGE[0] or "json" in log.MESSAGE[0]
 
 
+def test_tumbling_and_hopping_windows_group_by_rowtime(shop):
+    handle = shop.sql("SELECT item, WINDOWSTART AS ws, WINDOWEND AS we, COUNT(*) AS n, COLLECT_LIST(region) AS regions "
+                      "FROM orders WINDOW TUMBLING (SIZE 2 SECONDS) GROUP BY item EMIT CHANGES;")
+    assert handle.plan.key_names == ["ITEM", "WS", "WE"]
+    expected = {("apple", 0): [b"eu"], ("apple", 2000): [], ("pear", 2000): [b"us"], ("pear", 6000): [b"eu"],
+                ("plum", 4000): [b"eu"], ("kiwi", 4000): [b"us"]}  # order 3 has no region: COLLECT_LIST skips NULL
+    rows = settle(handle, lambda r: {(k[0], k[1] - T0): list(v["REGIONS"]) for k, v in
+                                     latest(r, ("ITEM", "WS", "WE")).items()} == expected)
+    assert set(rows.WE - rows.WS) == {2000} and set(rows.N) == {1}
+    hopping = shop.sql("SELECT item, WINDOWSTART, COUNT(*) AS n FROM orders "
+                       "WINDOW HOPPING (SIZE 4 SECONDS, ADVANCE BY 2 SECONDS) WHERE item = 'apple' "
+                       "GROUP BY item EMIT CHANGES;")
+    settle(hopping, lambda r: {k - T0: v["N"] for k, v in latest(r, "WINDOWSTART").items()}
+           == {-2000: 1, 0: 2, 2000: 1})
+
+
 @pytest.mark.parametrize("query,message", [
+    ("SELECT * FROM orders WINDOW TUMBLING (SIZE 1 SECOND) EMIT CHANGES;", "A WINDOW clause needs GROUP BY"),
+    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (5 SECONDS) GROUP BY item EMIT CHANGES;",
+     "SESSION windows are not supported yet by kafkasql_magic"),
+    ("SELECT * FROM orders WINDOW TUMBLING (SIZE 1 SECOND);",
+     "Pull queries don't support WINDOW clauses."),
     ("SELECT item, qty, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",
      "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY"),
     ("SELECT item FROM orders GROUP BY item HAVING qty > 1 EMIT CHANGES;",

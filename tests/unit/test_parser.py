@@ -562,7 +562,7 @@ def test_end_of_statement_error_points_after_the_last_token():
 
 def test_error_messages_name_ksql_terms_not_lark_terminals():
     for text in ["SELECT a FROM s WHERE", "CREATE STREAM s (a FOO)", "SELECT a FROM s LIMIT x",
-                 "SELECT * FROM s WINDOW TUMBLING (SIZE 1 SECOND)", "SELECT CAST(a AS) FROM s",
+                 "SELECT * FROM s WINDOW TUMBLING (1 SECOND)", "SELECT CAST(a AS) FROM s",
                  "DESCRIBE", "EXPLAIN", "SELECT a FROM s EMIT", ""]:
         reason = syntax_error(text).reason
         for lark_name in ("NAME", "STRING_LITERAL", "INTEGER_VALUE", "LPAR", "__ANON", "$END", "RULE"):
@@ -570,7 +570,8 @@ def test_error_messages_name_ksql_terms_not_lark_terminals():
     assert syntax_error("CREATE STREAM s (a FOO)").reason == "mismatched input 'FOO' expecting a type"
     assert syntax_error("SELECT a FROM s LIMIT x").reason == "mismatched input 'x' expecting a number"
     assert "expecting CHANGES" in syntax_error("SELECT a FROM s EMIT").reason
-    assert "JOIN" in syntax_error("SELECT * FROM s WINDOW TUMBLING (SIZE 1 SECOND)").reason
+    assert syntax_error("SELECT * FROM s FULL").reason == "unexpected end of statement, expecting one of: JOIN, OUTER"
+    assert syntax_error("SELECT * FROM s WINDOW TUMBLING (1 SECOND)").reason == "mismatched input '1' expecting SIZE"
     assert "a statement" in syntax_error("EXPLAIN").reason
     assert "unexpected character '#'" in syntax_error("SELECT a # b FROM s").reason
     assert "'${x}'" in syntax_error("SELECT ${x} FROM s").reason
@@ -591,7 +592,8 @@ def test_error_messages_name_ksql_terms_not_lark_terminals():
         "SELECT * FROM s EMIT",
         "SELECT * FROM s EMIT CHANGES WHERE a",
         "SELECT * FROM s WHERE a GROUP a",
-        "SELECT * FROM s WINDOW TUMBLING (SIZE 1 SECOND)",
+        "SELECT * FROM s WINDOW TUMBLING (1 SECOND)",
+        "SELECT * FROM s WINDOW HOPPING (SIZE 1 SECOND)",
         "SELECT * FROM a JOIN b",
         "SELECT * FROM a JOIN b WITHIN 5 FORTNIGHTS ON a.x = b.x",
         "SELECT * FROM a OUTER JOIN b ON a.x = b.x",
@@ -762,3 +764,19 @@ def test_unknown_within_unit_points_at_the_duration():
     error = syntax_error("SELECT * FROM a JOIN b WITHIN 5 FORTNIGHTS ON a.x = b.x")
     assert "Unknown time unit 'FORTNIGHTS'" in str(error)
     assert (error.line, error.column) == (1, 31)
+
+
+# ---------------------------------------------------------------- windows
+def test_windows_parse_after_from_and_joins():
+    got = parse_statement("SELECT item, WINDOWSTART FROM s WINDOW HOPPING (SIZE 1 HOUR, ADVANCE BY 10 MINUTES) "
+                          "WHERE x > 1 GROUP BY item EMIT CHANGES")
+    assert got.window == ast.Window("HOPPING", 3_600_000, 600_000) and got.group_by == (C("ITEM"),)
+    assert parse_statement("SELECT COUNT(*) FROM s WINDOW TUMBLING (SIZE 5 SECONDS) GROUP BY k").window == \
+        ast.Window("TUMBLING", 5000)
+    assert parse_statement("SELECT COUNT(*) FROM s WINDOW SESSION (30 MINUTES) GROUP BY k").window == \
+        ast.Window("SESSION", 1_800_000)
+
+
+def test_window_words_stay_identifiers():
+    assert [i.expr for i in parse_statement("SELECT size, session, tumbling, hopping, advance FROM s").items] == [
+        C("SIZE"), C("SESSION"), C("TUMBLING"), C("HOPPING"), C("ADVANCE")]
