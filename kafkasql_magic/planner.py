@@ -121,7 +121,7 @@ def plan_select(stmt: ast.Select, catalog: Catalog, raw_schema_frame: DataFrame,
     inputs = [_input(stmt.source, catalog, raw_schema_frame, stmt.emit_changes, dialect)]
     for join in stmt.joins:
         if raw_for is None:
-            raise StatementError("Joins need the raw records of every joined source.")
+            raise TypeError("plan_select needs raw_for to plan a join")
         inputs.append(_input(join.source, catalog, None, stmt.emit_changes, dialect, raw_for))
     aggregating = bool(stmt.group_by) or any(_aggregate_calls(i.expr) for i in stmt.items
                                              if isinstance(i, ast.SelectItem))
@@ -198,16 +198,16 @@ def _check_clauses(stmt: ast.Select, inputs: list[_Input], aggregating: bool, ks
                              "them only once they close (behind a watermark), not as they change.")
     if stmt.having is not None and not aggregating:
         raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
-    kind = inputs[0].kind
     for join, right in zip(stmt.joins, inputs[1:]):
-        _check_join(join, kind, right, stmt.emit_changes, ksql_rules)
+        _check_join(join, inputs[0], right, stmt.emit_changes, ksql_rules)
 
 
 #: Outer joins Spark can run between a stream (left) and a table snapshot (right).
 STREAM_TABLE_JOINS = ("INNER", "LEFT")
 
 
-def _check_join(join: ast.Join, left_kind: str, right: _Input, push: bool, ksql_rules: bool) -> None:
+def _check_join(join: ast.Join, left: _Input, right: _Input, push: bool, ksql_rules: bool) -> None:
+    left_kind = left.kind
     pair = f"{left_kind}-{right.kind}"
     if ksql_rules and pair == "STREAM-STREAM" and join.within is None:
         raise StatementError(
@@ -222,7 +222,7 @@ def _check_join(join: ast.Join, left_kind: str, right: _Input, push: bool, ksql_
         return
     if pair == "TABLE-STREAM":
         raise StatementError(f"Invalid join order: table-stream joins are not supported; only stream-table joins. "
-                             f"Got {right.qualifiers[-1]} {join.kind} JOIN ... with a table on the left.")
+                             f"Got {left.relation.name} {join.kind} JOIN {right.relation.name}.")
     if pair == "TABLE-TABLE":
         raise StatementError("Table-table joins in push queries are not supported yet by kafkasql_magic: "
                              "join a stream with a table, or query the tables without EMIT CHANGES.")
@@ -265,8 +265,7 @@ def _from(stmt: ast.Select, inputs: list[_Input], raw: DataFrame, raw_for: RawFo
         both = frame.crossJoin(frame_i)  # for typing the condition only
         condition = Compiler(JoinScope(both, set(), set(), sides=list(sides))).compile(join.on)
         if join.within is not None:
-            condition = condition & _within(join.within, sides[0][1]["ROWTIME"] if "ROWTIME" in sides[0][1] else None,
-                                            columns.get("ROWTIME"))
+            condition = condition & _within(join.within, sides[0][1].get("ROWTIME"), columns.get("ROWTIME"))
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
     return frame, JoinScope(frame, set(), set(), sides=sides)
@@ -293,7 +292,8 @@ def _without_errors(frame: DataFrame, name: str, plan: QueryPlan, streaming: boo
     # progress JSON that carries streaming metrics has no bytes type
     if streaming:
         observed = frame.observe(name, failed.alias("errors"))
-    elif plan.per_batch:  # inside foreachBatch, where an Observation overflows Spark's stack
+    elif plan.per_batch:  # inside foreachBatch, where an Observation overflows Spark's stack;
+        frame = frame.localCheckpoint()  # read and decoded once for both the errors and the join
         plan.error_frames[name] = frame.where(F.col(ERROR).isNotNull()).select(F.struct(*as_text).alias("e"))
         observed = frame
     else:
@@ -332,17 +332,7 @@ def _aggregate_calls(expr: ast.Expr) -> list[ast.FunctionCall]:
     """The outermost aggregate calls in `expr`."""
     if isinstance(expr, ast.FunctionCall) and is_aggregate(expr.name):
         return [expr]
-    return [call for child in _children(expr) for call in _aggregate_calls(child)]
-
-
-def _children(node: ast.Node) -> list[ast.Expr]:
-    found = []
-    for f in fields(node):
-        value = getattr(node, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            parts = item if isinstance(item, tuple) else (item,)  # CASE's (condition, result) pairs
-            found += [p for p in parts if isinstance(p, ast.Expr)]
-    return found
+    return [call for child in ast.children(expr) for call in _aggregate_calls(child)]
 
 
 def _substitute(node, table: dict):

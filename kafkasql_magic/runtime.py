@@ -76,12 +76,15 @@ def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batc
     if failed.num_rows:
         now = pd.Timestamp.now(tz="UTC")
         meta = failed.select([ERROR, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE]).to_pylist()
-        errors = [
-            {"TIME": now, "QUERY": query_id, "SOURCE": source, "TOPIC": m[TOPIC], "PARTITION": m[PARTITION],
-             "OFFSET": m[OFFSET], "MESSAGE": m[ERROR], "KEY": m[RAW_KEY], "VALUE": m[RAW_VALUE]}
-            for m in meta
-        ]
+        errors = [_log_entry(now, query_id, source, m, m[RAW_KEY], m[RAW_VALUE]) for m in meta]
     return Batch(rows, errors)
+
+
+def _log_entry(now, query_id: str, source: str, failed: dict, key, value) -> dict:
+    """A processing-log entry for one failed record (its bookkeeping columns in `failed`)."""
+    return {"TIME": now, "QUERY": query_id, "SOURCE": source, "TOPIC": failed[TOPIC],
+            "PARTITION": failed[PARTITION], "OFFSET": failed[OFFSET], "MESSAGE": failed[ERROR],
+            "KEY": key, "VALUE": value}
 
 
 def observed_errors(metrics: dict, sources: dict[str, str], query_id: str) -> list[dict]:
@@ -94,9 +97,7 @@ def observed_errors(metrics: dict, sources: dict[str, str], query_id: str) -> li
         row = metrics.get(name)
         for m in (row["errors"] if row is not None else None) or []:
             m = m.asDict() if hasattr(m, "asDict") else m
-            entries.append({"TIME": now, "QUERY": query_id, "SOURCE": source, "TOPIC": m[TOPIC],
-                            "PARTITION": m[PARTITION], "OFFSET": m[OFFSET], "MESSAGE": m[ERROR],
-                            "KEY": _bytes(m[RAW_KEY]), "VALUE": _bytes(m[RAW_VALUE])})
+            entries.append(_log_entry(now, query_id, source, m, _bytes(m[RAW_KEY]), _bytes(m[RAW_VALUE])))
     return entries
 
 
@@ -167,7 +168,7 @@ class PushQuery:
         self._latest_batch: int | None = None
         self._logged: set[tuple] = set()
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
-        self._observed_batches: set[int] = set()
+        self._observed_through = -1  # the last batch whose failed records were logged
         self.model = LiveModel(self.names, max_rows=max_rows,
                                key_columns=plan.key_names if plan.kind == "TABLE" and plan.key_names else None,
                                title=sql)
@@ -236,11 +237,13 @@ class PushQuery:
         each batch's progress (which carries them) comes in."""
         if not self.plan.observed or self.plan.per_batch or self._query is None:
             return
+        if not self._progress_of(self._observed_through + 1):
+            return  # no new batch: don't convert the progress history
         for progress in self._query.recentProgress:
             batch = int(progress["batchId"])
-            if batch in self._observed_batches:
+            if batch <= self._observed_through:
                 continue
-            self._observed_batches.add(batch)
+            self._observed_through = batch
             entries = observed_errors(progress.observedMetrics or {}, self.plan.observed, self.id)
             if entries:
                 self._log.add(entries)

@@ -407,13 +407,17 @@ class Subscribe(Statement):
     query: Select | None = None
 
 
+def children(node) -> list[Node]:
+    """The nodes directly under `node`, in field order (CASE's (condition, result) pairs flattened)."""
+    found = []
+    for value in vars(node).values():
+        for item in value if isinstance(value, tuple) else (value,):
+            found += [p for p in (item if isinstance(item, tuple) else (item,)) if isinstance(p, Node)]
+    return found
+
+
 def walk(node):
     """Every AST node under `node` (itself included), depth first."""
     yield node
-    for value in vars(node).values():
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if isinstance(item, Node):
-                yield from walk(item)
-            elif isinstance(item, tuple):  # CASE's (condition, result) pairs
-                yield from (n for part in item if isinstance(part, Node) for n in walk(part))
+    for child in children(node):
+        yield from walk(child)
