@@ -53,6 +53,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
     options = dict(context)
     if fmt.avro_schema is not None:
         options["AVRO_SCHEMA"] = fmt.avro_schema
+        options["CONFLUENT_WIRE_FORMAT"] = fmt.confluent_wire_format
         schema = avro_types.parse_writer(fmt.avro_schema)[1]
     else:
         url = fmt.registry_url or context.get("SCHEMA_REGISTRY_URL")

@@ -35,8 +35,10 @@ from .base import Decoded, Field, Format, deserialization_error
 
 #: The UDF's error field, named so it cannot clash with a declared column.
 ERROR_FIELD = "__kafkasql_avro_error__"
-#: FormatSpec option: one writer schema for unframed records (Materialize's AVRO USING SCHEMA).
+#: FormatSpec option: one writer schema for every record (Materialize's AVRO USING SCHEMA).
 INLINE_SCHEMA = "AVRO_SCHEMA"
+#: FormatSpec option: False when records under an inline schema carry no Confluent header.
+WIRE_FORMAT = "CONFLUENT_WIRE_FORMAT"
 
 
 def _anonymous(fields: Sequence[Field], spec, role: str) -> bool:
@@ -83,7 +85,8 @@ class AvroFormat(Format):
             return Decoded([])
         inline = spec.options.get(INLINE_SCHEMA)
         url = None if inline else sr.registry_url(spec, self.name)
-        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline)
+        framed = inline is None or spec.options.get(WIRE_FORMAT, True) is not False
+        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline, framed)
         spark_type = T.StructType([T.StructField(f.name, exchange_type(types.to_spark(f.type))) for f in fields]
                                   + [T.StructField(ERROR_FIELD, T.StringType())])
 
@@ -171,16 +174,19 @@ def avro_value(value, t: ast.Type):
 
 # ---------------------------------------------------------------- executor side
 class Layout:
-    """What the UDF needs, as plain picklable data: declared columns, wrapping, and where the
+    """What the UDF needs, as plain picklable data: declared columns, wrapping, where the
     writer schema comes from (the registry, by the id framing each record, or one inline
-    schema for unframed records: Materialize's AVRO USING SCHEMA)."""
+    schema: Materialize's AVRO USING SCHEMA) and whether records carry the Confluent header
+    (always with the registry; by default with an inline schema, whose id is then ignored)."""
 
-    def __init__(self, fields: tuple, anonymous: bool, url: str | None, inline: str | None = None):
+    def __init__(self, fields: tuple, anonymous: bool, url: str | None, inline: str | None = None,
+                 framed: bool = True):
         self.fields = fields
         self.anonymous = anonymous
         self.url = url
         self.inline = inline
-        self.key = repr((fields, anonymous, url, inline))
+        self.framed = framed
+        self.key = repr((fields, anonymous, url, inline, framed))
         self._target = None
 
     def target(self):
@@ -192,7 +198,7 @@ class Layout:
         return self._target
 
     def __getstate__(self):
-        return (self.fields, self.anonymous, self.url, self.inline)
+        return (self.fields, self.anonymous, self.url, self.inline, self.framed)
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -283,12 +289,12 @@ def decode_batch(values, layout: Layout):
                                           fields=list(target) + [pa.field(ERROR_FIELD, pa.string())])
     try:
         starts, ends, data, valid = _buffers(values)
-        header = 0 if layout.inline is not None else sr.HEADER_SIZE
-        if layout.inline is not None:  # unframed: every record is written with the inline schema
-            framed = valid.copy()
-        else:
+        header = sr.HEADER_SIZE if layout.framed else 0
+        if layout.framed:
             framed = valid & (ends - starts >= sr.HEADER_SIZE)
             framed[framed] = data[starts[framed]] == sr.MAGIC_BYTE
+        else:  # bare records, every one written with the inline schema
+            framed = valid.copy()
         for i in np.nonzero(valid & ~framed)[0].tolist():
             errors[i] = sr.framing_problem(values[i].as_py())
         ids = np.zeros(n, dtype=np.int64)
@@ -305,7 +311,8 @@ def decode_batch(values, layout: Layout):
                 for i in rows.tolist():
                     errors[i] = reader
                 continue
-            records = _read(reader, buffer, rows, starts, ends, errors, schema_id, header)
+            label = "with the inline schema" if layout.inline is not None else f"for id {schema_id}"
+            records = _read(reader, buffer, rows, starts, ends, errors, label, header)
             pieces.append(_to_struct_safely(reader, records, rows, target, errors))
             order.append(rows)
         columns = _assemble(pieces, order, n, target)
@@ -364,8 +371,11 @@ def _record_reader(reader: Reader, buffer, first: int):
     return reader.fast or public
 
 
-def _read(reader: Reader, buffer, rows, starts, ends, errors, schema_id, header: int = sr.HEADER_SIZE):
-    """fastavro-read each row of one schema id from the batch's data buffer."""
+def _read(reader: Reader, buffer, rows, starts, ends, errors, label: str, header: int):
+    """fastavro-read each row of one schema id from the batch's data buffer. A record must
+    end exactly where its bytes end: fastavro stops where the schema is satisfied, so bytes
+    left over (or a read past the end, into the next record) mean the bytes are not a record
+    of this schema, and the row is an error rather than a plausible wrong value."""
     seek, tell = buffer.seek, buffer.tell
     records = []
     append = records.append
@@ -377,12 +387,17 @@ def _read(reader: Reader, buffer, rows, starts, ends, errors, schema_id, header:
         try:
             record = read(buffer)
         except Exception as exc:  # noqa: BLE001
-            errors[i] = f"Error deserializing AVRO message for id {schema_id}: {type(exc).__name__}: {exc}"
+            errors[i] = f"Error deserializing AVRO message {label}: {type(exc).__name__}: {exc}"
             append(None)
             continue
-        if tell() > end:
-            errors[i] = (f"Error deserializing AVRO message for id {schema_id}: record is truncated "
+        stop = tell()
+        if stop > end:
+            errors[i] = (f"Error deserializing AVRO message {label}: record is truncated "
                          f"(needs more than its {end - start} payload bytes)")
+            record = None
+        elif stop < end:
+            errors[i] = (f"Error deserializing AVRO message {label}: {end - stop} bytes left over "
+                         f"after the record (its payload has {end - start} bytes)")
             record = None
         append(record)
     return records

@@ -57,6 +57,24 @@ def object_fields(text: Column, names: list[str], parsed: Column | None = None) 
     return members, invalid
 
 
+#: Why a record whose JSON value is followed by more text is refused.
+TRAILING_TEXT = "Invalid JSON: text after the end of the value"
+
+
+def trailing_text(text: Column) -> Column:
+    """True when non-blank text follows the JSON value that `text` starts with.
+
+    Spark's JSON reader stops after the first value and ignores the rest, so
+    `{"n": 2} trailing` would read as `{"n": 2}`. Wrapped in `[...]`, text after the value
+    is an error unless it starts with `]` (the array then closes early); wrapped in
+    `{"v": ...}`, unless it starts with `}`. No text can close both, so a text is one
+    whole value exactly when the first wrapping is a one-element array and the second
+    parses (NULL when `text` is NULL or not JSON at all, which other checks report)."""
+    as_array = F.from_json(F.concat(F.lit("["), text, F.lit("]")), _TEXT_ARRAY)
+    as_member = F.from_json(F.concat(F.lit('{"v":'), text, F.lit("}")), _TEXT_MAP)
+    return (F.size(as_array) != 1) | as_member.isNull()
+
+
 def anonymous_member(text: Column) -> Column:
     """A bare JSON value (`42`, `"abc"`, `{...}`) as member text, the same shape as above."""
     wrapped = F.concat(F.lit('{"v":'), text, F.lit("}"))
@@ -160,8 +178,9 @@ class JsonFormat(Format):
         intermediates += [(f"{stage}_v{i}", from_json_text(F.col(f"{stage}_m{i}"), f.type))
                           for i, f in enumerate(fields)]
         columns = [F.col(f"{stage}_v{i}").alias(f.name) for i, f in enumerate(fields)]
-        checks = [parse_error] + [_conversion_error(F.col(f"{stage}_m{i}"), F.col(f"{stage}_v{i}"), f.name, f.type)
-                                  for i, f in enumerate(fields)]
+        checks = [parse_error, F.when(raw.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
+        checks += [_conversion_error(F.col(f"{stage}_m{i}"), F.col(f"{stage}_v{i}"), f.name, f.type)
+                   for i, f in enumerate(fields)]
         reason = first_error(checks)
         return Decoded(columns, F.when(reason.isNotNull(), deserialization_error(role, reason)), intermediates)
 
@@ -175,9 +194,11 @@ class JsonDocumentFormat(Format):
         if not fields:
             return Decoded([])
         text = raw.cast("string")
-        invalid = raw.isNotNull() & F.try_parse_json(text).isNull() & (F.trim(text) != "null")
-        return Decoded([F.when(~invalid, text).alias(fields[0].name)],
-                       F.when(invalid, deserialization_error(role, F.lit("Invalid JSON"))))
+        reason = (F.when(raw.isNull(), F.lit(None))
+                  .when(F.try_parse_json(text).isNull() & (F.trim(text) != "null"), F.lit("Invalid JSON"))
+                  .when(trailing_text(text), F.lit(TRAILING_TEXT)))
+        return Decoded([F.when(reason.isNull(), text).alias(fields[0].name)],
+                       F.when(reason.isNotNull(), deserialization_error(role, reason)))
 
     def encode(self, values, fields, spec, role):
         return None if not fields or values[0] is None else str(values[0]).encode()

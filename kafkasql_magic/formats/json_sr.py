@@ -20,7 +20,7 @@ from .. import types
 from ..sql import ast
 from . import schema_registry as sr
 from .base import Decoded, Format, deserialization_error, first_error, json_ready
-from .json import JsonFormat, anonymous_member, from_json_text, object_members
+from .json import TRAILING_TEXT, JsonFormat, anonymous_member, from_json_text, object_members, trailing_text
 
 
 def _conversion_error(member, value, name: str, t: ast.Type):
@@ -54,7 +54,8 @@ class JsonSrFormat(Format):
         else:
             members = {f.name: obj[f.name.lower()] for f in fields}
             parse_error = F.when(text.isNotNull() & obj.isNull(), F.lit("Invalid JSON object"))
-        columns, checks = [], [sr.framing_error(raw), parse_error]
+        columns, checks = [], [sr.framing_error(raw), parse_error,
+                               F.when(text.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
         for f in fields:
             value = from_json_text(members[f.name], f.type)
             columns.append(value.alias(f.name))

@@ -354,12 +354,15 @@ class TerminateQuery(Statement):
 @dataclass(frozen=True)
 class SourceFormat(Node):
     """A Materialize format: TEXT, BYTES, JSON, CSV (`csv_columns`), AVRO with an inline
-    schema (`avro_schema`) or a Confluent registry (`registry_url`; "" means the session's)."""
+    schema (`avro_schema`; records Confluent-framed unless `confluent_wire_format` is False,
+    as Materialize's CONFLUENT WIRE FORMAT option) or a Confluent registry (`registry_url`;
+    "" means the session's)."""
 
     name: str
     csv_columns: int | None = None
     avro_schema: str | None = None
     registry_url: str | None = None
+    confluent_wire_format: bool = True
 
 
 @dataclass(frozen=True)

@@ -129,8 +129,15 @@ class MaterializeBuilder(Builder):
     def csv_format(self, meta, columns):
         return ast.SourceFormat("CSV", csv_columns=int(columns), **_pos(meta))
 
-    def avro_schema_format(self, meta, schema):
-        return ast.SourceFormat("AVRO", avro_schema=_unquote(schema), **_pos(meta))
+    def avro_schema_format(self, meta, schema, framed):
+        return ast.SourceFormat("AVRO", avro_schema=_unquote(schema),
+                                confluent_wire_format=True if framed is None else framed, **_pos(meta))
+
+    def wire_format(self, meta, flag):
+        return flag
+
+    def wire_flag(self, meta, token):
+        return token.upper() == "TRUE"
 
     def avro_registry_format(self, meta, url):
         return ast.SourceFormat("AVRO", registry_url=_unquote(url), **_pos(meta))

@@ -137,7 +137,7 @@ def test_avro_inline_schema_reads_unframed_records(session, broker):
                                              {"key": b"k", "value": b"\x02", "partition": 0}], create_partitions=1)
     schema = json.dumps(AVRO_VALUE).replace("'", "''")
     session.sql(f"CREATE SOURCE av FROM KAFKA TOPIC '{name}' KEY FORMAT TEXT VALUE FORMAT AVRO USING SCHEMA "
-                f"'{schema}' INCLUDE KEY", **MZ)
+                f"'{schema}' (CONFLUENT WIRE FORMAT = false) INCLUDE KEY", **MZ)
     assert session.sql("SELECT * FROM av", **MZ).to_dict("records") == [{"key": "k", "id": 7, "b": "seven"}]
     log = session.processing_log()
     assert list(log[log.TOPIC == name].OFFSET) == [1]  # a truncated record is logged, not fatal
