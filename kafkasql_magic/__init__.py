@@ -7,7 +7,7 @@
 or from Python: `kafkasql_magic.connect(bootstrap_servers=...).sql(...)`.
 """
 
-from .errors import KafkaError, KStreamError, QueryTimeout, RecordError, SqlSyntaxError, StatementError
+from .errors import KafkaError, KStreamError, QueryTimeout, SqlSyntaxError, StatementError
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,6 @@ def unload_ipython_extension(ipython):
 
 
 __all__ = [
-    "KStreamError", "SqlSyntaxError", "StatementError", "KafkaError", "QueryTimeout", "RecordError",
+    "KStreamError", "SqlSyntaxError", "StatementError", "KafkaError", "QueryTimeout",
     "Session", "connect", "load_ipython_extension", "unload_ipython_extension",
 ]

@@ -12,7 +12,6 @@ from .sql import ast
 #: INCLUDE PARTITION | OFFSET | TIMESTAMP | TOPIC (ksql has pseudocolumns for those instead).
 KEY, VALUE, HEADERS, HEADER = "KEY", "VALUE", "HEADERS", "HEADER"
 PARTITION, OFFSET, TIMESTAMP, TOPIC = "PARTITION", "OFFSET", "TIMESTAMP", "TOPIC"
-METADATA = (PARTITION, OFFSET, TIMESTAMP, TOPIC)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import json
 import time
 
 import kafkasql_magic as ks
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.local.stack import LocalStack
 
 ORDERS = [

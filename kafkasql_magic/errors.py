@@ -39,13 +39,3 @@ class QueryTimeout(KStreamError):
     def __init__(self, message: str, rows=None):
         self.rows = rows
         super().__init__(message)
-
-
-class RecordError(KStreamError):
-    """One record could not be read; names topic, partition and offset."""
-
-    def __init__(self, message: str, topic: str, partition: int, offset: int):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        super().__init__(f"{message} (topic {topic!r}, partition {partition}, offset {offset})")

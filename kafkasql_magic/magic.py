@@ -39,7 +39,7 @@ def _embedded_endpoints() -> dict | None:
     """The embedded stack's endpoints: this kernel's (`%kstream_local start`), else one started
     with `python -m kafkasql_magic.local up` (Binder's start script does that)."""
     from .local import stack
-    from .local.__main__ import running_state
+    from .local.running import running_state
 
     running = stack.default()
     if running is not None:

@@ -1,7 +1,7 @@
 """Running queries: push queries in the background, bounded collection, the processing log.
 
-Each micro-batch of a planned frame is collected once, as Arrow, and split into result rows
-and processing-log entries (see planner). Spark calls `foreachBatch` on its stream thread,
+Each micro-batch of a built frame is collected once, as Arrow, and split into result rows
+and processing-log entries (see engine.build). Spark calls `foreachBatch` on its stream thread,
 so everything here that the UI reads is guarded by locks or events.
 """
 
@@ -24,8 +24,9 @@ from pyspark.sql import DataFrame
 
 from .errors import KStreamError, QueryTimeout
 from .live import LiveModel
-from .logical import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, TOPIC
-from .planner import QueryPlan
+from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
+from .engine.build import Built
+from .engine.columns import DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_KEY, RAW_VALUE, TOPIC, result_column
 
 
 class ProcessingLog:
@@ -69,13 +70,13 @@ def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batc
     if table.num_rows == 0:
         return Batch([], [])
     keep = pc.invert(table.column(DROP).combine_chunks())
-    good = table.filter(keep).select([f"_c{i}" for i in range(width)])
+    good = table.filter(keep).select([result_column(i) for i in range(width)])
     rows = list(zip(*(_python_values(good.column(i)) for i in range(width)))) if width else [()] * good.num_rows
     failed = table.filter(pc.is_valid(table.column(ERROR)))
     errors = []
     if failed.num_rows:
         now = pd.Timestamp.now(tz="UTC")
-        meta = failed.select([ERROR, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE]).to_pylist()
+        meta = failed.select([ERROR, *ORIGIN]).to_pylist()
         errors = [_log_entry(now, query_id, source, m, m[RAW_KEY], m[RAW_VALUE]) for m in meta]
     return Batch(rows, errors)
 
@@ -87,22 +88,27 @@ def _log_entry(now, query_id: str, source: str, failed: dict, key, value) -> dic
             "KEY": key, "VALUE": value}
 
 
-def observed_errors(metrics: dict, sources: dict[str, str], query_id: str) -> list[dict]:
-    """Processing-log entries from the error metrics a plan observes before a join or an
-    aggregation (each a list of failed records; see planner._without_errors); `sources` maps
-    each metric to the source whose records it carries."""
+def observed_errors(metrics: dict, sources: dict[str, str], query_id: str, *, base64_bytes: bool) -> list[dict]:
+    """Processing-log entries from the errors a plan captures before a join or an aggregation
+    (each a list of failed records; see engine.build); `sources` maps each metric to the
+    source whose records it carries; raw bytes come as base64 text in streaming metrics."""
     now = pd.Timestamp.now(tz="UTC")
+    as_bytes = _from_base64 if base64_bytes else _bytes
     entries = []
     for name, source in sources.items():
         row = metrics.get(name)
         for m in (row["errors"] if row is not None else None) or []:
             m = m.asDict() if hasattr(m, "asDict") else m
-            entries.append(_log_entry(now, query_id, source, m, _bytes(m[RAW_KEY]), _bytes(m[RAW_VALUE])))
+            entries.append(_log_entry(now, query_id, source, m, as_bytes(m[RAW_KEY]), as_bytes(m[RAW_VALUE])))
     return entries
 
 
-def _bytes(base64_text):
-    return base64.b64decode(base64_text) if base64_text is not None else None
+def _from_base64(text):
+    return base64.b64decode(text) if text is not None else None
+
+
+def _bytes(data):
+    return bytes(data) if data is not None else None
 
 
 def _python(arrow_type: pa.DataType):
@@ -144,9 +150,11 @@ def to_pandas(rows: list[tuple], names: list[str]) -> pd.DataFrame:
 class PushQuery:
     """A running push query (`SELECT ... EMIT CHANGES`): a handle with rows, progress and stop()."""
 
-    def __init__(self, plan: QueryPlan, planned: DataFrame, *, query_id: str, sql: str,
-                 log: ProcessingLog, max_rows: int = 20, buffer_rows: int = 10_000,
+    def __init__(self, plan: QueryPlan, frame: DataFrame, *, query_id: str, sql: str,
+                 log: ProcessingLog, build_batch=None, max_rows: int = 20, buffer_rows: int = 10_000,
                  trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None):
+        """`frame` is the built frame, or (a per-batch plan) the raw stream that `build_batch`
+        turns into a Built per micro-batch."""
         self.id = query_id
         self.sql = sql
         self.plan = plan
@@ -154,7 +162,8 @@ class PushQuery:
         self.limit = plan.limit
         self._log = log
         self._errors = 0
-        self._planned = planned
+        self._frame = frame
+        self._build_batch = build_batch
         self._buffer: deque[tuple] = deque(maxlen=max(buffer_rows, self.limit or 0))
         self._rows_total = 0
         self._lock = threading.Lock()
@@ -170,12 +179,12 @@ class PushQuery:
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
         self._observed_through = -1  # the last batch whose failed records were logged
         self.model = LiveModel(self.names, max_rows=max_rows,
-                               key_columns=plan.key_names if plan.kind == "TABLE" and plan.key_names else None,
+                               key_columns=list(plan.key_names) if plan.kind == "TABLE" and plan.key_names else None,
                                title=sql)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "PushQuery":
-        writer = (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
+        writer = (self._frame.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
                   .foreachBatch(self._on_batch)
                   .option("checkpointLocation", self._checkpoint).trigger(processingTime=self._trigger))
         self._query = writer.start()
@@ -235,7 +244,7 @@ class PushQuery:
     def _log_observed(self) -> None:
         """Log the records that failed before a join or aggregation, once per micro-batch, as
         each batch's progress (which carries them) comes in."""
-        if not self.plan.observed or self.plan.per_batch or self._query is None:
+        if self.plan.capture != CAPTURE_METRICS or self._query is None:
             return
         if not self._progress_of(self._observed_through + 1):
             return  # no new batch: don't convert the progress history
@@ -244,7 +253,8 @@ class PushQuery:
             if batch <= self._observed_through:
                 continue
             self._observed_through = batch
-            entries = observed_errors(progress.observedMetrics or {}, self.plan.observed, self.id)
+            entries = observed_errors(progress.observedMetrics or {}, self.plan.observed_sources, self.id,
+                                      base64_bytes=True)
             if entries:
                 self._log.add(entries)
                 self._errors += len(entries)
@@ -276,12 +286,14 @@ class PushQuery:
         if self._limit_reached():
             return
         self._latest_batch = batch_id
-        if self.plan.per_batch:
-            batch = self.plan.build(batch)
+        built = self._build_batch(batch) if self._build_batch is not None else None
+        if built is not None:
+            batch = built.frame
         collected = split_batch(batch.toArrow(), len(self.names), self.id, self.plan.source.name)
-        if self.plan.per_batch:
-            failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in self.plan.error_frames.items()}
-            collected.errors += self._first_seen(observed_errors(failed, self.plan.observed, self.id))
+        if built is not None:
+            failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
+            collected.errors += self._first_seen(observed_errors(failed, self.plan.observed_sources, self.id,
+                                                                 base64_bytes=False))
         rows = collected.rows
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]
@@ -349,17 +361,17 @@ class PushQuery:
 def _failure_message(exc: BaseException) -> str:
     """The useful line of a Spark streaming failure (our own KafkaError text when it is one)."""
     text = str(exc)
-    for marker in ("KafkaError: ", "KStreamError: ", "RecordError: "):
+    for marker in ("KafkaError: ", "KStreamError: "):
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def collect_bounded(planned: DataFrame, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:
-    """Run a planned batch frame (a pull query) and return its rows; errors go to the log."""
-    collected = split_batch(planned.toArrow(), len(plan.names), query_id, plan.source.name)
+def collect_bounded(built: Built, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:
+    """Run a built batch frame (a pull query) and return its rows; errors go to the log."""
+    collected = split_batch(built.frame.toArrow(), len(plan.names), query_id, plan.source.name)
     log.add(collected.errors)
-    metrics = {name: observation.get for name, observation in plan.observations.items()}
-    log.add(observed_errors(metrics, plan.observed, query_id))
+    metrics = {name: observation.get for name, observation in built.observations.items()}
+    log.add(observed_errors(metrics, plan.observed_sources, query_id, base64_bytes=False))
     rows = collected.rows if plan.limit is None else collected.rows[: plan.limit]
     return to_pandas(rows, plan.names)

@@ -172,14 +172,6 @@ def _lookup_message(url: str, schema_id: int, exc: Exception) -> str:
     return f"Cannot fetch schema id {schema_id} from the schema registry at {url}: {exc}"
 
 
-def clear_cache() -> None:
-    """Forget every cached schema and client (tests)."""
-    with _lock:
-        _clients.clear()
-        _schemas.clear()
-        _failures.clear()
-
-
 # ---------------------------------------------------------------- writers
 _serializers: dict[tuple, object] = {}
 

@@ -144,6 +144,48 @@ class EndOffsets:
         return found
 
 
+# ---------------------------------------------------------------------------- lookups
+def watermarks(
+    bootstrap: str,
+    topic: str,
+    *,
+    conf: Mapping[str, object] | None = None,
+    timeout: float = admin.DEFAULT_TIMEOUT,
+) -> dict[int, tuple[int, int]]:
+    """{partition: (low, high)} with the high watermark corrected for brokers that under-report
+    it (see `kafkasql_magic.kafka.offsets.EndOffsets`)."""
+    return EndOffsets(bootstrap, conf, timeout=timeout).watermarks(topic)
+
+
+def offsets_for_time(
+    bootstrap: str,
+    topic: str,
+    partitions: Iterable[int],
+    timestamp_ms: int,
+    *,
+    conf: Mapping[str, object] | None = None,
+    timeout: float = admin.DEFAULT_TIMEOUT,
+) -> dict[int, int]:
+    """The first offset per partition whose record timestamp is >= `timestamp_ms` (the
+    broker's offsets-for-times index); the partition's end when no record is that recent."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    parts = list(partitions)
+    if not parts:
+        return {}
+    request = {TopicPartition(topic, p): OffsetSpec.for_timestamp(timestamp_ms) for p in parts}
+    try:
+        futures = admin.admin_client(bootstrap, conf).list_offsets(request, request_timeout=timeout)
+    except KafkaException as exc:
+        raise admin._unreachable(bootstrap, timeout, exc) from exc
+    found = {tp.partition: admin._result(fut, bootstrap, timeout + 1).offset for tp, fut in futures.items()}
+    missing = [p for p, off in found.items() if off < 0]
+    if missing:  # no record that recent: start at the (quirk-corrected) end
+        found.update(EndOffsets(bootstrap, conf, timeout=timeout).latest(topic, missing))
+    return found
+
+
 # ---------------------------------------------------------------------------- options
 def parse_offsets(value: str | None, name: str, default: str) -> str | dict[int, int]:
     """`earliest`, `latest` or a JSON object {"partition": offset} (-2 earliest, -1 latest)."""

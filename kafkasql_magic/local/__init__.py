@@ -5,7 +5,7 @@ inside the current process (what `%kstream_local start` uses).
 """
 
 from kafkasql_magic.local.broker import Broker
-from kafkasql_magic.local.producer import create_topic, produce
+from kafkasql_magic.kafka.producer import create_topic, produce
 from kafkasql_magic.local.stack import LocalStack, default, start_default, stop_default
 
 __all__ = ["Broker", "LocalStack", "create_topic", "default", "produce", "start_default",

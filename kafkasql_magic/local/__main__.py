@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,71 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-MARK = "kafkasql_magic.local"
-
-
-def state_path() -> Path:
-    explicit = os.environ.get("KAFKASQL_LOCAL_STATE")
-    if explicit:
-        return Path(explicit)
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) if runtime and os.path.isdir(runtime) else Path.home() / ".cache"
-    return base / "kafkasql_magic" / "local.json"
-
-
-def read_state(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists():  # guard against a recycled pid
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if not text.strip():
-                return False  # zombie
-            return MARK in text
-        except OSError:
-            return False
-    return True
-
-
-def _answers(bootstrap: str, timeout: float = 1.0) -> bool:
-    host, _, port = bootstrap.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
-def running_state(path: Path | None = None) -> dict | None:
-    """The state of a running stack, or None (a stale state file is removed)."""
-    path = path or state_path()
-    state = read_state(path)
-    if not state:
-        return None
-    pid = state.get("pid")
-    eps = state.get("endpoints") or {}
-    if isinstance(pid, int) and _alive(pid) and all(
-            _answers(v) for k, v in eps.items() if k == "bootstrap.servers"):
-        return state
-    if isinstance(pid, int) and not _alive(pid):
-        try:
-            path.unlink()
-        except OSError:
-            pass
-    return None
-
+from kafkasql_magic.local.running import MARK, alive, read_state, running_state, state_path
 
 def _print_endpoints(endpoints: dict) -> None:
     for name, value in endpoints.items():
@@ -149,16 +84,16 @@ def cmd_status(path: Path) -> int:
 def cmd_down(path: Path, timeout: float) -> int:
     state = read_state(path)
     pid = state.get("pid") if state else None
-    if not isinstance(pid, int) or not _alive(pid):
+    if not isinstance(pid, int) or not alive(pid):
         if state:
             path.unlink(missing_ok=True)
         print("The local stack is not running.")
         return 0
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(pid):
+    if alive(pid):
         os.kill(pid, signal.SIGKILL)  # its broker dies with it (PDEATHSIG)
     state = read_state(path)
     if state and state.get("pid") == pid:

@@ -228,7 +228,7 @@ class Broker:
             self._log_dir = None
         if was is not None:  # cached clients of a dead broker would retry forever
             from kafkasql_magic.kafka.admin import drop_clients
-            from kafkasql_magic.local.producer import drop_producers
+            from kafkasql_magic.kafka.producer import drop_producers
 
             drop_clients(was)
             drop_producers(was)

@@ -156,11 +156,3 @@ def _object(node, path: str, root, depth: int) -> ast.Type:
         seen[upper] = name
         fields.append((upper, to_ksql(sub, _join(path, name), root, depth + 1)))
     return ast.Type("STRUCT", fields=tuple(fields))
-
-
-def is_object(node) -> bool:
-    """True when the schema's (non-null) root is an object with properties (a record)."""
-    try:
-        return to_ksql(node).name == "STRUCT"
-    except JsonSchemaTypeError:
-        return False

@@ -4,7 +4,7 @@ A dialect is a grammar plus tables, not a second engine (sqlglot style): `Dialec
 machinery every grammar shares (case-insensitive keywords, reserved words, positioned errors
 with caret excerpts), and a dialect is an instance of it or of a subclass that changes tables
 and wording. `KSQL` is the ksqlDB dialect (ksql.lark); the Materialize dialect lives in
-materialize_parser.py. The module-level `parse`/`parse_statement`/`reserved_words` are ksql's.
+materialize_parser.py. `kafkasql_magic.sql` picks a dialect by name.
 
 Errors are SqlSyntaxError with the line and column in the original cell and a caret excerpt.
 """
@@ -241,23 +241,3 @@ class Dialect:
 
 
 KSQL = Dialect()
-
-
-# ---------------------------------------------------------------- the ksql dialect's API
-def _parser() -> Lark:
-    return KSQL.lark
-
-
-def reserved_words() -> frozenset[str]:
-    """ksql keywords that are never identifiers (quote them: `FROM`)."""
-    return KSQL.reserved_words
-
-
-def parse(text: str) -> list[ast.Statement]:
-    """Parse every ksql statement of a cell (no variable substitution)."""
-    return KSQL.parse(text)
-
-
-def parse_statement(text: str, *, line: int = 1, column: int = 1) -> ast.Statement:
-    """Parse one ksql statement; see `Dialect.parse_statement`."""
-    return KSQL.parse_statement(text, line=line, column=column)

@@ -19,7 +19,7 @@ from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 import kafkasql_magic as ks
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 MZ = {"dialect": "materialize"}
 VALUE_SCHEMA = {"type": "record", "name": "V", "fields": [{"name": "n", "type": "long"}, {"name": "s", "type": "string"}]}

@@ -21,13 +21,15 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 import kafkasql_magic as ks
-from kafkasql_magic import ddl
+from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.catalog import Catalog
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.formats import avro as avro_format
 from kafkasql_magic.formats import schema_registry as sr
-from kafkasql_magic.local.producer import produce
-from kafkasql_magic.planner import plan_select
+from kafkasql_magic.kafka.producer import produce
+from kafkasql_magic.engine.analysis import analyse
+from kafkasql_magic.engine.build import build
+from kafkasql_magic.kafka.source import SCHEMA as RAW_SCHEMA
 from kafkasql_magic.sql import ast, parse_statement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -303,8 +305,6 @@ def test_avro_needs_a_registry_url(broker, spark, topic):
         s.sql(f"CREATE STREAM nr (ID INT) WITH (kafka_topic='{topic}', partitions=1, value_format='AVRO');")
 
 
-RAW_SCHEMA = ("key binary, value binary, headers array<struct<key:string,value:binary>>, topic string, "
-              "partition int, offset bigint, timestamp timestamp")
 
 
 def test_the_decoding_udf_runs_once_per_row_even_with_a_where_clause(spark, registry):
@@ -313,9 +313,9 @@ def test_the_decoding_udf_runs_once_per_row_even_with_a_where_clause(spark, regi
               "WITH (kafka_topic='t', key_format='AVRO', value_format='AVRO');")
     catalog.add(ddl.source_from_create(parse_statement(create), {ddl.SCHEMA_REGISTRY_URL: registry}))
     raw = spark.createDataFrame([], RAW_SCHEMA)
-    plan = plan_select(parse_statement("SELECT A + 1 AS X, B, C, K FROM p WHERE A > 1 AND C < 2 EMIT CHANGES;"),
-                       catalog, raw)
-    physical = plan.build(raw)._jdf.queryExecution().executedPlan().toString()
+    plan = analyse(parse_statement("SELECT A + 1 AS X, B, C, K FROM p WHERE A > 1 AND C < 2 EMIT CHANGES;"),
+                   catalog)
+    physical = build(plan, raw, read=None).frame._jdf.queryExecution().executedPlan().toString()
     assert physical.count("ArrowEvalPython") == 1, physical
     # one UDF call per format (key and value), each evaluated once
     assert physical.count("decode_avro(") == 2, physical

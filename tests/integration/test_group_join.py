@@ -10,7 +10,7 @@ import pytest
 
 import kafkasql_magic as ks
 from kafkasql_magic.errors import StatementError
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 T0 = 1_700_000_000_000
 ITEMS = {"apple": 3, "pear": 5, "plum": 7}

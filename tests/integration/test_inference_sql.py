@@ -9,7 +9,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 import kafkasql_magic as ks
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 VALUE_V1 = {"type": "record", "name": "User", "fields": [
     {"name": "name", "type": "string"},

@@ -17,7 +17,7 @@ from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.kafka import admin
 from kafkasql_magic.local import stack as stack_mod
 from kafkasql_magic.local.broker import Broker
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.local.stack import LocalStack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -140,7 +140,7 @@ def test_cli_stale_state_file(tmp_path):
 ORPHAN_SCRIPT = textwrap.dedent("""
     import sys, threading, time
     from kafkasql_magic.local.broker import Broker
-    from kafkasql_magic.local.producer import produce
+    from kafkasql_magic.kafka.producer import produce
     holder = {}
     def start():  # from a short-lived thread: the broker must still live as long as we do
         holder["b"] = Broker().start()

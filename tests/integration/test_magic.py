@@ -7,7 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.runtime import PushQuery
 
 

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 import kafkasql_magic as ks
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 MZ = {"dialect": "materialize"}
 

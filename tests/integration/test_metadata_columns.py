@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 import kafkasql_magic as ks
-from kafkasql_magic.kafka import admin
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka import admin, offsets
+from kafkasql_magic.kafka.producer import produce
 
 RECORDS_PER_PARTITION = 5000
 T0 = 1_700_000_000_000
@@ -52,7 +52,7 @@ def test_rowtime_lower_bound_starts_at_the_offset_for_that_time(seek_session):
     # The start comes from the broker's offsets-for-times index. Real Kafka answers 4990 per
     # partition (10 records read); the embedded broker (Tansu 0.6) always answers 0, so here the
     # source reads from 0 and WHERE filters exactly: correct rows, without the saving.
-    expected = admin.offsets_for_time(seek_session.bootstrap_servers, seek_session.catalog.get("BIG").topic,
+    expected = offsets.offsets_for_time(seek_session.bootstrap_servers, seek_session.catalog.get("BIG").topic,
                                       [0, 1], T0 + 4990)
     explained = dict(seek_session.sql(f"EXPLAIN SELECT n FROM big WHERE ROWTIME >= {T0 + 4990} AND ROWOFFSET < 4995 "
                                       "EMIT CHANGES;").values)

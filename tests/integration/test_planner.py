@@ -5,15 +5,15 @@ import struct
 
 import pytest
 
-from kafkasql_magic import ddl
+from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.catalog import Catalog
 from kafkasql_magic.errors import StatementError
-from kafkasql_magic.planner import plan_select
+from kafkasql_magic.engine.analysis import analyse
+from kafkasql_magic.engine.build import build
+from kafkasql_magic.kafka.source import SCHEMA as RAW_SCHEMA
 from kafkasql_magic.runtime import split_batch
 from kafkasql_magic.sql import parse_statement
 
-RAW_SCHEMA = ("key binary, value binary, headers array<struct<key:string,value:binary>>, topic string, "
-              "partition int, offset bigint, timestamp timestamp")
 T0 = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)
 
 
@@ -27,8 +27,8 @@ def run(spark, create, select, records):
     catalog = Catalog()
     catalog.add(ddl.source_from_create(parse_statement(create), {ddl.DEFAULT_KEY_FORMAT: "KAFKA"}))
     raw = raw_frame(spark, records)
-    plan = plan_select(parse_statement(select), catalog, raw)
-    batch = split_batch(plan.build(raw).toArrow(), len(plan.names), "q", plan.source.name)
+    plan = analyse(parse_statement(select), catalog)
+    batch = split_batch(build(plan, raw, read=None).frame.toArrow(), len(plan.names), "q", plan.source.name)
     return plan.names, batch
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import kafkasql_magic as ks
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 
 @pytest.fixture

@@ -435,7 +435,7 @@ def test_start_reads_past_the_listed_end_of_batched_records(broker):
     """Records another writer batched together (the embedded broker lists only the first of
     the last batch as the end) are all read at start."""
     from kafkasql_magic.kafka import admin
-    from kafkasql_magic.local.producer import produce
+    from kafkasql_magic.kafka.producer import produce
 
     topic = f"_schemas_{uuid.uuid4().hex[:8]}"
     schema = avro(V1).schema_str

@@ -19,7 +19,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.live.schema_model import SchemaBrowser
 from kafkasql_magic.live.schema_pane import SchemaPane
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.registry import inference as inf
 
 KEY = {"type": "record", "name": "OrderKey", "fields": [{"name": "id", "type": "long"}]}

@@ -15,11 +15,11 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from kafkasql_magic.errors import KafkaError
-from kafkasql_magic.kafka import admin, peek
+from kafkasql_magic.kafka import admin, offsets, peek
 from kafkasql_magic.kafka.arrow_batch import read_range
 from kafkasql_magic.kafka.offsets import EndOffsets, fair_share, split_ranges
 from kafkasql_magic.kafka.source import KafkaStreamReader, SourceOptions, register
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -147,7 +147,7 @@ def test_quirk_bounded_read_sees_every_record(spark, broker, new_topic):
     rows = batch(spark, broker, topic)
     assert [r.offset for r in rows] == list(range(1000))
     assert [r.value for r in rows] == [f"v{i}".encode() for i in range(1000)]
-    assert admin.watermarks(broker.bootstrap_servers, topic) == {0: (0, 1000)}
+    assert offsets.watermarks(broker.bootstrap_servers, topic) == {0: (0, 1000)}
 
 
 def test_quirk_available_now_stream(spark, broker, new_topic):
@@ -314,7 +314,7 @@ def test_admin_helpers(broker):
     assert (topic, 3) in admin.list_topics(bs)
     assert admin.topic_partitions(bs, topic) == [0, 1, 2]
     assert admin.describe_topic(bs, topic).partitions == (0, 1, 2)
-    assert admin.watermarks(bs, topic) == {0: (0, 0), 1: (0, 0), 2: (0, 0)}
+    assert offsets.watermarks(bs, topic) == {0: (0, 0), 1: (0, 0), 2: (0, 0)}
     assert admin.delete_topic(bs, topic) is True
     assert admin.delete_topic(bs, topic, missing_ok=True) is False
     assert not admin.topic_exists(bs, topic)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kafkasql_magic import ddl
+from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.catalog import HEADER, HEADERS, KEY, VALUE, Catalog
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import parse_statement

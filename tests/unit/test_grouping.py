@@ -1,9 +1,11 @@
-"""The planner's pure steps for GROUP BY and PARTITION BY (no Spark session needed)."""
+"""The analysis step's pure steps for GROUP BY and PARTITION BY (no Spark session needed)."""
 
 from kafkasql_magic import types
 from kafkasql_magic.catalog import KEY, Column, SourceDef
 from kafkasql_magic.formats.base import FormatSpec
-from kafkasql_magic.planner import NAMING, _aggregate_calls, _partitioned_star, _substitute
+from kafkasql_magic.dialects import KSQL
+from kafkasql_magic.engine.analysis.grouping import aggregate_calls as _aggregate_calls, substitute as _substitute
+from kafkasql_magic.engine.analysis.select import partitioned_star as _partitioned_star
 from kafkasql_magic.sql import ast, parse_statement
 
 
@@ -37,9 +39,9 @@ def test_partition_by_star_puts_the_new_key_first_and_the_old_key_last():
     source = SourceDef("STREAM", "S", "t", spec, spec, (
         Column("ID", types.INT, KEY), Column("ITEM", types.STRING), Column("QTY", types.INT)))
     star = [(c.name, ast.ColumnRef(c.name)) for c in source.star_columns]
-    by_item = _partitioned_star(star, (ast.ColumnRef("ITEM"),), source, NAMING["ksql"])
+    by_item = _partitioned_star(star, (ast.ColumnRef("ITEM"),), source, KSQL.naming)
     assert [n for n, _ in by_item] == ["ITEM", "QTY", "ID"]
-    by_expression = _partitioned_star(star, items("SELECT qty * 2 FROM s"), source, NAMING["ksql"])
+    by_expression = _partitioned_star(star, items("SELECT qty * 2 FROM s"), source, KSQL.naming)
     assert [n for n, _ in by_expression] == ["KSQL_COL_0", "ITEM", "QTY", "ID"]
-    by_offset = _partitioned_star(star, (ast.ColumnRef("ROWOFFSET"),), source, NAMING["ksql"])
+    by_offset = _partitioned_star(star, (ast.ColumnRef("ROWOFFSET"),), source, KSQL.naming)
     assert [n for n, _ in by_offset] == ["ROWOFFSET", "ITEM", "QTY", "ID"]

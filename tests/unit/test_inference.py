@@ -12,7 +12,8 @@ import time
 import pytest
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from kafkasql_magic import ddl, sql
+from kafkasql_magic import sql
+from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.formats.json_sr import json_schema
 from kafkasql_magic.registry import inference as inf

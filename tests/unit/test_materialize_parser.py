@@ -3,7 +3,6 @@ expression form, PostgreSQL identifier rules, reserved words and positioned erro
 
 from __future__ import annotations
 
-
 import pytest
 
 from kafkasql_magic.errors import KStreamError, SqlSyntaxError
@@ -15,41 +14,13 @@ from kafkasql_magic.sql.ast import (
 )
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
 
+from parser_helpers import L, T, helpers
+
 C = ColumnRef
 F = SourceFormat
 
 
-def L(value, kind=None):
-    if kind is None:
-        kind = {bool: "BOOLEAN", int: "INT", float: "DOUBLE", str: "STRING", type(None): "NULL"}[type(value)]
-    return Literal(value, kind)
-
-
-def T(name, **kw):
-    return Type(name, **kw)
-
-
-def mz(text, **kw):
-    return parse_statement(text, dialect="materialize", **kw)
-
-
-def expr(text):
-    """The expression of `SELECT <text> FROM s`."""
-    statement = mz(f"SELECT {text} FROM s")
-    assert len(statement.items) == 1
-    return statement.items[0].expr
-
-
-def select(*items, source="s", **kw):
-    items = tuple(i if isinstance(i, (Star, SelectItem)) else SelectItem(i) for i in items)
-    src = source if isinstance(source, SourceRef) else SourceRef(source)
-    return Select(items, src, **kw)
-
-
-def syntax_error(text, **kw) -> SqlSyntaxError:
-    with pytest.raises(SqlSyntaxError) as info:
-        mz(text, **kw)
-    return info.value
+mz, expr, select, syntax_error = helpers("materialize", source="s")
 
 
 KAFKA = "FROM KAFKA BROKER 'localhost:9092' TOPIC 'events'"

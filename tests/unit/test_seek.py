@@ -2,7 +2,7 @@
 
 import pytest
 
-from kafkasql_magic.seek import Seek, seek_of
+from kafkasql_magic.engine.analysis.seek import Seek, seek_of
 from kafkasql_magic.sql import parse_statement
 
 

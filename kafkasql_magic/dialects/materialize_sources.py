@@ -1,4 +1,4 @@
-"""Materialize's CREATE SOURCE ... FROM KAFKA as a SourceDef: the same catalog, planner and
+"""Materialize's CREATE SOURCE ... FROM KAFKA as a SourceDef: the same catalog, engine and
 Kafka source as ksql; only the column naming and the INCLUDE metadata differ.
 
 Column order follows Materialize: key columns, value columns, then INCLUDE metadata in the
@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import types
-from .catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
-from .errors import StatementError
-from .formats import FormatSpec
-from .sql import ast
+from .. import types
+from ..catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
+from ..errors import StatementError
+from ..formats import FormatSpec
+from ..sql import ast
+from .ksql_sources import check_formats
+from .naming import MATERIALIZE
 
 #: Materialize's headers type: a list of records (key text, value bytea).
 HEADERS_TYPE = ast.Type("ARRAY", element=ast.Type("STRUCT", fields=(("key", types.STRING), ("value", types.BYTES))))
@@ -37,18 +39,18 @@ class Decoding:
 
 
 def _scalar(format_name: str, key_name: str, value_name: str, t: ast.Type):
-    def build(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
+    def build(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
         return Decoding(FormatSpec(format_name, context), [(key_name if role == "key" else value_name, t)], False)
     return build
 
 
-def _csv(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
+def _csv(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
     columns = [(f"column{i}", types.STRING) for i in range(1, (fmt.csv_columns or 0) + 1)]
     return Decoding(FormatSpec("DELIMITED", context), columns, True)
 
 
-def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
-    from .formats import avro_types
+def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+    from ..formats import avro_types
 
     options = dict(context)
     if fmt.avro_schema is not None:
@@ -61,9 +63,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
             raise StatementError("AVRO USING CONFLUENT SCHEMA REGISTRY needs a registry URL: give one in the "
                                  "statement or connect(..., schema_registry_url=...)")
         options["SCHEMA_REGISTRY_URL"] = url
-        from .registry.inference import latest_schema_of
-
-        schema = latest_schema_of(url, context["KAFKA_TOPIC"], role)
+        schema = latest_schema(url, context["KAFKA_TOPIC"], role)
     record = avro_types.is_record(schema)
     columns = [(name.lower() if record else ("key" if role == "key" else "value"), t)
                for name, t in avro_types.columns(schema)]
@@ -71,7 +71,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
 
 
 #: Materialize format name -> how it decodes and which columns it yields.
-FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict], Decoding]] = {
+FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] = {
     "TEXT": _scalar("KAFKA", "key", "text", types.STRING),
     "BYTES": _scalar("KAFKA", "key", "data", types.BYTES),
     "JSON": _scalar("JSON_DOCUMENT", "key", "data", types.STRING),
@@ -84,7 +84,10 @@ def _registry_format(fmt: ast.SourceFormat | None) -> bool:
     return fmt is not None and fmt.name == "AVRO" and fmt.registry_url is not None
 
 
-def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, text: str = "") -> SourceDef:
+def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, latest_schema,
+                       text: str = "") -> SourceDef:
+    """Validate a CREATE SOURCE. `latest_schema(registry_url, topic, role)` (the registry lookup)
+    supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format."""
     includes = {i.what for i in stmt.includes}
     if stmt.format is not None and "KEY" in includes and not _registry_format(stmt.format):
         raise StatementError("INCLUDE KEY requires specifying KEY FORMAT .. VALUE FORMAT, got bare FORMAT")
@@ -92,11 +95,12 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
     if stmt.envelope == "UPSERT" and key_format is None:
         raise StatementError("ENVELOPE UPSERT requires that KEY FORMAT be specified")
     context = {"KAFKA_TOPIC": stmt.topic, "SCHEMA_REGISTRY_URL": registry_url}
-    value = FORMATS[(stmt.value_format or stmt.format).name](stmt.value_format or stmt.format, "value", context)
+    value_format = stmt.value_format or stmt.format
+    value = FORMATS[value_format.name](value_format, "value", context, latest_schema)
     columns = [Column(n, t, VALUE) for n, t in value.columns]
     key_spec = FormatSpec("NONE")
     if key_format is not None and ("KEY" in includes or stmt.envelope == "UPSERT"):
-        key = FORMATS[key_format.name](key_format, "key", context)
+        key = FORMATS[key_format.name](key_format, "key", context, latest_schema)
         key_spec = key.spec
         alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
         if alias is not None and key.record:  # the whole record key as one column
@@ -113,8 +117,10 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
             role, default, t = INCLUDES[item.what]
             columns.append(Column(item.alias or default, t, role))
     columns = _renamed(columns, stmt.columns)
-    _check_unique(columns, explicit=bool(stmt.columns))
-    return SourceDef(kind="TABLE" if stmt.envelope == "UPSERT" else "STREAM", name=stmt.name, topic=stmt.topic,
+    MATERIALIZE.check_unique((c.name for c in columns), "" if stmt.columns else _rename_hint(columns))
+    kind = "TABLE" if stmt.envelope == "UPSERT" else "STREAM"
+    check_formats(kind, key_spec, value.spec, columns)
+    return SourceDef(kind=kind, name=stmt.name, topic=stmt.topic,
                      key_format=key_spec, value_format=value.spec, columns=tuple(columns), statement=text,
                      properties={"BROKER": stmt.broker} if stmt.broker else {}, envelope=stmt.envelope,
                      dialect="materialize")
@@ -129,12 +135,6 @@ def _renamed(columns: list[Column], names: tuple[str, ...]) -> list[Column]:
     return [Column(n, c.type, c.role, c.header_key) for n, c in zip(names, columns)]
 
 
-def _check_unique(columns: list[Column], explicit: bool) -> None:
-    seen: set[str] = set()
-    for c in columns:
-        if c.name.lower() in seen:
-            hint = "" if explicit else (
-                " (rename one: INCLUDE KEY AS <name>, INCLUDE ... AS <name>, or give the source an explicit "
-                f"column list such as ({', '.join('key_' + x.name if x.role == KEY else x.name for x in columns)}))")
-            raise StatementError(f'column "{c.name}" specified more than once{hint}')
-        seen.add(c.name.lower())
+def _rename_hint(columns: list[Column]) -> str:
+    return (" (rename one: INCLUDE KEY AS <name>, INCLUDE ... AS <name>, or give the source an explicit "
+            f"column list such as ({', '.join('key_' + x.name if x.role == KEY else x.name for x in columns)}))")

@@ -1,4 +1,4 @@
-"""Produce records for demos, tests and benchmarks.
+"""Produce records: INSERT VALUES, and demos, tests and benchmarks.
 
 A record is a dict with optional `key` and `value` (bytes, str or None), `headers` (a list of
 (str, bytes | None) pairs; order and duplicates kept), `partition` (int) and `timestamp`

@@ -1,10 +1,5 @@
 """Raw Kafka records -> a source's logical rows: decoded key and value columns, header and
-metadata columns, pseudocolumns, and the bookkeeping the runtime needs.
-
-Bookkeeping: `__ERROR` says why a record failed (NULL when it did not), `__DROP` whether it
-yields no row, and `__TOPIC`/`__PARTITION`/`__OFFSET`/`__RAW_*` say where it came from, so
-the processing log can name the record and show its bytes.
-"""
+metadata columns, pseudocolumns, and the bookkeeping the runtime needs (engine.columns)."""
 
 from __future__ import annotations
 
@@ -13,22 +8,19 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from . import formats, types
-from .catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
-from .catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
-from .formats import Field
-from .sql import ast
+from ... import dialects, formats, types
+from ...catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
+from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
+from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
+from ...formats import Field
+from ..columns import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, ROWOFFSET, ROWPARTITION, ROWTIME, TOPIC
 
-#: Pseudocolumn -> (ksql type, value from the raw Kafka record). Never in SELECT *.
-PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
-    "ROWTIME": (types.BIGINT, lambda: F.unix_millis(F.col("timestamp"))),
-    "ROWPARTITION": (types.INT, lambda: F.col("partition")),
-    "ROWOFFSET": (types.BIGINT, lambda: F.col("offset")),
+#: Pseudocolumn -> its value from the raw Kafka record.
+PSEUDOCOLUMN_VALUES: dict[str, Callable[[], Column]] = {
+    ROWTIME: lambda: F.unix_millis(F.col("timestamp")),
+    ROWPARTITION: lambda: F.col("partition"),
+    ROWOFFSET: lambda: F.col("offset"),
 }
-
-ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
-    "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
-BOOKKEEPING = (ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE)
 
 #: Metadata role (Materialize's INCLUDE) -> its value from the raw record.
 METADATA_COLUMNS: dict[str, Callable[[], Column]] = {
@@ -36,6 +28,12 @@ METADATA_COLUMNS: dict[str, Callable[[], Column]] = {
     OFFSET_ROLE: lambda: F.col("offset"),
     TIMESTAMP_ROLE: lambda: F.col("timestamp"),
     TOPIC_ROLE: lambda: F.col("topic"),
+}
+
+#: Envelope rule condition (see dialects.dialect) -> the records it holds for.
+ENVELOPE_CONDITIONS: dict[str, Callable[[], Column]] = {
+    NULL_KEY: lambda: F.col("key").isNull(),
+    KEY_WITHOUT_VALUE: lambda: F.col("key").isNotNull() & F.col("value").isNull(),
 }
 
 
@@ -69,14 +67,8 @@ def _column(c, decoded: dict[str, Column]) -> Column:
 
 
 def _envelope_checks(source: SourceDef) -> list[Column]:
-    key, value = F.col("key"), F.col("value")
-    if source.envelope == "UPSERT":
-        return [F.when(key.isNull(), F.lit("record with NULL key in UPSERT source"))]
-    if source.kind == "TABLE":
-        return [F.when(key.isNull(), F.lit("Record with a NULL key dropped from table"))]
-    if source.dialect == "materialize":
-        return [F.when(key.isNotNull() & value.isNull(), F.lit("record with a key but a NULL value in a source with ENVELOPE NONE"))]
-    return []
+    return [F.when(ENVELOPE_CONDITIONS[condition](), F.lit(message))
+            for condition, message in dialects.get(source.dialect).envelope_rules(source)]
 
 
 def _barrier(error: Column) -> Column:
@@ -88,7 +80,7 @@ def _barrier(error: Column) -> Column:
 
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
-    if source.dialect == "materialize" and source.envelope == "NONE":
+    if dialects.get(source.dialect).skips_empty(source):
         raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
     key = formats.lookup(source.key_format.name).decode(
         F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
@@ -103,7 +95,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
     columns = [_column(c, decoded).alias(c.name) for c in source.columns]
-    pseudo = [build().alias(name) for name, (_, build) in PSEUDOCOLUMNS.items()]
+    pseudo = [build().alias(name) for name, build in PSEUDOCOLUMN_VALUES.items()]
     meta = [
         error.alias(ERROR), error.isNotNull().alias(DROP), F.col("topic").alias(TOPIC),
         F.col("partition").alias(PARTITION), F.col("offset").alias(OFFSET),

@@ -1,18 +1,17 @@
-"""CREATE STREAM / CREATE TABLE: validate a statement into a SourceDef, with ksqlDB's messages.
+"""ksql's CREATE STREAM / CREATE TABLE: validate a statement into a SourceDef, with ksqlDB's messages.
 
 Pure: no Kafka, no Spark. The session checks the topic and registers the result.
 """
 
 from __future__ import annotations
 
-from . import formats, types
-from .catalog import HEADER, HEADERS, KEY, VALUE, Column, SourceDef
-from .errors import StatementError
-from .formats import Field, FormatSpec
-from .sql import ast
-
-#: Names ksqlDB keeps for pseudocolumns and window bounds.
-RESERVED_COLUMN_NAMES = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
+from .. import formats, types
+from ..catalog import HEADER, HEADERS, KEY, VALUE, Column, SourceDef
+from ..engine.columns import RESERVED_COLUMN_NAMES
+from ..errors import StatementError
+from ..formats import Field, FormatSpec
+from ..sql import ast
+from .naming import KSQL
 
 #: WITH-clause properties a CREATE STREAM/TABLE accepts.
 KNOWN_PROPERTIES = frozenset({
@@ -48,24 +47,28 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         raise StatementError('Missing required property "KAFKA_TOPIC" which has no default value.')
     key_spec, value_spec = _formats(props, settings)
     columns, value_spec = _with_inferred(columns, key_spec, value_spec, props, infer)
-    _check_names(columns)
+    KSQL.check_unique(c.name for c in columns)
     if not columns:
         raise StatementError("The statement does not define any columns.")
     if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns):
         raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
-    key_fields = [Field(c.name, c.type) for c in columns if c.role == KEY]
-    value_fields = [Field(c.name, c.type) for c in columns if c.role == VALUE]
-    for spec, fields, role in ((key_spec, key_fields, "key"), (value_spec, value_fields, "value")):
-        fmt = formats.lookup(spec.name)
-        fmt.validate(fields, role, stmt.kind)
-        if fields and hasattr(fmt, "check_spec"):  # e.g. AVRO needs a registry
-            fmt.check_spec(spec)
+    check_formats(stmt.kind, key_spec, value_spec, columns)
     if stmt.kind == "TABLE" and key_spec.name == "NONE":
         raise StatementError("Tables require a key format other than 'NONE'.")
     return SourceDef(
         kind=stmt.kind, name=stmt.name, topic=str(topic), key_format=key_spec,
         value_format=value_spec, columns=columns, statement=text, properties=props,
     )
+
+
+def check_formats(kind: str, key_spec: FormatSpec, value_spec: FormatSpec, columns) -> None:
+    """Each format accepts its columns (every dialect's sources go through this)."""
+    for spec, role, roles in ((key_spec, "key", (KEY,)), (value_spec, "value", (VALUE,))):
+        fields = [Field(c.name, c.type) for c in columns if c.role in roles]
+        fmt = formats.lookup(spec.name)
+        fmt.validate(fields, role, kind)
+        if fields and hasattr(fmt, "check_spec"):  # e.g. AVRO needs a registry
+            fmt.check_spec(spec)
 
 
 def _with_inferred(columns, key_spec, value_spec, props, infer):
@@ -102,14 +105,6 @@ def _column(kind: str, c: ast.ColumnDef) -> Column:
     if kind == "TABLE" and c.role == "KEY":
         raise StatementError(f"Column `{c.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.")
     return Column(c.name, c.type, ROLES[c.role], c.header_key)
-
-
-def _check_names(columns: tuple[Column, ...]) -> None:
-    seen: set[str] = set()
-    for c in columns:
-        if c.name in seen:
-            raise StatementError(f"Duplicate column names: {c.name}")
-        seen.add(c.name)
 
 
 def _check_headers(defs: tuple[ast.ColumnDef, ...]) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .sql import ast
+from ...sql import ast
+from ..columns import PSEUDOCOLUMNS
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
 
@@ -27,11 +28,6 @@ class Seek:
     @property
     def narrows(self) -> bool:
         return self != Seek()
-
-    @property
-    def bounded(self) -> bool:
-        """True when the read ends by itself: an upper offset bound."""
-        return self.offset_to is not None
 
     @property
     def empty(self) -> bool:
@@ -58,7 +54,7 @@ def conjuncts(e: ast.Expr | None) -> list[ast.Expr]:
 
 
 def _pseudo(e: ast.Expr) -> str | None:
-    if isinstance(e, ast.ColumnRef) and e.name in ("ROWPARTITION", "ROWOFFSET", "ROWTIME"):
+    if isinstance(e, ast.ColumnRef) and e.name in PSEUDOCOLUMNS:
         return e.name
     return None
 

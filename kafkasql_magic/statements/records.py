@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from . import formats, types
-from .catalog import HEADER, HEADERS, KEY, VALUE, SourceDef
-from .errors import StatementError
-from .formats import Field
-from .logical import PSEUDOCOLUMNS
-from .sql import ast
+from .. import formats, types
+from ..catalog import HEADER, HEADERS, KEY, VALUE, SourceDef
+from ..engine.columns import PSEUDOCOLUMNS, ROWTIME
+from ..errors import StatementError
+from ..formats import Field
+from ..sql import ast
 
 #: ksql type -> Python types a literal may have for it, and the conversion.
 COERCIONS = {
@@ -54,7 +54,7 @@ def record_from_insert(stmt: ast.InsertValues, target: SourceDef) -> dict:
     """The Kafka record (key, value, timestamp) an INSERT VALUES statement writes."""
     names = list(stmt.columns) or [c.name for c in target.star_columns]
     for name in names:
-        if name in PSEUDOCOLUMNS and name != "ROWTIME":
+        if name in PSEUDOCOLUMNS and name != ROWTIME:
             raise StatementError(
                 f"Failed to insert values into '{target.name}'. Inserting into column `{name}` is not allowed.")
     by_name = {c.name: c for c in target.columns}
@@ -65,11 +65,11 @@ def record_from_insert(stmt: ast.InsertValues, target: SourceDef) -> dict:
         raise StatementError(
             f"Failed to prepare statement: Expected number columns and values to match: {names}, "
             f"{len(stmt.values)} values")
-    unknown = [n for n in names if n not in by_name and n != "ROWTIME"]
+    unknown = [n for n in names if n not in by_name and n != ROWTIME]
     if unknown:
         raise StatementError(f"Column name {unknown[0]} does not exist.")
     given = {n: _literal(v) for n, v in zip(names, stmt.values)}
-    timestamp = given.pop("ROWTIME", None)
+    timestamp = given.pop(ROWTIME, None)
     row = {n: _coerce(v, by_name[n]) for n, v in given.items()}
 
     def encode(role: str, spec, columns):

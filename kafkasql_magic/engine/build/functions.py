@@ -14,9 +14,9 @@ from typing import Callable, Protocol, Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from .errors import StatementError
-from .formats import bytes_codec
-from .sql import ast
+from ...errors import StatementError
+from ...formats import bytes_codec
+from ...sql import ast
 
 
 class Context(Protocol):

@@ -10,10 +10,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import aggregates, functions, types
-from .errors import StatementError
-from .sql import ast
-from .sql.render import render
+from ... import types
+from ...errors import StatementError
+from ...sql import ast
+from ...sql.render import render
+from .. import aggregates
+from . import functions
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from . import types
-from .catalog import HEADER, HEADERS, KEY, Catalog, SourceDef
+from .. import types
+from ..catalog import HEADER, HEADERS, KEY, Catalog, SourceDef
 
 #: Role -> the note DESCRIBE prints after a column's type.
 ROLE_NOTES = {KEY: " (key)", HEADERS: " (headers)"}

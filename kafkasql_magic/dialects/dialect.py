@@ -1,0 +1,84 @@
+"""A dialect's rules past parsing, as documented flags and tables (sqlglot's
+`dialects/dialect.py` idea): the ksql dialect is the base class, Materialize extends it
+(`dialects/materialize.py`). Nothing outside the dialect objects compares dialect names.
+
+A query follows the rules of the dialect it is written in; rules about a source's records
+(envelopes, seeking) follow the dialect the source was created in (`SourceDef.dialect`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..catalog import SourceDef
+from ..sql import KSQL as KSQL_PARSER, ast
+from ..sql.parser import Dialect as Parser
+from . import ksql_sources, naming
+
+#: A record condition an envelope rule tests (build maps each to a Spark predicate).
+NULL_KEY, KEY_WITHOUT_VALUE = "NULL_KEY", "KEY_WITHOUT_VALUE"
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What turning a CREATE statement into a catalog entry may use besides the statement:
+    session settings, the registry URL and the registry lookups (injected, so the dialects
+    never call the registry themselves)."""
+
+    settings: dict
+    registry_url: str | None
+    text: str
+    infer: Callable  # (topic, key_format, value_format, key_schema_id, value_schema_id) -> Inferred
+    latest_schema: Callable  # (registry_url, topic, "key" | "value") -> parsed Avro schema
+
+
+def _ksql_source(stmt: ast.CreateSource, context: SourceContext) -> SourceDef:
+    settings = {**context.settings, ksql_sources.SCHEMA_REGISTRY_URL: context.registry_url}
+    return ksql_sources.source_from_create(stmt, settings, context.text, infer=context.infer)
+
+
+class Dialect:
+    """ksqlDB's rules."""
+
+    name = "ksql"
+    parser: Parser = KSQL_PARSER
+    naming = naming.KSQL
+    #: ksqlDB's clause rules: pull-query limits (KLIP-50), aggregates need GROUP BY,
+    #: stream-stream joins need WITHIN. Apply when both the query and its source follow them.
+    ksql_clause_rules = True
+    #: `SELECT *` over a join names columns after their source (`A_ID`).
+    prefixes_join_star = True
+    #: Two result columns with one name are refused.
+    refuses_duplicate_names = True
+    #: A push query's WHERE on ROWPARTITION/ROWOFFSET/ROWTIME narrows what is read (sources of this dialect).
+    seeks_pseudocolumns = True
+    #: Records with neither key nor value are skipped (sources of this dialect without an envelope).
+    skips_empty_records = False
+    #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
+    stream_envelope_rules: tuple[tuple[str, str], ...] = ()
+    #: Statement type -> how it becomes a catalog entry.
+    source_statements: dict[type, Callable[[ast.Statement, SourceContext], SourceDef]] = {
+        ast.CreateSource: _ksql_source,
+    }
+
+    def __repr__(self) -> str:
+        return f"<dialect {self.name}>"
+
+    def define_source(self, stmt: ast.Statement, context: SourceContext) -> SourceDef:
+        """The catalog entry a CREATE statement of this dialect declares (validated)."""
+        return self.source_statements[type(stmt)](stmt, context)
+
+    def envelope_rules(self, source: SourceDef) -> tuple[tuple[str, str], ...]:
+        """(condition, message) per rule that turns a record of `source` into an error."""
+        if source.envelope == "UPSERT":
+            return ((NULL_KEY, "record with NULL key in UPSERT source"),)
+        if source.kind == "TABLE":
+            return ((NULL_KEY, "Record with a NULL key dropped from table"),)
+        return self.stream_envelope_rules
+
+    def skips_empty(self, source: SourceDef) -> bool:
+        return self.skips_empty_records and source.envelope == "NONE"
+
+
+KSQL = Dialect()

@@ -1,0 +1,30 @@
+"""Materialize's rules: the ksql dialect's tables, extended (sqlglot's `dialects/materialize.py`)."""
+
+from __future__ import annotations
+
+from ..catalog import SourceDef
+from ..sql import ast
+from ..sql.materialize_parser import MATERIALIZE as MATERIALIZE_PARSER
+from . import materialize_sources, naming
+from .dialect import KEY_WITHOUT_VALUE, Dialect, SourceContext
+
+
+def _kafka_source(stmt: ast.CreateKafkaSource, context: SourceContext) -> SourceDef:
+    return materialize_sources.source_from_create(stmt, registry_url=context.registry_url, text=context.text,
+                                                  latest_schema=context.latest_schema)
+
+
+class Materialize(Dialect):
+    name = "materialize"
+    parser = MATERIALIZE_PARSER
+    naming = naming.MATERIALIZE
+    ksql_clause_rules = False
+    prefixes_join_star = False
+    refuses_duplicate_names = False
+    seeks_pseudocolumns = False
+    skips_empty_records = True
+    stream_envelope_rules = ((KEY_WITHOUT_VALUE, "record with a key but a NULL value in a source with ENVELOPE NONE"),)
+    source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
+
+
+MATERIALIZE = Materialize()

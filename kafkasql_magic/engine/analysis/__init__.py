@@ -1,0 +1,6 @@
+"""Analysis: a statement, the catalog and a dialect -> an immutable plan. Pure: no Spark."""
+
+from .plan import Grouping, Input, QueryPlan
+from .select import analyse, check_persistent
+
+__all__ = ["Grouping", "Input", "QueryPlan", "analyse", "check_persistent"]

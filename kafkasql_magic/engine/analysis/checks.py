@@ -1,0 +1,98 @@
+"""Clause rules: what a query may combine, with ksqlDB's messages where ksqlDB has them."""
+
+from __future__ import annotations
+
+from ...errors import StatementError
+from ...sql import ast
+from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
+from .grouping import WINDOW_KINDS, aggregate_calls
+from .plan import Input
+
+#: Outer joins Spark can run between a stream (left) and a table snapshot (right).
+STREAM_TABLE_JOINS = ("INNER", "LEFT")
+
+#: Pseudocolumns a pull query cannot use (KLIP-50): they are not kept in table state.
+PULL_UNSUPPORTED = (ROWPARTITION, ROWOFFSET)
+
+#: Clauses a ksqlDB pull query refuses, with the clause's name in the message.
+PULL_CLAUSES = (("GROUP BY", lambda s: s.group_by), ("HAVING", lambda s: s.having is not None),
+                ("WINDOW", lambda s: s.window is not None),
+                ("PARTITION BY", lambda s: s.partition_by), ("JOIN", lambda s: s.joins))
+
+
+def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql_rules: bool) -> None:
+    if not stmt.emit_changes and ksql_rules:
+        check_pull(stmt)
+    if stmt.partition_by and aggregating:
+        raise StatementError("PARTITION BY and GROUP BY cannot be combined: GROUP BY already sets the key.")
+    if stmt.partition_by and inputs[0].kind == "TABLE" and not stmt.joins:
+        raise StatementError("Tables do not support PARTITION BY: a table's key is its PRIMARY KEY "
+                             "(GROUP BY makes a table with another key).")
+    if ksql_rules and aggregating and not stmt.group_by:
+        first = next(c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr))
+        raise StatementError(f"Use of aggregate function {first.name} requires a GROUP BY clause.")
+    if stmt.window is not None and not aggregating:
+        raise StatementError("A WINDOW clause needs GROUP BY: windows group records by ROWTIME "
+                             "for an aggregation.")
+    if stmt.window is not None and stmt.window.kind not in WINDOW_KINDS:
+        raise StatementError(f"{stmt.window.kind} windows are not supported yet by kafkasql_magic: Spark emits "
+                             "them only once they close (behind a watermark), not as they change.")
+    if stmt.having is not None and not aggregating:
+        raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
+    for join, right in zip(stmt.joins, inputs[1:]):
+        check_join(join, inputs[0], right, stmt.emit_changes, ksql_rules)
+
+
+def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:
+    left_kind = left.kind
+    pair = f"{left_kind}-{right.kind}"
+    if ksql_rules and pair == "STREAM-STREAM" and join.within is None:
+        raise StatementError(
+            "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to "
+            "specify a WITHIN clause with a stream-stream join, please visit: "
+            "https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
+    if join.within is not None and right.kind == "TABLE":
+        raise StatementError(
+            f"A window definition was provided for a {left_kind.capitalize()}-Table join. These joins are not "
+            "windowed. Please drop the window definition (ie. the WITHIN clause) and try to execute your join again.")
+    if not push:
+        return
+    if pair == "TABLE-STREAM":
+        raise StatementError(f"Invalid join order: table-stream joins are not supported; only stream-table joins. "
+                             f"Got {left.name} {join.kind} JOIN {right.name}.")
+    if pair == "TABLE-TABLE":
+        raise StatementError("Table-table joins in push queries are not supported yet by kafkasql_magic: "
+                             "join a stream with a table, or query the tables without EMIT CHANGES.")
+    if pair == "STREAM-TABLE" and join.kind not in STREAM_TABLE_JOINS:
+        raise StatementError(f"{join.kind} OUTER joins between a stream and a table are not supported: "
+                             "use INNER or LEFT JOIN.")
+    if pair == "STREAM-STREAM" and join.kind != "INNER":
+        raise StatementError(f"{join.kind} OUTER joins between two streams are not supported yet by kafkasql_magic "
+                             "(Spark emits their unmatched rows only behind an event-time watermark): use INNER JOIN.")
+
+
+def _pseudocolumns_in(exprs, names) -> list[str]:
+    found = {n.name for e in exprs for n in ast.walk(e) if isinstance(n, ast.ColumnRef) and n.name in names}
+    return sorted(found, key=list(names).index)
+
+
+def check_pull(stmt: ast.Select) -> None:
+    for clause, present in PULL_CLAUSES:
+        if present(stmt):
+            raise StatementError(f"Pull queries don't support {clause} clauses.")
+    clauses = (("SELECT", [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)]),
+               ("WHERE", [stmt.where] if stmt.where is not None else []))
+    for clause, exprs in clauses:
+        found = _pseudocolumns_in(exprs, PULL_UNSUPPORTED)
+        if found:
+            raise StatementError(
+                f"Pull queries don't support the following columns in {clause} clauses: {', '.join(found)}")
+
+
+def check_persistent(stmt: ast.Select) -> None:
+    """A persistent query's output is a new source: pseudocolumns there need an alias."""
+    for item in stmt.items:
+        if isinstance(item, ast.SelectItem) and item.alias is None and isinstance(item.expr, ast.ColumnRef) \
+                and item.expr.name in PSEUDOCOLUMNS:
+            raise StatementError(
+                f"Reserved column name in select: `{item.expr.name}`. Please remove or alias the column.")

@@ -1,0 +1,68 @@
+"""GROUP BY as AST rewriting: group keys and aggregate calls become names of the grouped
+frame's columns, and only those may remain in SELECT and HAVING."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from ...errors import StatementError
+from ...sql import ast
+from ...sql.render import render
+from .. import aggregates
+from ..columns import ROWTIME, WINDOWEND, WINDOWSTART
+from .plan import Grouping
+
+#: Window kinds the build can group by (its WINDOWS table has one builder each).
+WINDOW_KINDS = ("TUMBLING", "HOPPING")
+
+#: WINDOWSTART / WINDOWEND (BIGINT ms) -> the grouped frame's columns.
+WINDOW_BOUNDS = {ast.ColumnRef(WINDOWSTART): ast.ColumnRef("__wstart"),
+                 ast.ColumnRef(WINDOWEND): ast.ColumnRef("__wend")}
+
+
+def aggregate_calls(expr: ast.Expr) -> list[ast.FunctionCall]:
+    """The outermost aggregate calls in `expr`."""
+    if isinstance(expr, ast.FunctionCall) and aggregates.is_aggregate(expr.name):
+        return [expr]
+    return [call for child in ast.children(expr) for call in aggregate_calls(child)]
+
+
+def substitute(node, table: dict):
+    """`node` with every sub-expression found in `table` replaced by its entry."""
+    if isinstance(node, ast.Expr) and node in table:
+        return table[node]
+    if isinstance(node, tuple):
+        return tuple(substitute(item, table) for item in node)
+    if not isinstance(node, ast.Node):
+        return node
+    return replace(node, **{f.name: substitute(getattr(node, f.name), table) for f in fields(node)
+                            if f.name not in ("line", "column")})
+
+
+def check_grouped(grouped: ast.Expr, what: str) -> None:
+    """After substitution only group keys and aggregates may remain (ksqlDB's message)."""
+    loose = [n for n in ast.walk(grouped) if isinstance(n, ast.ColumnRef) and not n.name.startswith("__")]
+    if loose:
+        raise StatementError(f"Non-aggregate {what} not part of GROUP BY: "
+                             + ", ".join(dict.fromkeys(render(n) for n in loose)))
+
+
+def grouping_of(stmt: ast.Select, outputs) -> Grouping:
+    table = {expr: ast.ColumnRef(f"__g{i}") for i, expr in enumerate(stmt.group_by)}
+    if stmt.window is not None:
+        table.update(WINDOW_BOUNDS)
+    calls = list(dict.fromkeys(c for _, e in outputs for c in aggregate_calls(e)))
+    calls += [c for c in aggregate_calls(stmt.having) if c not in calls] if stmt.having is not None else []
+    for index, call in enumerate(calls):
+        aggregates.lookup(call.name, len(call.args), call.star)
+        table[call] = ast.ColumnRef(f"__agg{index}")
+    having = substitute(stmt.having, table) if stmt.having is not None else None
+    if having is not None:
+        check_grouped(having, "HAVING expression")
+    grouped = tuple(substitute(expr, table) for _, expr in outputs)
+    for expr in grouped:
+        check_grouped(expr, "SELECT expression(s)")
+    rowtime = None
+    if stmt.window is not None:
+        rowtime = ast.ColumnRef(ROWTIME, (stmt.source.alias or stmt.source.name) if stmt.joins else None)
+    return Grouping(tuple(stmt.group_by), tuple(calls), stmt.window, rowtime, having, grouped)

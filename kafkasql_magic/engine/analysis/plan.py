@@ -1,0 +1,107 @@
+"""The immutable plan of a SELECT: everything decided about it before Spark sees it.
+
+The build step (`engine.build`) turns a plan into frames; the runtime reads the plan (names,
+keys, how failed records are captured) and the frames it is handed, and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...catalog import SourceDef
+from ...sql import ast
+from .seek import Seek
+
+STREAM, TABLE = "STREAM", "TABLE"
+
+#: How the records that fail before a join or an aggregation reach the processing log (they
+#: never reach the result frame): nothing to capture; per micro-batch as streaming metrics;
+#: in Observations after a bounded run; in frames the runtime collects per micro-batch
+#: (a per-batch plan: an Observation overflows Spark's stack inside foreachBatch).
+CAPTURE_NONE, CAPTURE_METRICS, CAPTURE_OBSERVATIONS, CAPTURE_FRAMES = "none", "metrics", "observations", "frames"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One FROM item: the relation it names, the Kafka source under it and its columns."""
+
+    ref: ast.SourceRef
+    name: str  # the relation's name in the catalog
+    source: SourceDef  # the Kafka-backed source under it (through views)
+    kind: str  # STREAM | TABLE
+    columns: tuple[str, ...]  # what `*` expands to, in order
+    pseudocolumns: tuple[str, ...]  # names visible besides the columns
+    view: "QueryPlan | None" = None  # a view's own plan, built inline
+
+    @property
+    def qualifiers(self) -> tuple[str, ...]:
+        """The alias (shown in messages) or name, then the relation's name."""
+        return ((self.ref.alias,) if self.ref.alias else ()) + (self.name,)
+
+    @property
+    def visible(self) -> tuple[str, ...]:
+        return self.columns + self.pseudocolumns
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """GROUP BY: keys staged as `__g{i}`, aggregate calls as `__agg{i}` (arguments `__a{i}_{n}`);
+    `having` and `outputs` are the statement's expressions over those names."""
+
+    keys: tuple[ast.Expr, ...]
+    calls: tuple[ast.FunctionCall, ...]
+    window: ast.Window | None
+    rowtime: ast.ColumnRef | None  # the record time a window groups by
+    having: ast.Expr | None
+    outputs: tuple[ast.Expr, ...]
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A planned SELECT.
+
+    `kind` is TABLE when the rows are a changelog keyed by `key_names` (a table, or an
+    aggregation), else STREAM. A push query whose joins are all stream-table joins is
+    `per_batch`: Spark reads a static DataFrame's Python source once per DataFrame, so the
+    stream is read raw and built on every micro-batch, reading each table afresh (as ksqlDB
+    joins each record with the table as it is then). `observed` names the error metrics
+    (metric -> the source whose records it carries) captured as `capture` says."""
+
+    statement: ast.Select
+    inputs: tuple[Input, ...]
+    outputs: tuple[tuple[str, ast.Expr], ...]  # (result name, expression) per result column
+    key_names: tuple[str, ...]
+    kind: str
+    grouping: Grouping | None
+    per_batch: bool
+    observed: tuple[tuple[str, str], ...]
+    capture: str
+    seek: Seek  # what the WHERE clause says about where to read (push queries on seekable sources)
+
+    @property
+    def source(self) -> SourceDef:
+        return self.inputs[0].source
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.outputs]
+
+    @property
+    def aggregating(self) -> bool:
+        return self.grouping is not None
+
+    @property
+    def push(self) -> bool:
+        return self.statement.emit_changes
+
+    @property
+    def limit(self) -> int | None:
+        return self.statement.limit
+
+    @property
+    def output_mode(self) -> str:
+        return "update" if self.aggregating else "append"
+
+    @property
+    def observed_sources(self) -> dict[str, str]:
+        return dict(self.observed)

@@ -1,0 +1,161 @@
+"""SELECT analysis: the statement, the catalog and the dialect -> a QueryPlan. Pure: no Spark.
+
+Every decision about a query is made here, once: result names, keys, clause rules, GROUP BY
+rewriting, what the WHERE clause lets the read skip, per-batch or not, and how failed
+records are captured. Column resolution and typing are Spark's, in the build step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterator
+
+from ... import dialects
+from ...catalog import Catalog, SourceDef, ViewDef
+from ...dialects import Dialect
+from ...errors import StatementError
+from ...sql import ast
+from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
+from .checks import check_clauses, check_persistent
+from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
+from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
+                   QueryPlan)
+from .seek import Seek, seek_of
+
+#: Checks run over every expression of a planned query, with the catalog: each is called as
+#: check(clause, expression, plan, catalog) and raises StatementError. A type checker over
+#: the catalog's column types registers itself here.
+EXPRESSION_CHECKS: list[Callable[[str, ast.Expr, QueryPlan, Catalog], None]] = []
+
+
+def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql") -> QueryPlan:
+    """The plan of `stmt` in `dialect` against `catalog`."""
+    dialect = dialects.get(dialect)
+    inputs = [_input(ref, catalog, stmt.emit_changes, dialect) for ref in (stmt.source, *(j.source for j in stmt.joins))]
+    first = inputs[0]
+    written_in = dialects.get(catalog.get(stmt.source.name).dialect)  # the FROM relation's dialect
+    aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
+                                             if isinstance(i, ast.SelectItem))
+    check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
+    outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
+    if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
+        outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming)
+    names = [name for name, _ in outputs]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates and dialect.refuses_duplicate_names:
+        raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
+    grouping = grouping_of(stmt, outputs) if aggregating else None
+    per_batch = stmt.emit_changes and bool(stmt.joins) and not aggregating and all(i.kind == TABLE for i in inputs[1:])
+    observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
+    observed += (("__errors_aggregate", first.name),) if aggregating else ()
+    seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
+    plan = QueryPlan(
+        statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
+        key_names=tuple(key_names(stmt, outputs, first, aggregating)),
+        kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
+        grouping=grouping, per_batch=per_batch, observed=observed,
+        capture=_capture(observed, per_batch, stmt.emit_changes),
+        seek=seek_of(stmt.where) if seekable else Seek())
+    for clause, expr in expressions(plan):
+        for check in EXPRESSION_CHECKS:
+            check(clause, expr, plan, catalog)
+    return plan
+
+
+def _capture(observed, per_batch: bool, push: bool) -> str:
+    if not observed:
+        return CAPTURE_NONE
+    if per_batch:
+        return CAPTURE_FRAMES
+    return CAPTURE_METRICS if push else CAPTURE_OBSERVATIONS
+
+
+def expressions(plan: QueryPlan) -> Iterator[tuple[str, ast.Expr]]:
+    """(clause, expression) for every expression the query evaluates."""
+    stmt = plan.statement
+    for join in stmt.joins:
+        yield "JOIN", join.on
+    if stmt.where is not None:
+        yield "WHERE", stmt.where
+    for expr in stmt.group_by:
+        yield "GROUP BY", expr
+    if stmt.having is not None:
+        yield "HAVING", stmt.having
+    for name, expr in plan.outputs:
+        yield name, expr
+    for expr in stmt.partition_by:
+        yield "PARTITION BY", expr
+
+
+def _input(ref: ast.SourceRef, catalog: Catalog, push: bool, dialect: Dialect) -> Input:
+    relation = catalog.get(ref.name)
+    if isinstance(relation, ViewDef):
+        inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)
+        return Input(ref, relation.name, inner.source, inner.kind, tuple(inner.names), (), view=inner)
+    return Input(ref, relation.name, relation, relation.kind, tuple(c.name for c in relation.star_columns),
+                 PSEUDOCOLUMNS)
+
+
+def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
+               prefixed: bool = False) -> list[tuple[str, ast.Expr]]:
+    """(output name, expression) per result column, with the dialect's naming rules. `inputs`
+    are the FROM items (anything with `qualifiers` and `columns`); `prefixed` names a join's
+    `*` columns as ksqlDB does (`A_ID`, after the source's alias or name)."""
+    outputs: list[tuple[str, ast.Expr]] = []
+    generated = 0
+    joined = len(inputs) > 1
+    for item in stmt.items:
+        if isinstance(item, ast.Star):
+            for side in inputs:
+                if item.qualifier is not None and joined and \
+                        item.qualifier.lower() not in {q.lower() for q in side.qualifiers}:
+                    continue
+                qualifier = side.qualifiers[0] if joined else None
+                prefix = f"{naming.fold(qualifier)}_" if prefixed else ""
+                outputs += [(prefix + naming.fold(c), ast.ColumnRef(c, qualifier)) for c in side.columns]
+            continue
+        if item.alias is not None:
+            if item.alias.upper() in RESERVED_COLUMN_NAMES:
+                raise StatementError(
+                    f"`{item.alias.upper()}` is a reserved column name. You cannot use it as an alias for a column."
+                )
+            outputs.append((item.alias, item.expr))
+        elif isinstance(item.expr, ast.ColumnRef):
+            outputs.append((naming.fold(item.expr.name), item.expr))
+        elif isinstance(item.expr, ast.Dereference):
+            outputs.append((naming.fold(item.expr.field), item.expr))
+        else:
+            outputs.append((naming.generated(generated, item.expr), item.expr))
+            generated += 1
+    return outputs
+
+
+def key_names(stmt: ast.Select, outputs, first: Input, aggregating: bool) -> list[str]:
+    """The result's key: GROUP BY or PARTITION BY expressions when selected, else the source's key."""
+    keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
+    if keys:
+        return [n for n, e in outputs if e in keys]
+    if stmt.joins:
+        return []
+    key_columns = {c.name.lower() for c in first.source.key_columns}
+    return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
+
+
+def partitioned_star(outputs, partition_by, source: SourceDef, naming):
+    """`SELECT * ... PARTITION BY x`: x becomes the key, first; the old key columns move to
+    the end of the value columns (ksqlDB's repartition schema)."""
+    keys, generated = [], 0
+    for expr in partition_by:
+        if isinstance(expr, ast.ColumnRef):
+            keys.append((naming.fold(expr.name), expr))
+        else:
+            keys.append((naming.generated(generated, expr), expr))
+            generated += 1
+    key_names_ = {n.lower() for n, _ in keys}
+    old_keys = {c.name.lower() for c in source.key_columns}
+    rest = [(n, e) for n, e in outputs if n.lower() not in key_names_]
+    return keys + [o for o in rest if o[0].lower() not in old_keys] + [o for o in rest if o[0].lower() in old_keys]
+
+
+__all__ = ["EXPRESSION_CHECKS", "analyse", "check_persistent", "expressions", "key_names", "outputs_of",
+           "partitioned_star"]

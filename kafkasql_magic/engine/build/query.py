@@ -1,0 +1,181 @@
+"""A QueryPlan -> Spark frames, once per plan (per micro-batch for a per-batch plan).
+
+The built frame has the result columns (`result_column(i)`) plus the bookkeeping columns
+(engine.columns). The runtime collects each micro-batch once and splits it into result rows
+and processing-log entries, so a bad record never stops a query nor hides the good ones
+around it. Raw key and value bytes are kept only on failed rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+
+from ...catalog import SourceDef
+from ...errors import StatementError
+from ...sql import ast
+from ...sql.render import render
+from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
+from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, ROWTIME, result_column
+from .aggregate import aggregated, computing_error
+from .decode import latest_per_key, logical_frame
+from .expressions import Compiler, JoinScope, Scope, quoted
+
+#: (source, streaming) -> that source's raw Kafka records.
+RawReader = Callable[[SourceDef, bool], DataFrame]
+
+#: AST join kind -> Spark join type.
+SPARK_JOINS = {"INNER": "inner", "LEFT": "left_outer", "RIGHT": "right_outer", "FULL": "full_outer"}
+
+
+@dataclass(frozen=True)
+class Built:
+    """A plan's frames: the result frame and where the records that failed before a join or
+    an aggregation are (per the plan's `capture`)."""
+
+    frame: DataFrame
+    observations: dict[str, Observation] = field(default_factory=dict)
+    error_frames: dict[str, DataFrame] = field(default_factory=dict)
+
+
+class _Captures:
+    """Collects the error captures while one plan is built."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.observations: dict[str, Observation] = {}
+        self.error_frames: dict[str, DataFrame] = {}
+
+    def without_errors(self, frame: DataFrame, name: str) -> DataFrame:
+        """The rows without errors; the failed ones are captured as `name` so the processing
+        log gets them although they never reach the result."""
+        fields = [F.col(ERROR), *[F.base64(F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) and
+                                  self.mode == CAPTURE_METRICS else F.col(c) for c in ORIGIN]]
+        failed = F.collect_list(F.when(F.col(ERROR).isNotNull(), F.struct(*fields)))
+        if self.mode == CAPTURE_METRICS:  # bytes as base64: progress JSON has no bytes type
+            frame = frame.observe(name, failed.alias("errors"))
+        elif self.mode == CAPTURE_FRAMES:
+            frame = frame.localCheckpoint()  # read and decoded once for both the errors and the join
+            self.error_frames[name] = frame.where(F.col(ERROR).isNotNull()).select(F.struct(*fields).alias("e"))
+        elif self.mode != CAPTURE_NONE:
+            observation = Observation(name)
+            self.observations[name] = observation
+            frame = frame.observe(observation, failed.alias("errors"))
+        return frame.where(F.col(ERROR).isNull())
+
+
+def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False) -> Built:
+    """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
+    source's). `check_only` builds without capturing errors, so that Spark resolves every
+    column of a per-batch plan before its stream starts (nothing runs)."""
+    captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
+    return Built(_frame(plan, raw, read, captures), captures.observations, captures.error_frames)
+
+
+def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
+    stmt = plan.statement
+    frame, scope = _from(plan, raw, read, captures)
+    frame, where_error = _filtered(stmt, frame, scope)
+    for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
+        Compiler(scope).compile(expr)
+    if plan.grouping is not None:
+        return aggregated(plan, frame, scope, where_error, captures.without_errors)
+    return _projected(frame, scope, where_error, plan.outputs)
+
+
+def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
+    """One FROM item's rows: a source decoded (a keyed one as it is now, when read bounded),
+    or a view's planned rows named by its columns."""
+    if side.view is not None:
+        planned = _frame(side.view, raw, read, captures)
+        return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
+                              *[F.col(c) for c in BOOKKEEPING])
+    source = side.source
+    return logical_frame(raw if raw.isStreaming or not source.keyed else latest_per_key(raw), source)
+
+
+def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> tuple[DataFrame, Scope]:
+    """The FROM clause: one source's rows, or the joined rows of several."""
+    stmt = plan.statement
+    first = plan.inputs[0]
+    frame = _input_frame(first, raw, read, captures)
+    if not stmt.joins:
+        return frame, Scope(frame, set(first.visible), set(first.qualifiers))
+    sides = []
+    for index, side in enumerate(plan.inputs):
+        if index:
+            side_raw = read(side.source, raw.isStreaming and side.kind == "STREAM")
+            frame_i = _input_frame(side, side_raw, read, captures)
+        else:
+            frame_i = frame
+        frame_i = captures.without_errors(frame_i, f"__errors_{index}")
+        columns = {name: f"__s{index}_{name}" for name in side.visible}
+        kept = [F.col(quoted(n)).alias(c) for n, c in columns.items()]
+        frame_i = frame_i.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else []))
+        sides.append((side.qualifiers, columns))
+        if index == 0:
+            frame = frame_i
+            continue
+        join = stmt.joins[index - 1]
+        both = frame.crossJoin(frame_i)  # for typing the condition only
+        condition = Compiler(JoinScope(both, set(), set(), sides=list(sides))).compile(join.on)
+        if join.within is not None:
+            condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
+        frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
+    frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
+    return frame, JoinScope(frame, set(), set(), sides=sides)
+
+
+def _within(window: tuple[int, int], left_time: str | None, right_time: str | None) -> Column:
+    """ksqlDB's WITHIN (before, after): the right record's time lies in [left - before, left + after]."""
+    if left_time is None or right_time is None:
+        raise StatementError("WITHIN needs record times (ROWTIME) on both sides of the join.")
+    before, after = window
+    left, right = F.col(quoted(left_time)), F.col(quoted(right_time))
+    return right.between(left - F.lit(before), left + F.lit(after))
+
+
+def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope) -> tuple[DataFrame, Column]:
+    """WHERE: failing rows stay (to be logged) with the error column set."""
+    if stmt.where is None:
+        return frame, F.lit(None).cast("string")
+    where = Compiler(scope)
+    keep = where.compile(stmt.where)
+    where_error = computing_error(where, stmt.where, "WHERE", None)
+    frame = frame.where(F.col(ERROR).isNotNull() | where_error.isNotNull() | keep)
+    return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
+
+
+def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs) -> DataFrame:
+    drop = F.col(DROP) | where_error.isNotNull()
+    values, errors = [], [F.col(ERROR), where_error]
+    for index, (name, expr) in enumerate(outputs):
+        compiler = Compiler(scope)
+        value = compiler.compile(expr)
+        if compiler.failures:
+            errors.append(computing_error(compiler, expr, name, index))
+            value = F.when(compiler.error().isNull(), value)
+        values.append(value.alias(result_column(index)))
+    error = F.coalesce(*errors)
+    origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) else F.col(c)
+              for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
+    return frame.select(*values, error.alias(ERROR), drop.alias(DROP), *origin)
+
+
+def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tuple[list[str], DataFrame]:
+    """A SELECT over an in-memory frame whose columns are already ksql columns (the processing
+    log): the same expressions and naming, none of the Kafka decoding."""
+    from ..analysis.select import outputs_of
+
+    table = Input(ast.SourceRef(qualifier), qualifier, None, "STREAM", tuple(frame.columns), ())
+    outputs = outputs_of(stmt, [table])
+    scope = Scope(frame, set(frame.columns), {qualifier})
+    if stmt.where is not None:
+        frame = frame.where(Compiler(scope).compile(stmt.where))
+    result = frame.select(*[Compiler(scope).compile(e).alias(result_column(i)) for i, (_, e) in enumerate(outputs)])
+    if stmt.limit is not None:
+        result = result.limit(stmt.limit)
+    return [name for name, _ in outputs], result

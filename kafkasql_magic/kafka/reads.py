@@ -1,0 +1,106 @@
+"""Physical reads: what a query reads of a topic, as data, and the `kafkasql` source options
+that say it (the one place offsets become option text).
+
+A push query reads from 'auto.offset.reset' on, narrowed by its plan's seek ranges; a
+bounded read (a pull query, a table read as it is now) reads every partition from the
+earliest offsets to the end offsets found when the read is planned.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..engine.analysis.seek import Seek
+from ..errors import StatementError
+from . import admin
+from .offsets import offsets_for_time, to_json
+
+#: 'auto.offset.reset' values a push query accepts.
+RESETS = ("earliest", "latest")
+
+
+@dataclass(frozen=True)
+class TopicRead:
+    """One topic read: offsets are "earliest", "latest" or {partition: offset} (end exclusive)."""
+
+    bootstrap: str
+    topic: str
+    streaming: bool
+    starting: str | Mapping[int, int]
+    ending: str | Mapping[int, int] | None = None
+    partitions: tuple[int, ...] | None = None
+    max_per_trigger: int | None = None
+    include_headers: bool = True
+    seek: Seek = Seek()
+
+    def options(self) -> dict[str, str]:
+        """The `kafkasql` source options of this read."""
+        options = {"bootstrap.servers": self.bootstrap, "topic": self.topic,
+                   "startingOffsets": _offsets_text(self.starting)}
+        if self.ending is not None:
+            options["endingOffsets"] = _offsets_text(self.ending)
+        if self.partitions is not None:
+            options["partitions"] = ",".join(map(str, self.partitions))
+        if self.max_per_trigger is not None:
+            options["maxRecordsPerTrigger"] = str(self.max_per_trigger)
+        if not self.include_headers:  # converting headers is the reader's costliest step
+            options["includeHeaders"] = "false"
+        return options
+
+    @property
+    def ending_offsets(self) -> dict[str, int] | None:
+        """Where a seek-bounded stream ends, as the stream's progress names offsets."""
+        return to_json(self.ending) if isinstance(self.ending, Mapping) else None
+
+    def describe(self) -> str:
+        """What is read, in words (EXPLAIN)."""
+        if self.seek.empty:
+            return "nothing (the WHERE clause cannot match)"
+        if self.seek.narrows:
+            return self.seek.describe()
+        if not self.streaming:
+            return "the whole topic, as it is now"
+        return f"all partitions from the {_offsets_text(self.starting)} offsets"
+
+    def ranges(self) -> str | None:
+        """The offset ranges of a read with an end (EXPLAIN), else None."""
+        if self.ending is None:
+            return None
+        return f"start {_offsets_text(self.starting)}, end {_offsets_text(self.ending)} (exclusive)"
+
+
+def _offsets_text(offsets: str | Mapping[int, int]) -> str:
+    return offsets if isinstance(offsets, str) else json.dumps(to_json(offsets))
+
+
+def bounded(bootstrap: str, topic: str, *, include_headers: bool = True, seek: Seek = Seek()) -> TopicRead:
+    """The whole topic as it is now."""
+    return TopicRead(bootstrap, topic, False, "earliest", "latest", include_headers=include_headers, seek=seek)
+
+
+def push(bootstrap: str, topic: str, *, reset: str, seek: Seek, max_per_trigger: int,
+         include_headers: bool = True) -> TopicRead:
+    """A stream from `reset` ('auto.offset.reset') on, narrowed by `seek`; the partitions are
+    listed (once) only when the seek bounds offsets of every partition."""
+    reset = reset.lower()
+    if reset not in RESETS:
+        raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
+    if seek.empty:  # contradictory bounds: nothing to read (the query returns no rows)
+        return bounded(bootstrap, topic, include_headers=include_headers, seek=seek)
+    read = TopicRead(bootstrap, topic, True, reset, max_per_trigger=max_per_trigger,
+                     include_headers=include_headers, seek=seek)
+    if not seek.narrows:
+        return read
+    parts = tuple(sorted(seek.partitions)) if seek.partitions is not None else \
+        tuple(admin.topic_partitions(bootstrap, topic))
+    starting: str | dict[int, int] = reset
+    if seek.rowtime_from is not None:
+        starting = offsets_for_time(bootstrap, topic, parts, seek.rowtime_from)
+        if seek.offset_from is not None:
+            starting = {p: max(o, seek.offset_from) for p, o in starting.items()}
+    elif seek.offset_from is not None:
+        starting = {p: seek.offset_from for p in parts}
+    ending = {p: seek.offset_to for p in parts} if seek.offset_to is not None else None
+    return TopicRead(bootstrap, topic, True, starting, ending, parts, max_per_trigger, include_headers, seek)

@@ -1,0 +1,31 @@
+"""Statement handlers: statement type -> handler(session, statement, text, timeout).
+
+The session only dispatches through `HANDLERS`; each handler module does one kind of work."""
+
+from __future__ import annotations
+
+from ..sql import ast
+from . import inspect, properties, queries, sources, writes
+
+HANDLERS = {
+    ast.CreateSource: sources.create_source,
+    ast.CreateKafkaSource: sources.create_kafka_source,
+    ast.CreateView: sources.create_view,
+    ast.Drop: sources.drop,
+    ast.Select: queries.select,
+    ast.Subscribe: queries.subscribe,
+    ast.Explain: queries.explain,
+    ast.Describe: inspect.describe,
+    ast.Show: inspect.show,
+    ast.Print: inspect.print_topic,
+    ast.SetProperty: properties.set_property,
+    ast.UnsetProperty: properties.unset_property,
+    ast.Define: properties.define,
+    ast.Undefine: properties.undefine,
+    ast.TerminateQuery: properties.terminate,
+    ast.InsertValues: writes.insert_values,
+    ast.InsertSelect: writes.insert_select,
+    ast.CreateAsSelect: writes.create_as_select,
+}
+
+__all__ = ["HANDLERS"]

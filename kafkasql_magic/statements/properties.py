@@ -1,0 +1,39 @@
+"""SET / UNSET (ksqlDB properties), DEFINE / UNDEFINE (variables) and TERMINATE."""
+
+from __future__ import annotations
+
+from ..errors import StatementError
+from ..sql import ast
+from .defaults import DEFAULT_SETTINGS
+
+
+def set_property(session, stmt: ast.SetProperty, text, timeout):
+    session.settings[stmt.name] = stmt.value
+    return None
+
+
+def unset_property(session, stmt: ast.UnsetProperty, text, timeout):
+    session.settings.pop(stmt.name, None)
+    if stmt.name in DEFAULT_SETTINGS:
+        session.settings[stmt.name] = DEFAULT_SETTINGS[stmt.name]
+    return None
+
+
+def define(session, stmt: ast.Define, text, timeout):
+    session.variables[stmt.name.lower()] = stmt.value
+    return None
+
+
+def undefine(session, stmt: ast.Undefine, text, timeout):
+    session.variables.pop(stmt.name.lower(), None)
+    return None
+
+
+def terminate(session, stmt: ast.TerminateQuery, text, timeout):
+    targets = list(session.queries) if stmt.query_id is None else [stmt.query_id]
+    for query_id in targets:
+        query = session.queries.pop(query_id, None)
+        if query is None:
+            raise StatementError(f"Unknown queryId: {query_id}")
+        query.stop()
+    return None

@@ -1,0 +1,133 @@
+"""SELECT, SUBSCRIBE and EXPLAIN: analyse, plan the reads, build once, then run or describe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import pandas as pd
+
+from ..engine.analysis import QueryPlan, analyse
+from ..engine.analysis.seek import Seek
+from ..engine.build import Built, build, select_over_frame
+from ..errors import StatementError
+from ..kafka import reads
+from ..runtime import PushQuery, collect_bounded, to_pandas
+from ..sql import ast
+from ..sql.render import render
+
+PROCESSING_LOG = "KSQL_PROCESSING_LOG"
+PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC string, PARTITION int, "
+                         "OFFSET bigint, MESSAGE string, KEY binary, VALUE binary")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A SELECT ready to run: its plan, what it reads of its FROM source, the raw records and
+    the built frames. A per-batch plan streams `raw` and builds every micro-batch with
+    `build_batch`; `built` then only proved that every column resolves."""
+
+    plan: QueryPlan
+    read: reads.TopicRead
+    raw: object  # DataFrame
+    built: Built
+    build_batch: Callable | None
+
+
+def prepare(session, stmt: ast.Select, reset: str | None = None) -> Prepared:
+    plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now))
+    reset = reset or session.settings.get("auto.offset.reset", "latest")
+
+    def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
+        bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
+        headers = bool(source.header_columns)
+        if not streaming:
+            return reads.bounded(bootstrap, source.topic, include_headers=headers)
+        return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
+                          max_per_trigger=session.max_records_per_trigger, include_headers=headers)
+
+    def read_joined(source, streaming: bool):
+        return session.raw_frame(topic_read(source, streaming))
+
+    read = topic_read(plan.source, stmt.emit_changes, plan.seek)
+    raw = session.raw_frame(read)
+    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch))
+    build_batch = (lambda batch: build(plan, batch, read_joined)) if plan.per_batch else None
+    return Prepared(plan, read, raw, built, build_batch)
+
+
+def analysed(step):
+    """Run a planning step, turning Spark's analysis errors into user errors."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return step()
+    except AnalysisException as exc:
+        raise StatementError(str(exc).splitlines()[0]) from None
+
+
+def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
+    if stmt.source.name == PROCESSING_LOG:
+        return _select_processing_log(session, stmt)
+    prepared = prepare(session, stmt, reset)
+    plan = prepared.plan
+    query_id = f"transient_{plan.source.name}_{session.next_id()}"
+    if plan.seek.empty:  # contradictory bounds: nothing can match
+        return to_pandas([], plan.names)
+    if not stmt.emit_changes:
+        return collect_bounded(prepared.built, plan, query_id=query_id, log=session.log)
+    frame = prepared.raw if plan.per_batch else prepared.built.frame
+    query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
+                      max_rows=session.max_rows, trigger_interval=session.trigger_interval,
+                      ending_offsets=prepared.read.ending_offsets)
+    session.queries[query_id] = query.start()
+    if plan.limit is None:
+        return query
+    try:
+        return query.result(timeout if timeout is not None else session.timeout)
+    finally:
+        session.queries.pop(query_id, None)
+
+
+def subscribe(session, stmt: ast.Subscribe, text, timeout):
+    """Materialize's SUBSCRIBE: the current rows, then every change (it starts at the earliest
+    offsets whatever 'auto.offset.reset' says, as Materialize emits the snapshot first)."""
+    query = stmt.query or ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.name))
+    return select(session, replace(query, emit_changes=True), text, timeout, reset="earliest")
+
+
+def _select_processing_log(session, stmt: ast.Select):
+    """`SELECT ... FROM KSQL_PROCESSING_LOG`: the session's record-level errors, queried in SQL."""
+    if stmt.emit_changes:
+        raise StatementError(f"{PROCESSING_LOG} can be queried as a snapshot only (no EMIT CHANGES).")
+    log = session.log.to_pandas(raw=True)
+    frame = session.spark.createDataFrame(log, schema=PROCESSING_LOG_SCHEMA)
+    names, result = analysed(lambda: select_over_frame(stmt, frame, PROCESSING_LOG))
+    table = result.toArrow()
+    return to_pandas(list(zip(*(table.column(i).to_pylist() for i in range(len(names))))), names)
+
+
+def explain(session, stmt: ast.Explain, text, timeout):
+    inner = stmt.statement
+    if not isinstance(inner, ast.Select):
+        raise StatementError("EXPLAIN supports queries (SELECT) only.")
+    prepared = prepare(session, inner)
+    plan, read = prepared.plan, prepared.read
+    rows = [("Query", text[len("EXPLAIN"):].strip()), ("Source", f"{plan.source.kind} {plan.source.name}"),
+            ("Topic", plan.source.topic),
+            ("Formats", f"key {plan.source.key_format.name}, value {plan.source.value_format.name}"),
+            ("Reads", read.describe()), ("Columns", ", ".join(plan.names))]
+    if inner.joins:
+        rows.append(("Joins", "; ".join(_join_text(j) for j in inner.joins) + (
+            " (each table read afresh for every micro-batch)" if plan.per_batch else "")))
+    if plan.aggregating:
+        keys = ", ".join(render(e) for e in inner.group_by) or "(all rows)"
+        rows.append(("Aggregation", f"GROUP BY {keys}; a changelog keyed by {', '.join(plan.key_names) or 'nothing'}"))
+    if read.ranges() is not None:
+        rows.append(("Offset ranges", read.ranges()))
+    return pd.DataFrame(rows, columns=["Property", "Value"])
+
+
+def _join_text(join: ast.Join) -> str:
+    window = f" WITHIN ({join.within[0]} ms, {join.within[1]} ms)" if join.within else ""
+    return f"{join.kind} JOIN {join.source.name}{window} ON {render(join.on)}"

@@ -1,0 +1,59 @@
+"""CREATE STREAM / TABLE / SOURCE / VIEW and DROP: the dialect turns the statement into a
+catalog entry (with the registry lookups injected here); the topic is checked on Kafka."""
+
+from __future__ import annotations
+
+from ..catalog import ViewDef
+from ..dialects import SourceContext
+from ..errors import StatementError
+from ..kafka import admin
+from ..sql import ast
+
+
+def _context(session, text: str) -> SourceContext:
+    from ..registry.inference import latest_schema_of
+
+    return SourceContext(settings=session.settings, registry_url=session.schema_registry_url, text=text,
+                         infer=session.infer, latest_schema=latest_schema_of)
+
+
+def create_source(session, stmt: ast.CreateSource, text, timeout):
+    source = session.dialect_now.define_source(stmt, _context(session, text))
+    if source.name in session.catalog and stmt.if_not_exists:
+        return None
+    if not admin.topic_exists(session.bootstrap_servers, source.topic):
+        partitions = source.properties.get("PARTITIONS")
+        if partitions is None:
+            raise StatementError(
+                f"Topic '{source.topic}' does not exist. If you want to create a new topic for the "
+                f"{stmt.kind.lower()} please re-run the statement providing the required 'PARTITIONS' "
+                "configuration in the WITH clause (and optionally 'REPLICAS')."
+            )
+        admin.create_topic(session.bootstrap_servers, source.topic, partitions=int(partitions))
+    session.catalog.add(source, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
+    return None
+
+
+def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
+    if stmt.if_not_exists and stmt.name in session.catalog:
+        return None
+    source = session.dialect_now.define_source(stmt, _context(session, text))
+    bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
+    if not admin.topic_exists(bootstrap, source.topic):
+        raise StatementError(f"Topic '{source.topic}' does not exist (broker {bootstrap}).")
+    session.catalog.add(source)
+    return None
+
+
+def create_view(session, stmt: ast.CreateView, text, timeout):
+    session.base_source(stmt.query.source.name)  # the view must read an existing source
+    view = ViewDef(stmt.name, stmt.query, statement=text, dialect=session.dialect_now.name)
+    session.catalog.add(view, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
+    return None
+
+
+def drop(session, stmt: ast.Drop, text, timeout):
+    source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
+    if source is not None and stmt.delete_topic:
+        admin.delete_topic(session.bootstrap_servers, source.topic)
+    return None
