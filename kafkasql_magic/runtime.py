@@ -179,7 +179,7 @@ class PushQuery:
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
         self._observed_through = -1  # the last batch whose failed records were logged
         self.model = LiveModel(self.names, max_rows=max_rows,
-                               key_columns=list(plan.key_names) if plan.kind == "TABLE" and plan.key_names else None,
+                               key_columns=plan.key_names if plan.kind == "TABLE" and plan.key_names else None,
                                title=sql)
 
     # ------------------------------------------------------------ lifecycle

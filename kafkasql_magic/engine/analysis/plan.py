@@ -70,7 +70,7 @@ class QueryPlan:
     statement: ast.Select
     inputs: tuple[Input, ...]
     outputs: tuple[tuple[str, ast.Expr], ...]  # (result name, expression) per result column
-    key_names: tuple[str, ...]
+    keys: tuple[str, ...]  # the result columns that key a TABLE result
     kind: str
     grouping: Grouping | None
     per_batch: bool
@@ -85,6 +85,10 @@ class QueryPlan:
     @property
     def names(self) -> list[str]:
         return [name for name, _ in self.outputs]
+
+    @property
+    def key_names(self) -> list[str]:
+        return list(self.keys)
 
     @property
     def aggregating(self) -> bool:

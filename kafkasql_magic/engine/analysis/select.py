@@ -51,7 +51,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql")
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
-        key_names=tuple(key_names(stmt, outputs, first, aggregating)),
+        keys=tuple(key_names(stmt, outputs, first, aggregating)),
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
