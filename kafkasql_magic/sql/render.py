@@ -16,6 +16,9 @@ def _literal(e: ast.Literal) -> str:
         return "NULL"
     if e.kind == "BOOLEAN":
         return "true" if e.value else "false"
+    if e.kind == "DOUBLE":  # ksql reads a number as DOUBLE only with an exponent
+        text = repr(float(e.value)).upper()
+        return text if "E" in text else text + "E0"
     return str(e.value)
 
 
