@@ -158,7 +158,7 @@ class Compiler:
         return F.try_element_at(self.compile(e.base), self.compile(e.index))
 
     def _FunctionCall(self, e: ast.FunctionCall) -> Column:
-        if aggregates.is_aggregate(e.name):  # the planner replaces those it allows by columns
+        if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
                                  "only in the SELECT list and HAVING clause, and not inside another aggregate.")
         fn = functions.lookup(e.name, len(e.args))

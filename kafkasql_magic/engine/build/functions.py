@@ -2,7 +2,7 @@
 
 A builder gets the compile context, the compiled argument columns and their AST (to read
 literal options such as a byte order at plan time). A function that can fail on a record
-registers an error condition with `ctx.fail(condition, message)`; the planner turns those
+registers an error condition with `ctx.fail(condition, message)`; the build turns those
 into NULL results and processing-log entries instead of a failed query.
 """
 
