@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 import kafkasql_magic as ks
-from kafkasql_magic.kafka import admin, offsets
+from kafkasql_magic.kafka import offsets
 from kafkasql_magic.kafka.producer import produce
 
 RECORDS_PER_PARTITION = 5000

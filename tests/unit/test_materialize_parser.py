@@ -9,8 +9,8 @@ from kafkasql_magic.errors import KStreamError, SqlSyntaxError
 from kafkasql_magic.sql import DIALECTS, ast, get_dialect, parse, parse_statement, reserved_words
 from kafkasql_magic.sql.ast import (
     And, Between, BinaryOp, Case, Cast, ColumnRef, CreateKafkaSource, CreateView, Dereference,
-    Describe, Drop, FunctionCall, Include, InList, IsNull, Like, Literal, Not, Or, Select,
-    SelectItem, Show, SourceFormat, SourceRef, Star, Subscribe, Subscript, Type, UnaryOp,
+    Describe, Drop, FunctionCall, Include, InList, IsNull, Like, Not, Or, Select,
+    SelectItem, Show, SourceFormat, SourceRef, Star, Subscribe, Subscript, UnaryOp,
 )
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
 

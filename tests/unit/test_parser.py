@@ -15,8 +15,8 @@ from kafkasql_magic.sql.parser import KSQL
 from kafkasql_magic.sql.ast import (
     And, Between, BinaryOp, Case, Cast, ColumnDef, ColumnRef, CreateAsSelect, CreateSource,
     Define, Dereference, Describe, Drop, Explain, FunctionCall, InList, InsertSelect,
-    InsertValues, IsNull, Like, Literal, Not, Or, Print, Property, Select, SelectItem, SetProperty,
-    Show, SourceRef, Star, Subscript, TerminateQuery, Type, UnaryOp, Undefine, UnsetProperty,
+    InsertValues, IsNull, Like, Not, Or, Print, Property, Select, SelectItem, SetProperty,
+    Show, SourceRef, Star, Subscript, TerminateQuery, UnaryOp, Undefine, UnsetProperty,
 )
 
 from parser_helpers import L, T, helpers
