@@ -115,9 +115,11 @@ class Checker:
     """Types expressions over one set of visible columns; errors name the cell's line and column
     and, when the cell's `text` is given, show it with a caret."""
 
-    def __init__(self, columns: Mapping[str, ast.Type], dialect: str = "ksql", text: str | None = None):
+    def __init__(self, columns: Mapping[str, ast.Type], dialect: str = "ksql", text: str | None = None,
+                 aliases: Mapping[str, str] | None = None):
         self.messages: Messages = MESSAGES[dialect]
         self.text = text
+        self.aliases = {name.lower(): alias.lower() for name, alias in (aliases or {}).items()}
         self.plain: dict[str, ast.Type] = {}
         self.qualified: dict[str, dict[str, ast.Type]] = {}
         for name, type_ in columns.items():
@@ -159,7 +161,8 @@ class Checker:
 
     def _ColumnRef(self, e: ast.ColumnRef) -> ast.Type:
         if e.qualifier is not None and self.qualified:
-            columns = self.qualified.get(e.qualifier.lower())
+            qualifier = e.qualifier.lower()
+            columns = self.qualified.get(qualifier, self.qualified.get(self.aliases.get(qualifier, qualifier)))
             if columns is None:
                 raise self.error(e, f"'{e.qualifier}' is not a valid stream/table name or alias.")
             found = [(e.qualifier, n, t) for n, t in columns.items() if _same(n, e.name, columns)]
@@ -383,11 +386,14 @@ class SelectTypes:
 def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: str = "ksql",
                  text: str | None = None) -> SelectTypes:
     """Type-check every expression of `select` over the visible `columns` (pseudocolumns
-    included; WINDOWSTART and WINDOWEND are added for a windowed query). `text` is the cell the
-    statement came from, for a caret under the error. Raises ExpressionTypeError."""
+    included; WINDOWSTART and WINDOWEND are added for a windowed query). A join's columns are
+    keyed `QUALIFIER.NAME`, the qualifier being each source's alias, or its name when it has
+    none (a source's name still resolves to its alias). `text` is the cell the statement came
+    from, for a caret under the error. Raises ExpressionTypeError."""
     if select.window is not None:
         columns = {**WINDOW_COLUMNS, **columns}
-    checker = Checker(columns, dialect, text)
+    refs = (select.source, *(j.source for j in select.joins))
+    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if r.alias})
     for join in select.joins:
         checker.check_condition(join.on, "ON")
     if select.where is not None:

@@ -187,6 +187,14 @@ def test_join_columns_qualified_and_ambiguous():
         "Type error in ON expression: Should evaluate to boolean but is A.V (STRING) instead."
 
 
+def test_a_joined_source_is_named_by_its_alias_or_its_name():
+    columns = {"O.ITEM": STRING, "O.QTY": INT, "I.ITEM": STRING}
+    statement = parse_statement("SELECT orders.qty, o.qty FROM orders o JOIN items AS i ON orders.item = i.item")
+    assert check_select(statement, columns).items == (INT, INT)
+    assert error_of("SELECT item FROM orders o JOIN items AS i ON o.item = i.item", columns=columns).reason == \
+        "Column 'ITEM' is ambiguous. Could be any of: O.ITEM, I.ITEM"
+
+
 def test_columns_resolve_ignoring_case_across_dialects():
     assert check_expression(ast.ColumnRef("id"), {"ID": INT}) == INT
     with pytest.raises(ExpressionTypeError, match=r"^Column 's\.X' cannot be resolved\.$"):
