@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic import signatures
+from kafkasql_magic.typecheck import signatures
 from kafkasql_magic.errors import ExpressionTypeError, KStreamError
 from kafkasql_magic.sql import ast, parse_statement
 from kafkasql_magic.typecheck import check_expression, check_select, check_type

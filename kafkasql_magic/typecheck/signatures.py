@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .sql import ast
+from ..sql import ast
 
 NUMERIC_RANK = {"INT": 0, "BIGINT": 1, "DECIMAL": 2, "DOUBLE": 3}
 #: Integer types as decimals, to mix them with DECIMAL operands (ksqlDB's rule).

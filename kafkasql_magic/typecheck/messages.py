@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .sql import ast
-from .sql.typetext import display
+from ..sql import ast
+from ..sql.typetext import display
 
 #: Comparison operator -> ksqlDB's name for it in messages.
 COMPARISONS = {"=": "EQUAL", "<>": "NOT_EQUAL", "<": "LESS_THAN", "<=": "LESS_THAN_OR_EQUAL",
