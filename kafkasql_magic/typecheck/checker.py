@@ -148,7 +148,7 @@ class Checker:
             raise self.error(e, self.messages.bad_operands(render(e), e.op, left, right))
         if left is None or right is None:
             raise self.error(e, self.messages.null_arithmetic(render(e), e.op, left, right))
-        result = arithmetic_type(e.op, left, right)
+        result = arithmetic_type(e.op, left, right, self.messages.plus_concatenates_strings)
         if result is None:
             raise self.error(e, self.messages.bad_operands(render(e), e.op, left, right))
         return result

@@ -1,7 +1,8 @@
 """How each dialect words a type error: ksqlDB's messages, and Materialize's (PostgreSQL's).
 
-The type checker decides what is wrong; these classes only word it (and hold the one rule the
-dialects differ on: Materialize lets `x = NULL` through, as PostgreSQL does, ksqlDB refuses it).
+The type checker decides what is wrong; these classes word it, and hold the two rules the
+dialects differ on: Materialize lets `x = NULL` through and refuses `text + text`, as PostgreSQL
+does; ksqlDB refuses the first and concatenates with the second.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Messages:
     """ksqlDB's wording."""
 
     null_comparison_allowed = False
+    plus_concatenates_strings = True
 
     def type_name(self, t: ast.Type | None) -> str:
         return "null" if t is None else display(t)
@@ -95,6 +97,7 @@ class MaterializeMessages(Messages):
     """Materialize's wording (PostgreSQL's type names: text, integer, numeric, ...)."""
 
     null_comparison_allowed = True
+    plus_concatenates_strings = False
 
     def type_name(self, t: ast.Type | None) -> str:
         if t is None:
@@ -135,7 +138,7 @@ class MaterializeMessages(Messages):
 
     def not_logical(self, operator: str, expression: str, found) -> str:
         bad = next(t for t in found if t is not None and t.name != "BOOLEAN")
-        return f"argument of {operator} must be type boolean, not type {self.type_name(bad)}"
+        return f"{operator} argument must have type boolean, not type {self.type_name(bad)}"
 
     def not_string(self, operator: str, operand: str) -> str:
         return f"{operator} needs text: {operand}"

@@ -66,9 +66,10 @@ def _decimal_arithmetic(op: str, a: ast.Type, b: ast.Type) -> ast.Type:
     return decimal(min(p1 - s1, p2 - s2) + scale, scale)
 
 
-def arithmetic_type(op: str, left: ast.Type, right: ast.Type) -> ast.Type | None:
-    """The type of `left op right` for two numbers (or `+` of two STRINGs); None if not allowed."""
-    if op == "+" and left.name == right.name == "STRING":
+def arithmetic_type(op: str, left: ast.Type, right: ast.Type, strings: bool = True) -> ast.Type | None:
+    """The type of `left op right` for two numbers (or, if `strings`, `+` of two STRINGs: ksqlDB
+    concatenates them); None if not allowed."""
+    if strings and op == "+" and left.name == right.name == "STRING":
         return left
     if not (is_numeric(left) and is_numeric(right)):
         return None

@@ -158,7 +158,8 @@ MATERIALIZE_ERRORS = [
     ("SELECT nope(v) FROM s", "function nope does not exist"),
     ("SELECT v + 1 FROM s", "operator does not exist: text + integer"),
     ("SELECT v > 1 FROM s", "operator does not exist: text > integer"),
-    ("SELECT NOT v FROM s", "argument of NOT must be type boolean, not type text"),
+    ("SELECT v + v FROM s", "operator does not exist: text + text"),
+    ("SELECT NOT v FROM s", "NOT argument must have type boolean, not type text"),
     ("SELECT v::numeric(40, 2) FROM s", "precision for type numeric must be between 1 and 38, inclusive"),
     ("SELECT nope FROM s", 'column "nope" does not exist'),
 ]
