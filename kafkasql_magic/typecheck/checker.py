@@ -30,6 +30,7 @@ class Checker:
         self.messages: Messages = MESSAGES[dialect]
         self.text = text
         self.aliases = {name.lower(): alias.lower() for name, alias in (aliases or {}).items()}
+        self.types: dict[int, ast.Type | None] = {}
         self.plain: dict[str, ast.Type] = {}
         self.qualified: dict[str, dict[str, ast.Type]] = {}
         for name, type_ in columns.items():
@@ -49,10 +50,15 @@ class Checker:
 
     # ------------------------------------------------------------ entry points
     def type_of(self, e: ast.Expr) -> ast.Type | None:
+        """The type of `e`; every node typed so far stays in `self.types` (by id), so the planner
+        can ask the type of a sub-expression (`v + v` on STRINGs concatenates) without re-typing."""
+        if id(e) in self.types:
+            return self.types[id(e)]
         handler = getattr(self, "_" + type(e).__name__, None)
         if handler is None:
             raise TypeError(f"no type rule for {type(e).__name__}")  # an internal error: a new AST node
-        return handler(e)
+        self.types[id(e)] = found = handler(e)
+        return found
 
     def check_condition(self, e: ast.Expr, clause: str) -> None:
         """WHERE, HAVING and ON conditions must be BOOLEAN (a bare NULL is allowed)."""
@@ -277,9 +283,11 @@ def check_type(t: ast.Type, dialect: str = "ksql", text: str | None = None) -> N
 
 @dataclass(frozen=True)
 class SelectTypes:
-    """The types `check_select` found: one per SELECT item expression (None for `*`)."""
+    """The types `check_select` found: one per SELECT item expression (None for `*`), and the
+    checker, whose `type_of` answers for any sub-expression of the statement at once."""
 
     items: tuple[ast.Type | None, ...]
+    checker: Checker
 
 
 def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: str = "ksql",
@@ -302,4 +310,4 @@ def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: s
     items = tuple(checker.type_of(i.expr) if isinstance(i, ast.SelectItem) else None for i in select.items)
     if select.having is not None:
         checker.check_condition(select.having, "HAVING")
-    return SelectTypes(items)
+    return SelectTypes(items, checker)

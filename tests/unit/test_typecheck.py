@@ -196,6 +196,15 @@ def test_a_joined_source_is_named_by_its_alias_or_its_name():
         "Column 'ITEM' is ambiguous. Could be any of: O.ITEM, I.ITEM"
 
 
+def test_sub_expression_types_are_kept_for_the_planner():
+    statement = parse_statement("SELECT v + v, id / 2 FROM s WHERE n > 1")
+    found = check_select(statement, COLUMNS)
+    concat, division = (i.expr for i in statement.items)
+    assert [found.checker.type_of(e) for e in (concat.left, concat.right, division.left, division.right)] == \
+        [STRING, STRING, INT, INT]
+    assert found.checker.types[id(statement.where.left)] == BIGINT
+
+
 def test_columns_resolve_ignoring_case_across_dialects():
     assert check_expression(ast.ColumnRef("id"), {"ID": INT}) == INT
     with pytest.raises(ExpressionTypeError, match=r"^Column 's\.X' cannot be resolved\.$"):
