@@ -290,7 +290,3 @@ def resolve(name: str, args: list[ast.Type | None]) -> Resolved | None:
 
 def is_known(name: str) -> bool:
     return name in SIGNATURES
-
-
-def is_aggregate(name: str) -> bool:
-    return name in AGGREGATE
