@@ -246,8 +246,9 @@ class Checker:
     def _Cast(self, e: ast.Cast) -> ast.Type:
         self.check_type(e.type)
         source = self.type_of(e.operand)
-        if source is not None and source != e.type and e.type.name not in CASTS.get(source.name, ()):
-            raise self.error(e, f"Cast of {display(source)} to {display(e.type)} is not supported")
+        targets = CASTS.get(source.name, ()) + self.messages.extra_casts.get(source.name, ()) if source else ()
+        if source is not None and source != e.type and e.type.name not in targets:
+            raise self.error(e, self.messages.bad_cast(source, e.type))
         return e.type
 
     def check_type(self, t: ast.Type) -> None:

@@ -29,6 +29,7 @@ class Messages:
 
     null_comparison_allowed = False
     plus_concatenates_strings = True
+    extra_casts: dict[str, tuple[str, ...]] = {}  # source type -> CAST targets beyond ksqlDB's
 
     def type_name(self, t: ast.Type | None) -> str:
         return "null" if t is None else display(t)
@@ -86,6 +87,9 @@ class Messages:
     def bad_decimal(self, problem: str, t: ast.Type) -> str:
         return f"DECIMAL {problem}: DECIMAL({t.precision},{t.scale})"
 
+    def bad_cast(self, source: ast.Type, target: ast.Type) -> str:
+        return f"Cast of {display(source)} to {display(target)} is not supported"
+
 
 #: ksql type -> PostgreSQL's name, as Materialize shows it.
 PG_NAMES = {"INT": "integer", "BIGINT": "bigint", "DOUBLE": "double precision", "DECIMAL": "numeric",
@@ -98,6 +102,7 @@ class MaterializeMessages(Messages):
 
     null_comparison_allowed = True
     plus_concatenates_strings = False
+    extra_casts = {"BOOLEAN": ("INT", "BIGINT"), "INT": ("BOOLEAN",), "BIGINT": ("BOOLEAN",)}
 
     def type_name(self, t: ast.Type | None) -> str:
         if t is None:
@@ -142,6 +147,9 @@ class MaterializeMessages(Messages):
 
     def not_string(self, operator: str, operand: str) -> str:
         return f"{operator} needs text: {operand}"
+
+    def bad_cast(self, source: ast.Type, target: ast.Type) -> str:
+        return f"CAST does not support casting from {self.type_name(source)} to {self.type_name(target)}"
 
     def bad_decimal(self, problem: str, t: ast.Type) -> str:
         if "scale" in problem:

@@ -159,6 +159,7 @@ MATERIALIZE_ERRORS = [
     ("SELECT v + 1 FROM s", "operator does not exist: text + integer"),
     ("SELECT v > 1 FROM s", "operator does not exist: text > integer"),
     ("SELECT v + v FROM s", "operator does not exist: text + text"),
+    ("SELECT v::int list FROM s", "CAST does not support casting from text to integer list"),
     ("SELECT NOT v FROM s", "NOT argument must have type boolean, not type text"),
     ("SELECT v::numeric(40, 2) FROM s", "precision for type numeric must be between 1 and 38, inclusive"),
     ("SELECT nope FROM s", 'column "nope" does not exist'),
@@ -171,9 +172,11 @@ def test_materialize_type_errors(statement, message):
     assert error_of(statement, "materialize", columns).reason == message
 
 
-def test_materialize_compares_with_null_as_postgres_does():
-    statement = parse_statement("SELECT id FROM s WHERE id = NULL", dialect="materialize")
-    check_select(statement, {"id": INT}, "materialize")
+def test_materialize_compares_with_null_and_casts_booleans_as_postgres_does():
+    statement = parse_statement("SELECT b::int, id::boolean FROM s WHERE id = NULL", dialect="materialize")
+    assert check_select(statement, {"id": INT, "b": BOOLEAN}, "materialize").items == (INT, BOOLEAN)
+    with pytest.raises(ExpressionTypeError, match="Cast of BOOLEAN to INTEGER is not supported"):
+        check_select(parse_statement("SELECT CAST(b AS INT) FROM s"), {"B": BOOLEAN})
 
 
 def test_join_columns_qualified_and_ambiguous():
