@@ -39,3 +39,18 @@ class QueryTimeout(KStreamError):
     def __init__(self, message: str, rows=None):
         self.rows = rows
         super().__init__(message)
+
+
+class ExpressionTypeError(StatementError):
+    """An expression whose types do not fit (a STRING in WHERE, ABS('x'), a bad CAST); the
+    message names line and column and, when the cell is known, shows it with a caret."""
+
+    def __init__(self, message: str, line: int, column: int, excerpt: str = ""):
+        self.reason = message
+        self.line = line
+        self.column = column
+        self.excerpt = excerpt
+        text = f"line {line}:{column}: {message}" if line else message
+        if excerpt:
+            text += "\n" + excerpt
+        super().__init__(text)

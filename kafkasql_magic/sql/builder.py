@@ -20,6 +20,9 @@ _INT64 = range(-(2**63), 2**63)
 
 #: WITHIN units (ksqlDB accepts singular and plural) -> milliseconds.
 TIME_UNITS_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000, "DAYS": 86_400_000}
+#: The longest WITHIN or window duration: record times plus or minus it must stay within
+#: BIGINT milliseconds.
+MAX_DURATION_DAYS = 36_500
 
 
 def _unquote(token: str) -> str:
@@ -40,6 +43,13 @@ def _integer(value: int, meta) -> ast.Literal:
     if value not in _INT64:
         raise Invalid(f"Invalid numeric literal: {value}", meta.line, meta.column)
     return ast.Literal(value, "INT" if value in _INT32 else "BIGINT", **_pos(meta))
+
+
+def _positive(ms: int, what: str, meta) -> int:
+    """Window durations must be at least a millisecond."""
+    if ms <= 0:
+        raise Invalid(f"Window {what} must be a positive duration", meta.line, meta.column)
+    return ms
 
 
 def _flag(self, meta, *children):
@@ -161,13 +171,14 @@ class Builder(Transformer):
                           "emit_changes" in clauses, clauses.get("limit"), joins, window, **_pos(meta))
 
     def tumbling(self, meta, size):
-        return ast.Window("TUMBLING", size, **_pos(meta))
+        return ast.Window("TUMBLING", _positive(size, "SIZE", meta), **_pos(meta))
 
     def hopping(self, meta, size, advance):
-        return ast.Window("HOPPING", size, advance, **_pos(meta))
+        return ast.Window("HOPPING", _positive(size, "SIZE", meta), _positive(advance, "ADVANCE BY", meta),
+                          **_pos(meta))
 
     def session(self, meta, gap):
-        return ast.Window("SESSION", gap, **_pos(meta))
+        return ast.Window("SESSION", _positive(gap, "the session gap", meta), **_pos(meta))
 
     def join(self, meta, kind, source, *rest):
         within, on = rest if len(rest) == 2 else (None, rest[0])
@@ -184,7 +195,11 @@ class Builder(Transformer):
         if unit_ms is None:
             raise Invalid(f"Unknown time unit '{unit}' (use one of {', '.join(TIME_UNITS_MS)})",
                           meta.line, meta.column)
-        return int(amount) * unit_ms
+        ms = int(amount) * unit_ms
+        if ms > MAX_DURATION_DAYS * TIME_UNITS_MS["DAYS"]:
+            raise Invalid(f"Duration too long: {amount} {unit} (at most {MAX_DURATION_DAYS:,} DAYS)",
+                          meta.line, meta.column)
+        return ms
 
     def where_clause(self, meta, condition):
         return "where", condition

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from lark import Lark, Token
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
@@ -32,6 +32,48 @@ GRAMMAR = Path(__file__).with_name("ksql.lark")
 FUTURE_RESERVED = frozenset(
     "DISTINCT".split()
 )
+
+
+#: How deep a statement's parse tree may nest: parentheses, function calls, CASE, NOT, signs
+#: and every operator of a chain (`a + b + c` is two levels) count one level each. Deeper
+#: trees would exhaust Python's stack in the steps after parsing.
+MAX_NESTING = 150
+
+#: Grammar rule -> (most children, what they are): lists longer than this are refused before
+#: planning, whose cost grows with them.
+MAX_ITEMS = {
+    "in_list": (10_000, "values in an IN list"),
+    "not_in_list": (10_000, "values in an IN list"),
+    "function_call": (1_000, "arguments of a function"),
+    "searched_case": (1_000, "WHEN branches in a CASE"),
+    "simple_case": (1_000, "WHEN branches in a CASE"),
+}
+
+
+def _position(node) -> tuple[int, int]:
+    if isinstance(node, Token):
+        return node.line, node.column
+    return (node.meta.line, node.meta.column) if not node.meta.empty else (1, 1)
+
+
+def check_limits(tree: Tree, text: str) -> None:
+    """Refuse absurd nesting and list sizes with a positioned error, before anything recurses."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Tree):
+            continue
+        if depth > MAX_NESTING:
+            line, column = _position(node)
+            raise SqlSyntaxError(f"Expressions nest too deeply: more than {MAX_NESTING} levels (parentheses, "
+                                 "function calls, CASE, NOT, signs and each operator of a chain count one "
+                                 "level). Simplify the statement.", line, column, excerpt(text, line, column))
+        limit, what = MAX_ITEMS.get(node.data, (None, None))
+        if limit is not None and len(node.children) - 1 > limit:
+            line, column = _position(node)
+            raise SqlSyntaxError(f"Too many {what}: {len(node.children) - 1} (at most {limit:,}).",
+                                 line, column, excerpt(text, line, column))
+        stack.extend((child, depth + 1) for child in node.children)
 
 
 def _terminals_of(lark: Lark, rule: str) -> frozenset[str]:
@@ -141,6 +183,7 @@ class Dialect:
         padded = "\n" * (line - 1) + " " * (column - 1) + text
         try:
             tree = self.lark.parse(padded)
+            check_limits(tree, padded)
             return self.builder.transform(tree)
         except UnexpectedToken as e:
             raise self._unexpected_token(e, padded, line, column) from None

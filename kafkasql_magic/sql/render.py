@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import ast
+from .typetext import display
 
 
 def _ident(name: str) -> str:
@@ -23,8 +24,6 @@ def _literal(e: ast.Literal) -> str:
 
 
 def type_text(t: ast.Type) -> str:
-    from ..types import display
-
     return display(t)
 
 

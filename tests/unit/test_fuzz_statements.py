@@ -1,0 +1,191 @@
+"""Fuzzing: mutated real statements must fail, if they fail, with the project's user error.
+
+The corpus is every statement the tests, the notebooks and the README use. Hypothesis mutates
+them (tokens deleted, duplicated, swapped or replaced by keywords, operators, huge literals;
+spans wrapped in deep nesting), parses each in both dialects and type-checks every query that
+parses against a small catalog. Any exception that is not a `KStreamError` fails the test. The
+run is derandomized (the same examples on every machine) and bounded to about a minute.
+"""
+
+from __future__ import annotations
+
+import ast as pyast
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkasql_magic.errors import KStreamError, SqlSyntaxError
+from kafkasql_magic.sql import ast, parse, reserved_words, split_statements
+from kafkasql_magic.typecheck import check_select, check_type
+
+ROOT = Path(__file__).resolve().parents[2]
+STATEMENT_START = re.compile(r"^\s*(SELECT|CREATE|INSERT|SUBSCRIBE|DESCRIBE|SHOW|DROP|PRINT|EXPLAIN|SET|DEFINE)\b",
+                             re.IGNORECASE)
+
+
+def _from_python(path: Path) -> list[str]:
+    texts = []
+    for node in pyast.walk(pyast.parse(path.read_text())):
+        if isinstance(node, pyast.Constant) and isinstance(node.value, str) and STATEMENT_START.match(node.value):
+            texts.append(node.value)
+    return texts
+
+
+def _from_notebook(path: Path) -> list[str]:
+    cells = json.loads(path.read_text())["cells"]
+    return [body for c in cells for body in ["".join(c["source"])] if body.startswith("%%kstream")
+            for body in [body.split("\n", 1)[1] if "\n" in body else ""]]
+
+
+def _from_readme(path: Path) -> list[str]:
+    return re.findall(r"```sql\n(.*?)```", path.read_text(), re.DOTALL)
+
+
+def corpus() -> list[str]:
+    texts = [t for p in sorted((ROOT / "tests").rglob("*.py")) if p.name != Path(__file__).name
+             for t in _from_python(p)]
+    texts += [t for p in sorted((ROOT / "notebooks").glob("*.ipynb")) for t in _from_notebook(p)]
+    texts += _from_readme(ROOT / "README.md")
+    statements = []
+    for text in texts:
+        try:
+            statements += [s.text for s in split_statements(text)]
+        except KStreamError:
+            statements.append(text)
+    return sorted(set(statements))
+
+
+CORPUS = corpus()
+
+TOKEN = re.compile(r"'(?:[^']|'')*'|`[^`]*`|\"[^\"]*\"|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\w+|->|<>|!=|<=|>=|\|\||::|=>|\S")
+VOCABULARY = (
+    "SELECT FROM WHERE GROUP BY HAVING PARTITION EMIT CHANGES LIMIT JOIN ON WITHIN WINDOW TUMBLING HOPPING "
+    "SIZE ADVANCE CASE WHEN THEN ELSE END CAST AS AND OR NOT IS NULL IN BETWEEN LIKE ESCAPE TRUE FALSE "
+    "ARRAY MAP STRUCT DECIMAL INT BIGINT STRING BYTES TIMESTAMP ABS SUM COUNT ARRAY_LENGTH NOPE "
+    "( ) [ ] , ; * + - / % || -> = <> < <= > >= :: . ID V X N A M S ROWTIME WINDOWSTART"
+).split() + ["99999999999999999999999999999", "1e999", "123456789012345678901234567890123456789.5",
+             "0", "-1", "''", "'x'", "DECIMAL(100, 2)", "DECIMAL(0, 0)", "99999999999 DAYS", "0 SECONDS"]
+
+T = ast.Type
+COLUMNS = {
+    "ID": T("INT"), "N": T("BIGINT"), "X": T("DOUBLE"), "V": T("STRING"), "B": T("BOOLEAN"), "D": T("DECIMAL", 4, 2),
+    "A": T("ARRAY", element=T("INT")), "M": T("MAP", key=T("STRING"), value=T("DOUBLE")),
+    "S": T("STRUCT", fields=(("F", T("STRING")),)), "ROWTIME": T("BIGINT"), "ROWOFFSET": T("BIGINT"),
+}
+
+
+ATOM = re.compile(r"'|\d|[A-Za-z_]")
+NOT_OPERANDS = reserved_words("ksql") | reserved_words("materialize") | {
+    "STREAM", "TABLE", "SOURCE", "VIEW", "TOPIC", "KEY", "HEADERS", "HEADER", "BY"}
+NAMED_BY = {"FROM", "JOIN", "STREAM", "TABLE", "AS", "INTO", "SOURCE", "VIEW", "EXISTS", "DESCRIBE"}
+
+
+def _operand(tokens: list[str], k: int) -> bool:
+    """Whether token k looks like an operand: a literal or a column name, not a keyword or a
+    source name."""
+    token = tokens[k]
+    return bool(ATOM.match(token)) and token.upper() not in NOT_OPERANDS \
+        and (k == 0 or tokens[k - 1].upper() not in NAMED_BY) and (k + 1 == len(tokens) or tokens[k + 1] != "(")
+NESTINGS = [("(", ")"), ("ABS(", ")"), ("NOT ", ""), ("- ", ""), ("CASE WHEN TRUE THEN ", " END"),
+            ("ARRAY(", ")[1]"), ("(1 + ", ")"), ("CAST(", " AS STRING)")]
+
+
+def _parses(text: str) -> bool:
+    for dialect in ("ksql", "materialize"):
+        try:
+            parse(text, dialect=dialect)
+            return True
+        except KStreamError:
+            pass
+    return False
+
+
+VALID = [s for s in CORPUS if _parses(s)]
+
+
+@st.composite
+def mutated(draw) -> str:
+    """A corpus statement with one to three token mutations."""
+    tokens = TOKEN.findall(draw(st.sampled_from(CORPUS)))
+    for _ in range(draw(st.sampled_from([1, 1, 1, 2, 3]))):
+        if not tokens:
+            tokens = [draw(st.sampled_from(VOCABULARY))]
+        i = draw(st.integers(0, len(tokens) - 1))
+        op = draw(st.sampled_from(["delete", "duplicate", "swap", "insert", "replace"]))
+        if op == "delete":
+            del tokens[i]
+        elif op == "duplicate":
+            tokens.insert(i, tokens[i])
+        elif op == "swap":
+            j = draw(st.integers(0, len(tokens) - 1))
+            tokens[i], tokens[j] = tokens[j], tokens[i]
+        else:
+            tokens[i:i + (op == "replace")] = [draw(st.sampled_from(VOCABULARY))]
+    return " ".join(tokens)
+
+
+@st.composite
+def nested(draw) -> str:
+    """A statement that parses, with one operand wrapped in shallow to absurd nesting."""
+    tokens = TOKEN.findall(draw(st.sampled_from(VALID)))
+    operands = [k for k in range(len(tokens)) if _operand(tokens, k)]
+    if operands:
+        k = operands[draw(st.integers(0, len(operands) - 1))]
+        depth = draw(st.sampled_from([1, 3, 60, 140, 400]))
+        opening, closing = draw(st.sampled_from(NESTINGS))
+        tokens[k] = opening * depth + tokens[k] + closing * depth
+    return " ".join(tokens)
+
+
+def queries(statement: ast.Statement) -> list[ast.Select]:
+    if isinstance(statement, ast.Select):
+        return [statement]
+    inner = [getattr(statement, name, None) for name in ("query", "statement")]
+    return [q for s in inner if s is not None for q in queries(s)]
+
+
+def columns_for(select: ast.Select) -> dict[str, ast.Type]:
+    """The catalog's columns, also under every source name and alias of a join."""
+    if not select.joins:
+        return COLUMNS
+    refs = [select.source] + [j.source for j in select.joins]
+    return {f"{q}.{n}": t for r in refs for q in {r.name, r.alias} - {None} for n, t in COLUMNS.items()}
+
+
+def check(text: str) -> None:
+    for dialect in ("ksql", "materialize"):
+        try:
+            statements = parse(text, dialect=dialect)
+            for statement in statements:
+                for column in getattr(statement, "columns", ()):
+                    if isinstance(column, ast.ColumnDef):
+                        check_type(column.type, dialect)
+                for select in queries(statement):
+                    check_select(select, columns_for(select), dialect, text)
+        except KStreamError:
+            pass
+
+
+def test_the_corpus_is_real():
+    assert len(CORPUS) > 200 and len(VALID) > 200
+    assert any(s.upper().startswith("CREATE SOURCE") for s in CORPUS)
+
+
+@pytest.mark.parametrize("dialect", ["ksql", "materialize"])
+@pytest.mark.parametrize("text", ["SELECT " + "NOT " * 2000 + "b FROM s",
+                                  "SELECT " + "(1 + " * 3000 + "1" + ")" * 3000 + " FROM s",
+                                  "SELECT " + "+".join(["1"] * 5000) + " FROM s"])
+def test_absurd_nesting_is_a_syntax_error(text, dialect):
+    with pytest.raises(SqlSyntaxError, match="Expressions nest too deeply"):
+        parse(text, dialect=dialect)
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.one_of(mutated(), nested()))
+def test_mutated_statements_fail_only_with_user_errors(text):
+    check(text)
