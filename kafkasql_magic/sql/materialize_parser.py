@@ -10,12 +10,14 @@ snapshot, `emit_changes` False), SHOW COLUMNS -> Describe, SHOW/DROP -> Show/Dro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from lark import Token, v_args
 
 from . import ast
-from .builder import Builder, _pos, _unquote
+from . import ast_materialize as mz_ast
+from .builder import Builder, Invalid, _pos, _unquote
 from .parser import Dialect
 
 __all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RESERVED"]
@@ -23,7 +25,7 @@ __all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RE
 # Reserved in PostgreSQL and kept from identifiers now, so that joins, ordering and set
 # operations can come later without taking names away from anyone.
 FUTURE_RESERVED = frozenset(
-    "CROSS NATURAL DISTINCT ALL ORDER UNION EXCEPT "
+    "CROSS NATURAL DISTINCT ALL UNION EXCEPT "
     "INTERSECT FETCH ILIKE".split()
 )
 
@@ -103,19 +105,101 @@ class MaterializeBuilder(Builder):
 
     # ---- CREATE SOURCE
     def create_kafka_source(self, meta, if_not_exists, name, columns, kafka, formats, includes, envelope):
-        broker, topic = kafka
-        kind, *chosen = formats
-        key_format, value_format, format_ = chosen if kind == "key_value" else (None, None, chosen[0])
+        key_format, value_format, format_ = _split_formats(formats)
+        kind, errors_column = envelope or ("NONE", None)
         return ast.CreateKafkaSource(
-            name, topic, columns or (), broker, key_format, value_format, format_, includes or (),
-            envelope or "NONE", bool(if_not_exists), **_pos(meta),
+            name, kafka["topic"], columns or (), kafka.get("broker"), key_format, value_format, format_,
+            includes or (), kind, bool(if_not_exists), connection=kafka.get("connection"),
+            start_offsets=kafka.get("start_offsets"), start_timestamp=kafka.get("start_timestamp"),
+            value_errors_column=errors_column, **_pos(meta),
         )
 
     def kafka_broker(self, meta, broker, topic):
-        return (_unquote(broker) if broker is not None else None), _unquote(topic)
+        return {"broker": _unquote(broker) if broker is not None else None, "topic": _unquote(topic)}
 
-    def kafka_connection(self, meta, connection, topic):
-        return None, _unquote(topic)
+    def kafka_connection(self, meta, connection, *options):
+        """Materialize's checks: each option once, a TOPIC, not both START options."""
+        found = {"connection": connection}
+        for (key, value), (line, column) in options:
+            if key in found:
+                raise Invalid(f"{_OPTION_WORDS[key]} specified more than once", line, column)
+            found[key] = value
+        if "topic" not in found:
+            raise Invalid("KAFKA CONNECTION without TOPIC", meta.line, meta.column)
+        if "start_offsets" in found and "start_timestamp" in found:
+            raise Invalid("cannot specify START TIMESTAMP and START OFFSET at same time", meta.line, meta.column)
+        return found
+
+    def topic_option(self, meta, topic):
+        return ("topic", _unquote(topic)), (meta.line, meta.column)
+
+    def start_offset_option(self, meta, *offsets):
+        return ("start_offsets", tuple(int(o) for o in offsets)), (meta.line, meta.column)
+
+    def start_timestamp_option(self, meta, value):
+        return ("start_timestamp", value), (meta.line, meta.column)
+
+    def group_id_prefix_option(self, meta, prefix):
+        return ("group_id_prefix", _unquote(prefix)), (meta.line, meta.column)
+
+    def signed_integer(self, meta, minus, token):
+        return -int(token) if minus else int(token)
+
+    def minus(self, meta):
+        return True
+
+    # ---- CREATE TABLE ... FROM SOURCE
+    def create_source_table(self, meta, if_not_exists, name, columns, source, reference,
+                            formats, includes, envelope):
+        key_format, value_format, format_ = _split_formats(formats)
+        kind, errors_column = envelope or ("NONE", None)
+        return mz_ast.CreateSourceTable(
+            name, source, reference, columns or (), key_format, value_format, format_, includes or (),
+            kind, errors_column, bool(if_not_exists), **_pos(meta),
+        )
+
+    # ---- CREATE SECRET, CREATE CONNECTION
+    def create_secret(self, meta, if_not_exists, name, value):
+        return mz_ast.CreateSecret(name, _unquote(value), bool(if_not_exists), **_pos(meta))
+
+    def create_connection(self, meta, if_not_exists, name, kind, *options):
+        seen = set()
+        for option in options:
+            if option.name in seen:
+                raise Invalid(f"{option.name} specified more than once", option.line, option.column)
+            seen.add(option.name)
+        return mz_ast.CreateConnection(name, kind, options, bool(if_not_exists), **_pos(meta))
+
+    def connection_kind(self, meta, *tokens):
+        return " ".join(t.upper() for t in tokens)
+
+    option_name = connection_kind
+
+    def broker_option(self, meta, broker):
+        return mz_ast.ConnectionOption("BROKER", _unquote(broker), **_pos(meta))
+
+    def brokers_option(self, meta, *brokers):
+        return mz_ast.ConnectionOption("BROKERS", ",".join(_unquote(b) for b in brokers), **_pos(meta))
+
+    def url_option(self, meta, url):
+        return mz_ast.ConnectionOption("URL", _unquote(url), **_pos(meta))
+
+    def connection_option(self, meta, name, value):
+        text, secret = value
+        return mz_ast.ConnectionOption(name, text, secret, **_pos(meta))
+
+    def text_value(self, meta, token):
+        return _unquote(token), None
+
+    def option_word(self, meta, token):
+        return token
+
+    def word_value(self, meta, token):
+        """A bare word (SASL_SSL, PLAIN) is the option's value as written, upper-cased."""
+        return (_unquote(token) if token[0] == '"' else token.upper()), None
+
+    def secret_value(self, meta, name):
+        return None, name
 
     def key_value_formats(self, meta, key, value):
         return "key_value", key, value, None
@@ -125,6 +209,9 @@ class MaterializeBuilder(Builder):
 
     def simple_format(self, meta, token):
         return ast.SourceFormat(token.upper(), **_pos(meta))
+
+    def regex_format(self, meta, pattern):
+        return ast.SourceFormat("REGEX", regex=_unquote(pattern), **_pos(meta))
 
     def csv_format(self, meta, columns):
         return ast.SourceFormat("CSV", csv_columns=int(columns), **_pos(meta))
@@ -143,7 +230,7 @@ class MaterializeBuilder(Builder):
         return ast.SourceFormat("AVRO", registry_url=_unquote(url), **_pos(meta))
 
     def avro_registry_connection(self, meta, connection):
-        return ast.SourceFormat("AVRO", registry_url="", **_pos(meta))
+        return ast.SourceFormat("AVRO", registry_url="", registry_connection=connection, **_pos(meta))
 
     def includes(self, meta, *items):
         return items
@@ -163,7 +250,14 @@ class MaterializeBuilder(Builder):
     as_bytes = materialized = _flag
 
     def envelope(self, meta, kind):
-        return kind
+        return kind, None
+
+    def upsert_inline_errors(self, meta, column):
+        return "UPSERT", column
+
+    def inline_errors(self, meta, alias):
+        """INLINE [AS name]: decode errors go to the column `name` ("error" by default)."""
+        return alias or "error"
 
     envelope_kind = include_what
 
@@ -193,6 +287,62 @@ class MaterializeBuilder(Builder):
     def drop_view(self, meta):
         return "VIEW"
 
+    def drop_table(self, meta):
+        return "TABLE"
+
+    def drop_secret(self, meta):
+        return "SECRET"
+
+    def drop_connection(self, meta):
+        return "CONNECTION"
+
+    # ---- SELECT: subqueries in FROM, ORDER BY, the map operator
+    def query(self, meta, *children):
+        """The shared Select, with a Subquery allowed where a source stands and ORDER BY keys."""
+        sources = [c for c in children if isinstance(c, (ast.SourceRef, mz_ast.Subquery))]
+        order_by = next((c[1] for c in children if isinstance(c, tuple) and c[:1] == ("order_by",)), ())
+        rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))]
+        placeholder = ast.SourceRef("", **_pos(meta))
+        select = super().query(meta, *[placeholder if c is sources[0] else c for c in rest])
+        return replace(select, source=sources[0], order_by=order_by)
+
+    def subquery(self, meta, query, alias):
+        return mz_ast.Subquery(query, alias, **_pos(meta))
+
+    def subquery_alias(self, meta, name):
+        return name
+
+    def order_by(self, meta, *keys):
+        return "order_by", keys
+
+    def sort_key(self, meta, expression, direction, nulls):
+        descending = direction == "DESC"
+        return mz_ast.SortKey(expression, descending, descending if nulls is None else nulls, **_pos(meta))
+
+    def sort_direction(self, meta, token):
+        return token.upper()
+
+    def nulls_order(self, meta, position):
+        return position
+
+    def nulls_position(self, meta, token):
+        return token.upper() == "FIRST"
+
+    def map_lookup(self, meta, base, key):
+        return mz_ast.MapLookup(base, key, **_pos(meta))
+
+
+_OPTION_WORDS = {"topic": "TOPIC", "start_offsets": "START OFFSET", "start_timestamp": "START TIMESTAMP",
+                 "group_id_prefix": "GROUP ID PREFIX"}
+
+
+def _split_formats(formats) -> tuple:
+    """(key format, value format, bare format) from the formats rule (None: no format)."""
+    if formats is None:
+        return None, None, None
+    kind, *chosen = formats
+    return tuple(chosen) if kind == "key_value" else (None, None, chosen[0])
+
 
 class MaterializeDialect(Dialect):
     """materialize.lark with Materialize's tables and error wording."""
@@ -204,7 +354,7 @@ class MaterializeDialect(Dialect):
     name_rules = ("identifier", "alias_name")
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
-    operator_words = "= <> != < <= > >= + - || * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
+    operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
     statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP"
 
     def expected_list(self, items: list[str]) -> str:
