@@ -9,15 +9,14 @@ from kafkasql_magic.connections import Connections
 from kafkasql_magic.kafka import admin
 from kafkasql_magic.kafka.time_index import first_offsets_at_or_after
 from kafkasql_magic.local.producer import produce
-from kafkasql_magic.sql import parse_statement
+from kafkasql_magic.sql.materialize_parser import MATERIALIZE
 from kafkasql_magic.start_position import start_offsets, starting_offsets_option
 
 
 def connection(bootstrap):
     registry = Connections()
-    registry.create_connection(parse_statement(
-        f"CREATE CONNECTION k TO KAFKA (BROKER '{bootstrap}', SECURITY PROTOCOL = 'PLAINTEXT')",
-        dialect="materialize"))
+    registry.create_connection(MATERIALIZE.parse_statement(
+        f"CREATE CONNECTION k TO KAFKA (BROKER '{bootstrap}', SECURITY PROTOCOL = 'PLAINTEXT')"))
     return registry.kafka_properties("k")
 
 
@@ -33,8 +32,8 @@ def test_start_offset_through_a_connection(spark, broker, new_topic):
     produce(broker.bootstrap_servers, topic,
             [{"partition": p, "value": f"p{p}-{i}"} for p in (0, 1) for i in range(4)])
     props = connection(broker.bootstrap_servers)
-    statement = parse_statement(f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (2))",
-                                dialect="materialize")
+    statement = MATERIALIZE.parse_statement(
+        f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (2))")
     marks = admin.watermarks(props["bootstrap.servers"], topic)
     offsets = start_offsets(statement.topic, sorted(marks), {p: lo for p, (lo, _) in marks.items()},
                             start_offsets=statement.start_offsets)
@@ -53,9 +52,8 @@ def test_relative_start_timestamp(spark, broker, new_topic):
         {"value": "late, out of order", "timestamp": now - 9_000_000},  # after the start: read
     ])
     props = connection(broker.bootstrap_servers)
-    statement = parse_statement(
-        f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC '{topic}', START TIMESTAMP = -5400000)",
-        dialect="materialize")
+    statement = MATERIALIZE.parse_statement(
+        f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC '{topic}', START TIMESTAMP = -5400000)")
 
     def offsets_for_time(partitions, ts):
         return first_offsets_at_or_after(props["bootstrap.servers"], topic, partitions, ts)
