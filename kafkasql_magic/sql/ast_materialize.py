@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ast import Expr, Include, Node, Select, SourceFormat, Statement
+from .ast import Expr, FunctionCall, Include, Node, Select, SourceFormat, Statement
 
 
 # ---------------------------------------------------------------- secrets and connections
@@ -88,3 +88,12 @@ class MapLookup(Expr):
 
     base: Expr
     key: Expr
+
+
+@dataclass(frozen=True)
+class OrderedCall(Expr):
+    """`name(args ORDER BY keys)`: an aggregate whose input order the keys decide
+    (map_agg's last value per key, list_agg's order)."""
+
+    call: FunctionCall
+    order_by: tuple[SortKey, ...]

@@ -328,6 +328,11 @@ class MaterializeBuilder(Builder):
     def nulls_position(self, meta, token):
         return token.upper() == "FIRST"
 
+    def ordered_call(self, meta, name, *rest):
+        *args, (_, order_by) = rest
+        call = ast.FunctionCall(name.upper(), tuple(args), **_pos(meta))
+        return mz_ast.OrderedCall(call, order_by, **_pos(meta))
+
     def map_lookup(self, meta, base, key):
         return mz_ast.MapLookup(base, key, **_pos(meta))
 

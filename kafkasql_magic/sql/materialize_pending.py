@@ -17,6 +17,7 @@ PENDING: dict[str, Callable[[ast.Node], bool]] = {
     "ORDER BY": lambda n: isinstance(n, ast.Select) and bool(n.order_by),
     "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
     "the map operator ->": lambda n: isinstance(n, mz_ast.MapLookup),
+    "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
     "START OFFSET": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_offsets is not None,
     "START TIMESTAMP": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_timestamp is not None,
     "a CREATE SOURCE without a format": lambda n: (isinstance(n, ast.CreateKafkaSource)

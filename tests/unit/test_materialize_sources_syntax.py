@@ -9,11 +9,12 @@ import pytest
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.sql import parse_statement, reserved_words
 from kafkasql_magic.sql.ast import (
-    BinaryOp, ColumnRef, CreateKafkaSource, Drop, Include, Join, Literal, Select, SelectItem, Show,
+    FunctionCall, BinaryOp, ColumnRef, CreateKafkaSource, Drop, Include, Join, Literal, Select, SelectItem, Show,
     SourceFormat, SourceRef, Star,
 )
 from kafkasql_magic.sql.ast_materialize import (
-    ConnectionOption, CreateConnection, CreateSecret, CreateSourceTable, MapLookup, SortKey, Subquery,
+    ConnectionOption, CreateConnection, CreateSecret, CreateSourceTable, MapLookup, OrderedCall, SortKey,
+    Subquery,
 )
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
 from kafkasql_magic.sql.materialize_pending import PENDING
@@ -365,6 +366,16 @@ def test_map_operator_errors():
     assert (e.line, e.column) == (1, 13)
     assert e.reason.startswith("Expected an expression, found FROM")
     assert where(syntax_error("SELECT m -> 'a' -> FROM s"))[:2] == (1, 20)
+
+
+def test_order_by_inside_an_aggregate_call():
+    got = mz("SELECT map_agg(k, v ORDER BY ts DESC, o) AS m, list_agg(v ORDER BY o) FROM s GROUP BY g")
+    assert got.items[0].expr == OrderedCall(FunctionCall("MAP_AGG", (C("k"), C("v"))),
+                                            (SortKey(C("ts"), True, True), SortKey(C("o"))))
+    assert got.items[1].expr == OrderedCall(FunctionCall("LIST_AGG", (C("v"),)), (SortKey(C("o")),))
+    assert where(syntax_error("SELECT map_agg(ORDER BY o) FROM s"))[:2] == (1, 16)
+    with pytest.raises(StatementError, match="line 1:8: ORDER BY in a function call is parsed but not run yet"):
+        parse_statement("SELECT list_agg(v ORDER BY o) FROM s GROUP BY g", dialect="materialize")
 
 
 def test_ksql_dialect_is_unaffected():
