@@ -45,14 +45,14 @@ class CreateConnection(Statement):
 # ---------------------------------------------------------------- CREATE TABLE ... FROM SOURCE
 @dataclass(frozen=True)
 class CreateSourceTable(Statement):
-    """CREATE TABLE name [(cols)] FROM SOURCE source (REFERENCE ref) [formats] [INCLUDE ...]
+    """CREATE TABLE name [(cols)] FROM SOURCE source [(REFERENCE ref)] [formats] [INCLUDE ...]
     [ENVELOPE ...]: Materialize's current form of a Kafka source's decoding, equivalent to a
     CREATE SOURCE with the same formats, includes and envelope over the source's topic
-    (`reference` is the topic's name). Fields mean what CreateKafkaSource's mean."""
+    (`reference`, when given, names that topic). Fields mean what CreateKafkaSource's mean."""
 
     name: str
     source: str
-    reference: str
+    reference: str | None = None
     columns: tuple[str, ...] = ()
     key_format: SourceFormat | None = None
     value_format: SourceFormat | None = None

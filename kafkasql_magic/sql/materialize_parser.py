@@ -151,12 +151,16 @@ class MaterializeBuilder(Builder):
     # ---- CREATE TABLE ... FROM SOURCE
     def create_source_table(self, meta, if_not_exists, name, columns, source, reference,
                             formats, includes, envelope):
+        """Without (REFERENCE ...) the table reads the source's one topic, as Kafka tables do."""
         key_format, value_format, format_ = _split_formats(formats)
         kind, errors_column = envelope or ("NONE", None)
         return mz_ast.CreateSourceTable(
             name, source, reference, columns or (), key_format, value_format, format_, includes or (),
             kind, errors_column, bool(if_not_exists), **_pos(meta),
         )
+
+    def reference(self, meta, name):
+        return name
 
     # ---- CREATE SECRET, CREATE CONNECTION
     def create_secret(self, meta, if_not_exists, name, value):

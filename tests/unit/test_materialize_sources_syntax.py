@@ -135,6 +135,10 @@ def test_source_over_a_connection_keeps_its_name_and_start_options():
              "FORMAT TEXT")
     assert got == CreateKafkaSource("s", "events", format=F("TEXT"), connection="kafka_conn",
                                     start_offsets=(0, 10, 20))
+    got = mz("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET=[1,0]) FORMAT BYTES")
+    assert got.start_offsets == (1, 0)
+    assert where(syntax_error("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET=[1)"))[:2] == (
+        1, 68)
     got = mz("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'e', START TIMESTAMP = -3600000) FORMAT BYTES")
     assert (got.connection, got.start_timestamp, got.start_offsets) == ("k", -3600000, None)
     got = mz("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 'e', START TIMESTAMP 1700000000000, "
@@ -193,6 +197,8 @@ def test_create_table_from_source_every_clause():
 
 
 def test_create_table_from_source_minimal_and_bare_format():
+    assert mz("CREATE TABLE t FROM SOURCE s FORMAT JSON") == CreateSourceTable("t", "s", format=F("JSON"))
+    assert mz("CREATE TABLE t FROM SOURCE s") == CreateSourceTable("t", "s")
     assert mz("CREATE TABLE t FROM SOURCE s (REFERENCE = events)") == CreateSourceTable("t", "s", "events")
     assert mz("CREATE TABLE t FROM SOURCE s (REFERENCE events) FORMAT BYTES") == CreateSourceTable(
         "t", "s", "events", format=F("BYTES"))
@@ -201,8 +207,8 @@ def test_create_table_from_source_minimal_and_bare_format():
 @pytest.mark.parametrize(
     "text, line, column, reason",
     [
-        ("CREATE TABLE t FROM SOURCE s", 1, 29, "Expected '(', found EOF"),
         ("CREATE TABLE t FROM SOURCE s (TOPIC 'x')", 1, 31, "Expected REFERENCE, found TOPIC"),
+        ("CREATE TABLE t FROM SOURCE s (REFERENCE x", 1, 42, "Expected ')', found EOF"),
         ("CREATE TABLE t FROM s (REFERENCE x)", 1, 21, 'Expected SOURCE, found identifier "s"'),
         ("CREATE TABLE t (a int) FROM SOURCE s (REFERENCE x)", 1, 19, "Expected one of ')' or ',', found INT"),
     ],
