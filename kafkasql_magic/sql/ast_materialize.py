@@ -33,13 +33,15 @@ class ConnectionOption(Node):
 
 @dataclass(frozen=True)
 class CreateConnection(Statement):
-    """CREATE CONNECTION [IF NOT EXISTS] name TO KAFKA (...) | TO CONFLUENT SCHEMA REGISTRY (...).
-    `kind` is KAFKA or CONFLUENT SCHEMA REGISTRY."""
+    """CREATE CONNECTION [IF NOT EXISTS] name TO KAFKA (...) | TO CONFLUENT SCHEMA REGISTRY (...)
+    [WITH (VALIDATE = false)]. `kind` is KAFKA or CONFLUENT SCHEMA REGISTRY; `validate` asks
+    for the service to be reached at CREATE time, as Materialize does by default."""
 
     name: str
     kind: str
     options: tuple[ConnectionOption, ...] = ()
     if_not_exists: bool = False
+    validate: bool = True
 
 
 # ---------------------------------------------------------------- CREATE TABLE ... FROM SOURCE

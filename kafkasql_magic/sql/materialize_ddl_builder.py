@@ -78,13 +78,18 @@ class MaterializeDdlRules(Builder):
     def create_secret(self, meta, if_not_exists, name, value):
         return mz_ast.CreateSecret(name, _unquote(value), bool(if_not_exists), **_pos(meta))
 
-    def create_connection(self, meta, if_not_exists, name, kind, *options):
+    def create_connection(self, meta, if_not_exists, name, kind, *rest):
+        *options, validate = rest
         seen = set()
         for option in options:
             if option.name in seen:
                 raise Invalid(f"{option.name} specified more than once", option.line, option.column)
             seen.add(option.name)
-        return mz_ast.CreateConnection(name, kind, options, bool(if_not_exists), **_pos(meta))
+        return mz_ast.CreateConnection(name, kind, tuple(options), bool(if_not_exists),
+                                       True if validate is None else validate, **_pos(meta))
+
+    def validate(self, meta, flag):
+        return flag
 
     def connection_kind(self, meta, *tokens):
         return " ".join(t.upper() for t in tokens)

@@ -99,6 +99,15 @@ def test_kafka_connection_words_equals_signs_and_brokers():
     assert mz("CREATE CONNECTION k TO KAFKA (SECURITY PROTOCOL = SSL)").options == (O("SECURITY PROTOCOL", "SSL"),)
 
 
+def test_connection_validate_option():
+    got = mz("CREATE CONNECTION k TO KAFKA (BROKER 'b') WITH (VALIDATE = false)")
+    assert got == CreateConnection("k", "KAFKA", (O("BROKER", "b"),), validate=False)
+    assert mz("CREATE CONNECTION k TO KAFKA (BROKER 'b') WITH (VALIDATE true)").validate is True
+    assert mz("CREATE CONNECTION k TO KAFKA (BROKER 'b')").validate is True
+    assert where(syntax_error("CREATE CONNECTION k TO KAFKA (BROKER 'b') WITH (CHECK = false)")) == (
+        1, 49, 'Expected VALIDATE, found identifier "CHECK"')
+
+
 def test_schema_registry_connection():
     got = mz("CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY "
              "(URL 'http://registry:8081', USERNAME = SECRET csr_user, PASSWORD = SECRET csr_password)")
