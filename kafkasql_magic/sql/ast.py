@@ -251,6 +251,7 @@ class Select(Statement):
     limit: int | None = None
     joins: tuple[Join, ...] = ()
     window: Window | None = None
+    order_by: tuple = ()  # ast_materialize.SortKey, Materialize's ORDER BY
 
 
 @dataclass(frozen=True)
@@ -353,16 +354,19 @@ class TerminateQuery(Statement):
 # ---------------------------------------------------------------- Materialize dialect
 @dataclass(frozen=True)
 class SourceFormat(Node):
-    """A Materialize format: TEXT, BYTES, JSON, CSV (`csv_columns`), AVRO with an inline
-    schema (`avro_schema`; records Confluent-framed unless `confluent_wire_format` is False,
-    as Materialize's CONFLUENT WIRE FORMAT option) or a Confluent registry (`registry_url`;
-    "" means the session's)."""
+    """A Materialize format: TEXT, BYTES, JSON, CSV (`csv_columns`), REGEX (`regex`, as
+    written), AVRO with an inline schema (`avro_schema`; records Confluent-framed unless
+    `confluent_wire_format` is False, as Materialize's CONFLUENT WIRE FORMAT option) or a
+    Confluent registry (`registry_url`; "" means the session's unless `registry_connection`
+    names a CREATE CONNECTION ... TO CONFLUENT SCHEMA REGISTRY)."""
 
     name: str
     csv_columns: int | None = None
     avro_schema: str | None = None
     registry_url: str | None = None
     confluent_wire_format: bool = True
+    regex: str | None = None
+    registry_connection: str | None = None
 
 
 @dataclass(frozen=True)
@@ -377,7 +381,12 @@ class Include(Node):
 
 @dataclass(frozen=True)
 class CreateKafkaSource(Statement):
-    """CREATE SOURCE name [(cols)] FROM KAFKA BROKER '...' TOPIC '...' formats [INCLUDE ...] [ENVELOPE ...]."""
+    """CREATE SOURCE name [(cols)] FROM KAFKA { BROKER '...' TOPIC '...' | CONNECTION c (TOPIC
+    '...', START OFFSET (...), START TIMESTAMP n) } formats [INCLUDE ...] [ENVELOPE ...].
+    With a CONNECTION the formats may be left out (Materialize's current syntax: tables
+    decode, see ast_materialize.CreateSourceTable). `start_offsets` are per partition, in
+    partition order; a negative `start_timestamp` is milliseconds before now.
+    `value_errors_column` names the column of ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)."""
 
     name: str
     topic: str
@@ -387,8 +396,12 @@ class CreateKafkaSource(Statement):
     value_format: SourceFormat | None = None
     format: SourceFormat | None = None  # bare FORMAT: the value format, no key format
     includes: tuple[Include, ...] = ()
-    envelope: str = "NONE"  # NONE | UPSERT
+    envelope: str = "NONE"  # NONE | UPSERT | DEBEZIUM
     if_not_exists: bool = False
+    connection: str | None = None
+    start_offsets: tuple[int, ...] | None = None
+    start_timestamp: int | None = None
+    value_errors_column: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,15 @@ snapshot, `emit_changes` False), SHOW COLUMNS -> Describe, SHOW/DROP -> Show/Dro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from lark import Token, v_args
 
 from . import ast
+from . import ast_materialize as mz_ast
 from .builder import Builder, _pos, _unquote
+from .materialize_ddl_builder import MaterializeDdlRules, split_formats
 from .parser import Dialect
 
 __all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RESERVED"]
@@ -23,7 +26,7 @@ __all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RE
 # Reserved in PostgreSQL and kept from identifiers now, so that joins, ordering and set
 # operations can come later without taking names away from anyone.
 FUTURE_RESERVED = frozenset(
-    "CROSS NATURAL DISTINCT ALL ORDER UNION EXCEPT "
+    "CROSS NATURAL DISTINCT ALL UNION EXCEPT "
     "INTERSECT FETCH ILIKE".split()
 )
 
@@ -48,9 +51,9 @@ def _flag(self, meta, *children):
 
 
 @v_args(meta=True, inline=True)
-class MaterializeBuilder(Builder):
+class MaterializeBuilder(MaterializeDdlRules):
     """The ksql builder's expression and query rules, with PostgreSQL identifiers and
-    Materialize's statements and types."""
+    Materialize's statements and types (connections, secrets and source options: the base)."""
 
     type_names = TYPE_NAMES
 
@@ -103,19 +106,17 @@ class MaterializeBuilder(Builder):
 
     # ---- CREATE SOURCE
     def create_kafka_source(self, meta, if_not_exists, name, columns, kafka, formats, includes, envelope):
-        broker, topic = kafka
-        kind, *chosen = formats
-        key_format, value_format, format_ = chosen if kind == "key_value" else (None, None, chosen[0])
+        key_format, value_format, format_ = split_formats(formats)
+        kind, errors_column = envelope or ("NONE", None)
         return ast.CreateKafkaSource(
-            name, topic, columns or (), broker, key_format, value_format, format_, includes or (),
-            envelope or "NONE", bool(if_not_exists), **_pos(meta),
+            name, kafka["topic"], columns or (), kafka.get("broker"), key_format, value_format, format_,
+            includes or (), kind, bool(if_not_exists), connection=kafka.get("connection"),
+            start_offsets=kafka.get("start_offsets"), start_timestamp=kafka.get("start_timestamp"),
+            value_errors_column=errors_column, **_pos(meta),
         )
 
     def kafka_broker(self, meta, broker, topic):
-        return (_unquote(broker) if broker is not None else None), _unquote(topic)
-
-    def kafka_connection(self, meta, connection, topic):
-        return None, _unquote(topic)
+        return {"broker": _unquote(broker) if broker is not None else None, "topic": _unquote(topic)}
 
     def key_value_formats(self, meta, key, value):
         return "key_value", key, value, None
@@ -125,6 +126,9 @@ class MaterializeBuilder(Builder):
 
     def simple_format(self, meta, token):
         return ast.SourceFormat(token.upper(), **_pos(meta))
+
+    def regex_format(self, meta, pattern):
+        return ast.SourceFormat("REGEX", regex=_unquote(pattern), **_pos(meta))
 
     def csv_format(self, meta, columns):
         return ast.SourceFormat("CSV", csv_columns=int(columns), **_pos(meta))
@@ -143,7 +147,7 @@ class MaterializeBuilder(Builder):
         return ast.SourceFormat("AVRO", registry_url=_unquote(url), **_pos(meta))
 
     def avro_registry_connection(self, meta, connection):
-        return ast.SourceFormat("AVRO", registry_url="", **_pos(meta))
+        return ast.SourceFormat("AVRO", registry_url="", registry_connection=connection, **_pos(meta))
 
     def includes(self, meta, *items):
         return items
@@ -163,7 +167,14 @@ class MaterializeBuilder(Builder):
     as_bytes = materialized = _flag
 
     def envelope(self, meta, kind):
-        return kind
+        return kind, None
+
+    def upsert_inline_errors(self, meta, column):
+        return "UPSERT", column
+
+    def inline_errors(self, meta, alias):
+        """INLINE [AS name]: decode errors go to the column `name` ("error" by default)."""
+        return alias or "error"
 
     envelope_kind = include_what
 
@@ -193,6 +204,55 @@ class MaterializeBuilder(Builder):
     def drop_view(self, meta):
         return "VIEW"
 
+    def drop_table(self, meta):
+        return "TABLE"
+
+    def drop_secret(self, meta):
+        return "SECRET"
+
+    def drop_connection(self, meta):
+        return "CONNECTION"
+
+    # ---- SELECT: subqueries in FROM, ORDER BY, the map operator
+    def query(self, meta, *children):
+        """The shared Select, with a Subquery allowed where a source stands and ORDER BY keys."""
+        sources = [c for c in children if isinstance(c, (ast.SourceRef, mz_ast.Subquery))]
+        order_by = next((c[1] for c in children if isinstance(c, tuple) and c[:1] == ("order_by",)), ())
+        rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))]
+        placeholder = ast.SourceRef("", **_pos(meta))
+        select = super().query(meta, *[placeholder if c is sources[0] else c for c in rest])
+        return replace(select, source=sources[0], order_by=order_by)
+
+    def subquery(self, meta, query, alias):
+        return mz_ast.Subquery(query, alias, **_pos(meta))
+
+    def subquery_alias(self, meta, name):
+        return name
+
+    def order_by(self, meta, *keys):
+        return "order_by", keys
+
+    def sort_key(self, meta, expression, direction, nulls):
+        descending = direction == "DESC"
+        return mz_ast.SortKey(expression, descending, descending if nulls is None else nulls, **_pos(meta))
+
+    def sort_direction(self, meta, token):
+        return token.upper()
+
+    def nulls_order(self, meta, position):
+        return position
+
+    def nulls_position(self, meta, token):
+        return token.upper() == "FIRST"
+
+    def ordered_call(self, meta, name, *rest):
+        *args, (_, order_by) = rest
+        call = ast.FunctionCall(name.upper(), tuple(args), **_pos(meta))
+        return mz_ast.OrderedCall(call, order_by, **_pos(meta))
+
+    def map_lookup(self, meta, base, key):
+        return mz_ast.MapLookup(base, key, **_pos(meta))
+
 
 class MaterializeDialect(Dialect):
     """materialize.lark with Materialize's tables and error wording."""
@@ -204,7 +264,7 @@ class MaterializeDialect(Dialect):
     name_rules = ("identifier", "alias_name")
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
-    operator_words = "= <> != < <= > >= + - || * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
+    operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
     statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP"
 
     def expected_list(self, items: list[str]) -> str:

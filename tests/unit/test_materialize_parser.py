@@ -64,7 +64,7 @@ def test_create_source_minimal_uses_the_sessions_broker():
 
 def test_create_source_with_a_connection():
     got = mz("CREATE SOURCE s FROM KAFKA CONNECTION kafka_conn (TOPIC 'data') FORMAT TEXT")
-    assert got == CreateKafkaSource("s", "data", broker=None, format=F("TEXT"))
+    assert got == CreateKafkaSource("s", "data", broker=None, format=F("TEXT"), connection="kafka_conn")
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,8 @@ def test_create_source_with_a_connection():
         ("AVRO USING SCHEMA 's' (confluent wire format true)", F("AVRO", avro_schema="s")),
         ("AVRO USING CONFLUENT SCHEMA REGISTRY 'http://localhost:8081'",
          F("AVRO", registry_url="http://localhost:8081")),
-        ("AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_conn", F("AVRO", registry_url="")),
+        ("AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_conn",
+         F("AVRO", registry_url="", registry_connection="csr_conn")),
     ],
 )
 def test_formats(text, expected):
@@ -407,16 +408,17 @@ def test_parse_statement_offsets_in_errors():
 @pytest.mark.parametrize(
     "text, line, column, reason",
     [
-        ("SELECT a FROM", 1, 14, "Expected an identifier, found EOF"),
+        ("SELECT a FROM", 1, 14, "Expected one of '(' or an identifier, found EOF"),
         ("SELECT x::foo FROM s", 1, 11, 'Expected a type, found identifier "foo"'),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT PROTOBUF", 1, 45,
-         'Expected one of AVRO or BYTES or CSV or JSON or TEXT, found identifier "PROTOBUF"'),
+         'Expected one of AVRO or BYTES or CSV or JSON or REGEX or TEXT, found identifier "PROTOBUF"'),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't'", 1, 37, "Expected one of FORMAT or KEY, found EOF"),
         ("CREATE SOURCE s FROM KAFKA TOPIC t FORMAT TEXT", 1, 34, 'Expected a string, found identifier "t"'),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT CSV WITH x COLUMNS", 1, 54,
          'Expected a number, found identifier "x"'),
         ("SELECT * FROM s LIMIT 'x'", 1, 23, "Expected a number, found string literal 'x'"),
-        ("SHOW TABLES", 1, 6, 'Expected one of COLUMNS or SOURCES or VIEWS, found identifier "TABLES"'),
+        ("SHOW STREAMS", 1, 6, 'Expected one of COLUMNS or CONNECTIONS or SECRETS or SOURCES or TABLES or VIEWS, '
+                         'found identifier "STREAMS"'),
         ("SELECT a b c FROM s", 1, 12, 'Expected one of \',\' or FROM, found identifier "c"'),
         ("SELECT a #", 1, 10, "unexpected character '#'"),
     ],
@@ -436,7 +438,7 @@ def test_record_field_without_parentheses_gets_a_hint():
 
 def test_error_messages_name_sql_terms_not_lark_terminals():
     for text in ["SELECT a FROM s WHERE", "SELECT CAST(a AS) FROM s", "CREATE SOURCE s", "SUBSCRIBE",
-                 "DROP", "", "SELECT a FROM s ORDER BY a", "CREATE VIEW v AS SHOW SOURCES"]:
+                 "DROP", "", "SELECT a FROM s ORDER BY", "CREATE VIEW v AS SHOW SOURCES"]:
         reason = syntax_error(text).reason
         for lark_name in ("NAME", "STRING_LITERAL", "INTEGER_VALUE", "LPAR", "__ANON", "$END", "RULE"):
             assert lark_name not in reason, (text, reason)
@@ -454,7 +456,7 @@ def test_unterminated_string():
     [
         # ksql-only syntax
         "SELECT * FROM s EMIT CHANGES",
-        "SELECT a->b FROM s",
+        "SELECT a-> FROM s",
         "SELECT `a` FROM s",
         "CREATE STREAM s (a INT) WITH (kafka_topic='t')",
         "SELECT * FROM s PARTITION BY a",
@@ -472,7 +474,7 @@ def test_unterminated_string():
         "CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT TEXT INCLUDE HEADER x AS y",
         "CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT TEXT INCLUDE KEY AS k BYTES",
         "CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT TEXT INCLUDE VALUE",
-        "CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT TEXT ENVELOPE DEBEZIUM",
+        "CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT TEXT ENVELOPE DEBEZIUM (x)",
         "CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT TEXT ENVELOPE UPSERT INCLUDE KEY",
         "CREATE SOURCE s () FROM KAFKA TOPIC 't' FORMAT TEXT",
         "CREATE SOURCE s (a INT) FROM KAFKA TOPIC 't' FORMAT TEXT",
@@ -491,7 +493,7 @@ def test_unterminated_string():
         "SHOW",
         "SHOW COLUMNS s",
         "DROP s",
-        "DROP TABLE s",
+        "DROP TABLES s",
         "DROP SOURCE",
         "DROP SOURCE IF NOT EXISTS s",
         # SELECT and expressions

@@ -1,0 +1,71 @@
+"""Materialize's ENVELOPE DEBEZIUM, described in plain Python: what each record does to a table.
+
+Materialize reads a Debezium change event as an upsert on the record's key: the value's
+`after` is the key's new row, an `after` of NULL (a delete event) retracts the key's row, and a
+tombstone (NULL value, which Debezium writes after a delete) retracts it too (a no-op by then).
+`before` is not needed to apply a change. The table's columns are the fields of `after`, which
+is why a Debezium source takes no INCLUDE KEY: the key's fields are in the value already.
+
+The engine runs this with its UPSERT machinery (value := after); `replay` is the reference it
+is tested against, and `changes` names each record's effect as Materialize's updates do
+(row, +1 | -1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable, Iterable, Mapping, Sequence
+
+from .errors import StatementError
+
+INCLUDE_KEY_MESSAGE = "Cannot use INCLUDE KEY with ENVELOPE DEBEZIUM: Debezium values include all keys."
+KEY_FORMAT_MESSAGE = "ENVELOPE DEBEZIUM requires that KEY FORMAT be specified"
+MISSING_FIELDS_MESSAGE = "ENVELOPE DEBEZIUM requires a value record with fields 'before' and 'after'; found: {}"
+
+Row = Mapping[str, Any]
+Change = tuple[Row, int]
+
+
+def check_source(includes: Iterable[str], has_key_format: bool) -> None:
+    """Statement-time checks: no INCLUDE KEY, and a key to upsert on."""
+    if "KEY" in includes:
+        raise StatementError(INCLUDE_KEY_MESSAGE)
+    if not has_key_format:
+        raise StatementError(KEY_FORMAT_MESSAGE)
+
+
+def after_fields(value_fields: Sequence[tuple[str, Any]]) -> Any:
+    """The type of `after` among the value record's (name, type) fields: the table's columns."""
+    by_name = {name.lower(): type_ for name, type_ in value_fields}
+    if "before" not in by_name or "after" not in by_name:
+        raise StatementError(MISSING_FIELDS_MESSAGE.format(", ".join(name for name, _ in value_fields) or "none"))
+    return by_name["after"]
+
+
+def new_row(value: Row | None) -> Row | None:
+    """The key's row after a record with this value (None: the key has no row)."""
+    return None if value is None else value.get("after")
+
+
+def changes(state: dict[Hashable, Row], key: Hashable, value: Row | None) -> list[Change]:
+    """Apply one record to `state` (key -> row) and return its updates: an insert (+1), a
+    delete (-1), or an update as a retraction then an insertion. A record that changes
+    nothing gives no updates."""
+    old, new = state.get(key), new_row(value)
+    if old == new:
+        return []
+    updates: list[Change] = []
+    if old is not None:
+        updates.append((old, -1))
+        del state[key]
+    if new is not None:
+        updates.append((new, +1))
+        state[key] = new
+    return updates
+
+
+def replay(records: Iterable[tuple[Hashable, Row | None]]) -> dict[Hashable, Row]:
+    """The table after every (key, value) record in order: key -> row."""
+    state: dict[Hashable, Row] = {}
+    for key, value in records:
+        changes(state, key, value)
+    return state

@@ -1,0 +1,58 @@
+"""Materialize's names for our types, as SHOW COLUMNS prints them.
+
+Materialize names a column's type by its catalog name (PostgreSQL's `typname`: `int4`, not
+`integer`); a list, map or record column shows the generic `list`, `map` or `record`. Two
+metadata columns have types of their own there: a Kafka offset is `uint8` (unsigned) and a
+partition `int4`, whatever type we hold them in.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .sql import ast
+
+#: ast.Type name -> Materialize type name
+TYPE_NAMES: dict[str, str] = {
+    "BOOLEAN": "bool",
+    "INT": "int4",
+    "BIGINT": "int8",
+    "DOUBLE": "float8",
+    "DECIMAL": "numeric",
+    "STRING": "text",
+    "BYTES": "bytea",
+    "DATE": "date",
+    "TIME": "time",
+    "TIMESTAMP": "timestamp",
+    "ARRAY": "list",
+    "MAP": "map",
+    "STRUCT": "record",
+}
+
+#: column role (catalog.OFFSET, ...) -> the Materialize type that role always has
+ROLE_TYPE_NAMES: dict[str, str] = {"OFFSET": "uint8", "PARTITION": "int4", "TIMESTAMP": "timestamp",
+                                   "TOPIC": "text"}
+
+#: roles whose columns are never NULL in Materialize (every record has them)
+NOT_NULL_ROLES = frozenset({"OFFSET", "PARTITION", "TIMESTAMP", "TOPIC", "HEADERS"})
+
+SHOW_COLUMNS_HEADER = ("name", "nullable", "type", "comment")
+
+
+def materialize_type_name(type_: ast.Type, role: str | None = None) -> str:
+    """The name Materialize gives a column of `type_` in `role` (None: a key or value column)."""
+    if role in ROLE_TYPE_NAMES:
+        return ROLE_TYPE_NAMES[role]
+    try:
+        return TYPE_NAMES[type_.name]
+    except KeyError:
+        raise ValueError(f"no Materialize name for type {type_.name}") from None
+
+
+def show_columns_rows(columns: Iterable) -> list[dict]:
+    """SHOW COLUMNS rows for catalog columns (anything with `name`, `type` and `role`)."""
+    return [
+        {"name": c.name, "nullable": c.role not in NOT_NULL_ROLES,
+         "type": materialize_type_name(c.type, c.role), "comment": ""}
+        for c in columns
+    ]

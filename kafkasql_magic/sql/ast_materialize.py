@@ -1,0 +1,101 @@
+"""AST nodes only the Materialize dialect writes: secrets, connections, source tables, ORDER BY
+keys, subqueries in FROM and the map operator. Frozen dataclasses like those of ast.py (same
+positions, same equality rules); they live here because ast.py is full.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ast import Expr, FunctionCall, Include, Node, Select, SourceFormat, Statement
+
+
+# ---------------------------------------------------------------- secrets and connections
+@dataclass(frozen=True)
+class CreateSecret(Statement):
+    """CREATE SECRET [IF NOT EXISTS] name AS '...'. The value never shows in a repr."""
+
+    name: str
+    value: str = field(repr=False)
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ConnectionOption(Node):
+    """One option of CREATE CONNECTION: `name` in Materialize's words, upper case and
+    single-spaced (BROKER, SECURITY PROTOCOL, SASL PASSWORD, URL, ...); either `value` (text
+    as written) or `secret` (the name of a secret holding the value)."""
+
+    name: str
+    value: str | None = None
+    secret: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateConnection(Statement):
+    """CREATE CONNECTION [IF NOT EXISTS] name TO KAFKA (...) | TO CONFLUENT SCHEMA REGISTRY (...)
+    [WITH (VALIDATE = false)]. `kind` is KAFKA or CONFLUENT SCHEMA REGISTRY; `validate` asks
+    for the service to be reached at CREATE time, as Materialize does by default."""
+
+    name: str
+    kind: str
+    options: tuple[ConnectionOption, ...] = ()
+    if_not_exists: bool = False
+    validate: bool = True
+
+
+# ---------------------------------------------------------------- CREATE TABLE ... FROM SOURCE
+@dataclass(frozen=True)
+class CreateSourceTable(Statement):
+    """CREATE TABLE name [(cols)] FROM SOURCE source [(REFERENCE ref)] [formats] [INCLUDE ...]
+    [ENVELOPE ...]: Materialize's current form of a Kafka source's decoding, equivalent to a
+    CREATE SOURCE with the same formats, includes and envelope over the source's topic
+    (`reference`, when given, names that topic). Fields mean what CreateKafkaSource's mean."""
+
+    name: str
+    source: str
+    reference: str | None = None
+    columns: tuple[str, ...] = ()
+    key_format: SourceFormat | None = None
+    value_format: SourceFormat | None = None
+    format: SourceFormat | None = None
+    includes: tuple[Include, ...] = ()
+    envelope: str = "NONE"  # NONE | UPSERT | DEBEZIUM
+    value_errors_column: str | None = None
+    if_not_exists: bool = False
+
+
+# ---------------------------------------------------------------- queries
+@dataclass(frozen=True)
+class SortKey(Node):
+    """One ORDER BY key. `nulls_first` is resolved as PostgreSQL does when not written:
+    NULLS LAST ascending, NULLS FIRST descending."""
+
+    expr: Expr
+    descending: bool = False
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True)
+class Subquery(Node):
+    """`(SELECT ...) [AS] alias` in FROM or JOIN, where a SourceRef may stand."""
+
+    query: Select
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class MapLookup(Expr):
+    """`map -> key`: the value under `key` in a map (NULL when absent)."""
+
+    base: Expr
+    key: Expr
+
+
+@dataclass(frozen=True)
+class OrderedCall(Expr):
+    """`name(args ORDER BY keys)`: an aggregate whose input order the keys decide
+    (map_agg's last value per key, list_agg's order)."""
+
+    call: FunctionCall
+    order_by: tuple[SortKey, ...]

@@ -1,0 +1,123 @@
+"""Builder rules for Materialize's DDL around sources: FROM KAFKA CONNECTION options, CREATE
+TABLE ... FROM SOURCE, CREATE SECRET and CREATE CONNECTION. MaterializeBuilder's base, one
+method per grammar rule of materialize.lark, as in builder.py."""
+
+from __future__ import annotations
+
+from lark import v_args
+
+from . import ast_materialize as mz_ast
+from .builder import Builder, Invalid, _pos, _unquote
+
+__all__ = ["MaterializeDdlRules", "split_formats"]
+
+
+_OPTION_WORDS = {"topic": "TOPIC", "start_offsets": "START OFFSET", "start_timestamp": "START TIMESTAMP",
+                 "group_id_prefix": "GROUP ID PREFIX"}
+
+
+def split_formats(formats) -> tuple:
+    """(key format, value format, bare format) from the formats rule (None: no format)."""
+    if formats is None:
+        return None, None, None
+    kind, *chosen = formats
+    return tuple(chosen) if kind == "key_value" else (None, None, chosen[0])
+
+
+@v_args(meta=True, inline=True)
+class MaterializeDdlRules(Builder):
+    """The ksql builder plus the rules of materialize.lark for connections, secrets and source
+    tables; MaterializeBuilder builds on it."""
+
+    def kafka_connection(self, meta, connection, *options):
+        """Materialize's checks: each option once, a TOPIC, not both START options."""
+        found = {"connection": connection}
+        for (key, value), (line, column) in options:
+            if key in found:
+                raise Invalid(f"{_OPTION_WORDS[key]} specified more than once", line, column)
+            found[key] = value
+        if "topic" not in found:
+            raise Invalid("KAFKA CONNECTION without TOPIC", meta.line, meta.column)
+        if "start_offsets" in found and "start_timestamp" in found:
+            raise Invalid("cannot specify START TIMESTAMP and START OFFSET at same time", meta.line, meta.column)
+        return found
+
+    def topic_option(self, meta, topic):
+        return ("topic", _unquote(topic)), (meta.line, meta.column)
+
+    def start_offset_option(self, meta, *offsets):
+        return ("start_offsets", tuple(int(o) for o in offsets)), (meta.line, meta.column)
+
+    def start_timestamp_option(self, meta, value):
+        return ("start_timestamp", value), (meta.line, meta.column)
+
+    def group_id_prefix_option(self, meta, prefix):
+        return ("group_id_prefix", _unquote(prefix)), (meta.line, meta.column)
+
+    def signed_integer(self, meta, minus, token):
+        return -int(token) if minus else int(token)
+
+    def minus(self, meta):
+        return True
+
+    # ---- CREATE TABLE ... FROM SOURCE
+    def create_source_table(self, meta, if_not_exists, name, columns, source, reference,
+                            formats, includes, envelope):
+        """Without (REFERENCE ...) the table reads the source's one topic, as Kafka tables do."""
+        key_format, value_format, format_ = split_formats(formats)
+        kind, errors_column = envelope or ("NONE", None)
+        return mz_ast.CreateSourceTable(
+            name, source, reference, columns or (), key_format, value_format, format_, includes or (),
+            kind, errors_column, bool(if_not_exists), **_pos(meta),
+        )
+
+    def reference(self, meta, name):
+        return name
+
+    # ---- CREATE SECRET, CREATE CONNECTION
+    def create_secret(self, meta, if_not_exists, name, value):
+        return mz_ast.CreateSecret(name, _unquote(value), bool(if_not_exists), **_pos(meta))
+
+    def create_connection(self, meta, if_not_exists, name, kind, *rest):
+        *options, validate = rest
+        seen = set()
+        for option in options:
+            if option.name in seen:
+                raise Invalid(f"{option.name} specified more than once", option.line, option.column)
+            seen.add(option.name)
+        return mz_ast.CreateConnection(name, kind, tuple(options), bool(if_not_exists),
+                                       True if validate is None else validate, **_pos(meta))
+
+    def validate(self, meta, flag):
+        return flag
+
+    def connection_kind(self, meta, *tokens):
+        return " ".join(t.upper() for t in tokens)
+
+    option_name = connection_kind
+
+    def broker_option(self, meta, broker):
+        return mz_ast.ConnectionOption("BROKER", _unquote(broker), **_pos(meta))
+
+    def brokers_option(self, meta, *brokers):
+        return mz_ast.ConnectionOption("BROKERS", ",".join(_unquote(b) for b in brokers), **_pos(meta))
+
+    def url_option(self, meta, url):
+        return mz_ast.ConnectionOption("URL", _unquote(url), **_pos(meta))
+
+    def connection_option(self, meta, name, value):
+        text, secret = value
+        return mz_ast.ConnectionOption(name, text, secret, **_pos(meta))
+
+    def text_value(self, meta, token):
+        return _unquote(token), None
+
+    def option_word(self, meta, token):
+        return token
+
+    def word_value(self, meta, token):
+        """A bare word (SASL_SSL, PLAIN) is the option's value as written, upper-cased."""
+        return (_unquote(token) if token[0] == '"' else token.upper()), None
+
+    def secret_value(self, meta, name):
+        return None, name
