@@ -7,7 +7,7 @@ import base64
 import pytest
 from pyspark.sql import functions as F
 
-from kafkasql_magic.dialects_pg_functions import FUNCTIONS, lookup, missing_function_message, pg_text
+from kafkasql_magic.dialects.pg_functions import FUNCTIONS, lookup, missing_function_message, pg_text
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql.ast import Literal, Type
 
@@ -105,7 +105,7 @@ def test_text_forms(spark):
 
 
 def test_list_agg_and_map_agg(spark):
-    from kafkasql_magic.dialects_pg_functions import AGGREGATES
+    from kafkasql_magic.dialects.pg_functions import AGGREGATES
 
     df = spark.createDataFrame(
         [("g", 1, "a", "x"), ("g", 3, "a", "z"), ("g", 2, None, "y"), ("g", 4, "b", None), ("h", 1, "c", "w")],

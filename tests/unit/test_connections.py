@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.connections import Connections
+from kafkasql_magic.dialects.connections import Connections
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import parse_statement
 

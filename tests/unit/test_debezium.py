@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.debezium import (
+from kafkasql_magic.dialects.debezium import (
     INCLUDE_KEY_MESSAGE, KEY_FORMAT_MESSAGE, after_fields, changes, check_source, new_row, replay,
 )
 from kafkasql_magic.errors import StatementError

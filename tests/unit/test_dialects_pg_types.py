@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkasql_magic import catalog, types
-from kafkasql_magic.dialects_pg_types import SHOW_COLUMNS_HEADER, materialize_type_name, show_columns_rows
+from kafkasql_magic.dialects.pg_types import SHOW_COLUMNS_HEADER, materialize_type_name, show_columns_rows
 from kafkasql_magic.sql.ast import Type
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.kafka.offsets import parse_offsets
-from kafkasql_magic.start_position import absolute_timestamp, start_offsets, starting_offsets_option
+from kafkasql_magic.kafka.start_position import absolute_timestamp, start_offsets, starting_offsets_option
 
 LOWS = {0: 0, 1: 5, 2: 0}
 

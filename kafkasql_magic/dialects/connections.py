@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import StatementError
-from .sql.ast_materialize import ConnectionOption, CreateConnection, CreateSecret
+from ..errors import StatementError
+from ..sql.ast_materialize import ConnectionOption, CreateConnection, CreateSecret
 
 KAFKA, REGISTRY = "KAFKA", "CONFLUENT SCHEMA REGISTRY"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .sql import ast
+from ..sql import ast
 
 #: ast.Type name -> Materialize type name
 TYPE_NAMES: dict[str, str] = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Mapping, Sequence
 
-from .errors import StatementError
+from ..errors import StatementError
 
 OffsetsForTime = Callable[[Sequence[int], int], Mapping[int, int]]
 

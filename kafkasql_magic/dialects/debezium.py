@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
-from .errors import StatementError
+from ..errors import StatementError
 
 INCLUDE_KEY_MESSAGE = "Cannot use INCLUDE KEY with ENVELOPE DEBEZIUM: Debezium values include all keys."
 KEY_FORMAT_MESSAGE = "ENVELOPE DEBEZIUM requires that KEY FORMAT be specified"
