@@ -5,7 +5,7 @@ Pure: no Kafka, no Spark. The session checks the topic and registers the result.
 
 from __future__ import annotations
 
-from . import formats, types
+from . import formats, limits, types
 from .catalog import HEADER, HEADERS, KEY, VALUE, Column, SourceDef
 from .errors import StatementError
 from .formats import Field, FormatSpec
@@ -41,6 +41,9 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
     value_schema_id)` (the registry lookup) supplies the columns of an AVRO/JSON_SR key or value
     that the statement does not declare, as ksqlDB's schema inference does."""
     props = _properties(stmt)
+    limits.check_properties(props)
+    for c in stmt.columns:
+        limits.check_type(c.type)
     columns = tuple(_column(stmt.kind, c) for c in stmt.columns)
     _check_headers(stmt.columns)
     topic = props.get("KAFKA_TOPIC")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import types
+from . import limits, types
 from .catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
 from .errors import StatementError
 from .formats import FormatSpec
@@ -52,6 +52,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
 
     options = dict(context)
     if fmt.avro_schema is not None:
+        limits.check_avro_schema(fmt.avro_schema)
         options["AVRO_SCHEMA"] = fmt.avro_schema
         options["CONFLUENT_WIRE_FORMAT"] = fmt.confluent_wire_format
         schema = avro_types.parse_writer(fmt.avro_schema)[1]
@@ -60,6 +61,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict) -> Decoding:
         if not url:
             raise StatementError("AVRO USING CONFLUENT SCHEMA REGISTRY needs a registry URL: give one in the "
                                  "statement or connect(..., schema_registry_url=...)")
+        limits.check_registry_url(url)
         options["SCHEMA_REGISTRY_URL"] = url
         from .registry.inference import latest_schema_of
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 import json
 
-from . import ddl, dml, metadata, mz, sql as sqlparse, types
+from . import ddl, dml, limits, metadata, mz, sql as sqlparse, types
 from .catalog import Catalog, ViewDef
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
@@ -197,6 +197,7 @@ class Session:
     def _plan(self, stmt: ast.Select, reset: str | None = None):
         """The plan, the planned frame, the ranges a push query reads, its raw-source options and
         the raw records (which a per-batch plan builds on, micro-batch by micro-batch)."""
+        limits.check_limit(stmt.limit)
         source = self._base_source(stmt.source.name)
         bounded = not stmt.emit_changes
         seekable = stmt.emit_changes and source.dialect == "ksql" and not stmt.joins
@@ -307,6 +308,7 @@ class Session:
 
     def _create_view(self, stmt: ast.CreateView, text, timeout):
         self._base_source(stmt.query.source.name)  # the view must read an existing source
+        limits.check_view_cycle(stmt.name, stmt.query, self.catalog)
         view = ViewDef(stmt.name, stmt.query, statement=text, dialect=self._dialect_now)
         self.catalog.add(view, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
         return None
