@@ -19,6 +19,7 @@ from . import ddl, dml, limits, metadata, mz, sql as sqlparse, types
 from .catalog import Catalog, ViewDef
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
+from .kafka.reach import ensure_reachable
 from .local.producer import produce
 from .planner import check_persistent, plan_select, select_over_frame
 from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
@@ -145,6 +146,7 @@ class Session:
         source = ddl.source_from_create(stmt, settings, text, infer=self._infer)
         if source.name in self.catalog and stmt.if_not_exists:
             return None
+        ensure_reachable(self.bootstrap_servers, _or(timeout, self.timeout))
         if not admin.topic_exists(self.bootstrap_servers, source.topic):
             partitions = source.properties.get("PARTITIONS")
             if partitions is None:
@@ -232,6 +234,8 @@ class Session:
     def _select(self, stmt: ast.Select, text, timeout, reset: str | None = None):
         if stmt.source.name == PROCESSING_LOG:
             return self._select_processing_log(stmt)
+        source = self._base_source(stmt.source.name)
+        ensure_reachable(source.properties.get("BROKER") or self.bootstrap_servers, _or(timeout, self.timeout))
         plan, planned, seek, options, raw = self._plan(stmt, reset)
         query_id = f"transient_{plan.source.name}_{next(self._ids)}"
         if seek.empty:  # contradictory bounds: nothing can match
@@ -284,7 +288,8 @@ class Session:
     def _insert_values(self, stmt: ast.InsertValues, text, timeout):
         target = self.catalog.get(stmt.target)
         record = dml.record_from_insert(stmt, target)
-        produce(self.bootstrap_servers, target.topic, [record])
+        ensure_reachable(self.bootstrap_servers, _or(timeout, self.timeout))
+        produce(self.bootstrap_servers, target.topic, [record], timeout=_or(timeout, self.timeout))
         return None
 
     def _insert_select(self, stmt: ast.InsertSelect, text, timeout):
@@ -301,6 +306,7 @@ class Session:
             return None
         source = mz.source_from_create(stmt, registry_url=self.schema_registry_url, text=text)
         bootstrap = source.properties.get("BROKER") or self.bootstrap_servers
+        ensure_reachable(bootstrap, _or(timeout, self.timeout))
         if not admin.topic_exists(bootstrap, source.topic):
             raise StatementError(f"Topic '{source.topic}' does not exist (broker {bootstrap}).")
         self.catalog.add(source)
@@ -385,6 +391,11 @@ class Session:
                 raise StatementError(f"Unknown queryId: {query_id}")
             query.stop()
         return None
+
+
+def _or(timeout: float | None, default: float) -> float:
+    """A statement's timeout: the one given to sql(), else the session's."""
+    return timeout if timeout is not None else default
 
 
 def _join_text(join: ast.Join) -> str:
