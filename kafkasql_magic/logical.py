@@ -18,6 +18,7 @@ from .catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as P
 from .catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
 from .formats import Field
 from .sql import ast
+from .tombstones import skips_null_values
 
 #: Pseudocolumn -> (ksql type, value from the raw Kafka record). Never in SELECT *.
 PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
@@ -90,6 +91,8 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
     if source.dialect == "materialize" and source.envelope == "NONE":
         raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
+    if skips_null_values(source):
+        raw = raw.where(F.col("value").isNotNull())
     key = formats.lookup(source.key_format.name).decode(
         F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
     value = formats.lookup(source.value_format.name).decode(
