@@ -199,7 +199,6 @@ class Session:
     def _plan(self, stmt: ast.Select, reset: str | None = None):
         """The plan, the planned frame, the ranges a push query reads, its raw-source options and
         the raw records (which a per-batch plan builds on, micro-batch by micro-batch)."""
-        limits.check_limit(stmt.limit)
         source = self._base_source(stmt.source.name)
         bounded = not stmt.emit_changes
         seekable = stmt.emit_changes and source.dialect == "ksql" and not stmt.joins
@@ -234,6 +233,7 @@ class Session:
     def _select(self, stmt: ast.Select, text, timeout, reset: str | None = None):
         if stmt.source.name == PROCESSING_LOG:
             return self._select_processing_log(stmt)
+        limits.check_limit(stmt.limit)
         source = self._base_source(stmt.source.name)
         ensure_reachable(source.properties.get("BROKER") or self.bootstrap_servers, _or(timeout, self.timeout))
         plan, planned, seek, options, raw = self._plan(stmt, reset)
