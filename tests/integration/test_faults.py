@@ -87,3 +87,24 @@ def test_header_keys_stay_text(session, broker, new_topic):
                 f"WITH (kafka_topic='{topic}', value_format='JSON');")
     rows = session.sql("SELECT hs FROM hk;")
     assert rows["HS"].tolist() == [[{"KEY": "caf\u00e9", "VALUE": b"x"}]]
+
+
+def test_a_recreated_topic_stops_the_query_instead_of_skipping_records(session, broker, new_topic):
+    from kafkasql_magic.kafka import admin
+
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": f'{{"v": {i}}}'.encode()} for i in range(100)])
+    session.sql(f"CREATE STREAM rc (v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = session.sql("SELECT v, ROWOFFSET AS o FROM rc EMIT CHANGES;")
+    deadline = time.monotonic() + 90
+    while len(query.rows()) < 100 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(query.rows()) == 100
+    admin.delete_topic(broker.bootstrap_servers, topic)
+    admin.create_topic(broker.bootstrap_servers, topic, 1)
+    produce(broker.bootstrap_servers, topic, [{"value": f'{{"v": {1000 + i}}}'.encode()} for i in range(300)])
+    assert query.wait(60), f"{query} still runs on the re-created topic"
+    assert query.state == "FAILED"
+    assert f"Topic '{topic}'" in str(query.failure)
+    assert "was deleted and re-created" in str(query.failure) or "does not exist" in str(query.failure)
+    assert query.rows()["V"].max() < 1000, "rows of the new topic came in at the old offsets"
