@@ -18,6 +18,7 @@ from .catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as P
 from .catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
 from .formats import Field
 from .sql import ast
+from .kafka.headers import unreadable_error
 from .tombstones import skips_null_values
 
 #: Pseudocolumn -> (ksql type, value from the raw Kafka record). Never in SELECT *.
@@ -103,6 +104,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
     checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
+    checks += [unreadable_error(F.col("headers"))] if source.header_columns else []
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
     columns = [_column(c, decoded).alias(c.name) for c in source.columns]

@@ -28,3 +28,15 @@ def checked_headers(headers):
     """A record's headers as confluent-kafka takes them: (text key, value) pairs, order kept."""
     items = headers.items() if isinstance(headers, dict) else headers
     return [(header_key(k), v) for k, v in items]
+
+
+#: The processing-log message for a record whose headers could not be read.
+UNREADABLE_MESSAGE = "Record headers could not be read: a header key is not UTF-8 text"
+
+
+def unreadable_error(headers):
+    """The decoding error of a record whose raw `headers` column is NULL: the reader leaves it
+    NULL only when confluent-kafka cannot read a header key (see kafka.arrow_batch)."""
+    from pyspark.sql import functions as F
+
+    return F.when(headers.isNull(), F.lit(UNREADABLE_MESSAGE))

@@ -108,3 +108,21 @@ def test_a_recreated_topic_stops_the_query_instead_of_skipping_records(session, 
     assert f"Topic '{topic}'" in str(query.failure)
     assert "was deleted and re-created" in str(query.failure) or "does not exist" in str(query.failure)
     assert query.rows()["V"].max() < 1000, "rows of the new topic came in at the old offsets"
+
+
+def test_a_header_key_that_is_not_utf8_is_logged_not_fatal(session, broker, new_topic):
+    from raw_records import produce_with_header
+
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": b'{"v": 1}', "headers": [("a", b"1")]}])
+    produce_with_header(broker.bootstrap_servers, topic, b'{"v": 2}', b"\xff\xfe", b"x")
+    produce(broker.bootstrap_servers, topic, [{"value": b'{"v": 3}', "headers": [("a", b"3")]}])
+    session.sql(f"CREATE STREAM raw_hk (v INT, hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
+                f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    session.sql(f"CREATE STREAM raw_plain (v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    assert session.sql("SELECT v FROM raw_hk;")["V"].tolist() == [1, 3]
+    assert session.sql("SELECT v FROM raw_plain;")["V"].tolist() == [1, 2, 3]  # headers not read: all rows
+    log = session.processing_log(raw=True)
+    assert log[["TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
+        [topic, 0, 1, "Record headers could not be read: a header key is not UTF-8 text"]]
+    assert log["VALUE"].tolist() == [b'{"v": 2}']
