@@ -185,12 +185,15 @@ class _Planner:
 
     def topic_partitions(self, position: Mapping[int, int] | None = None) -> list[int]:
         """The partitions to read; KafkaError when the topic was deleted and re-created since
-        it was first described (`position`, the offsets read so far, goes into the message)."""
+        it was first described and records were read (`position`, the offsets read so far,
+        goes into the message). At offset 0 everywhere nothing can be skipped: the stream
+        goes on with the new topic from its start."""
         found = identity.describe(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
-        if self._topic_id is None:
-            self._topic_id = found.topic_id
-        elif found.topic_id is not None and found.topic_id != self._topic_id:
-            raise identity.recreated(self.opts.topic, self.opts.bootstrap, self._topic_id, found.topic_id, position)
+        if self._topic_id is not None and found.topic_id is not None and found.topic_id != self._topic_id:
+            if position is None or any(offset > 0 for offset in position.values()):
+                raise identity.recreated(self.opts.topic, self.opts.bootstrap, self._topic_id, found.topic_id,
+                                         position)
+        self._topic_id = found.topic_id if found.topic_id is not None else self._topic_id
         parts = list(found.partitions)
         if self.opts.partitions is None:
             return parts

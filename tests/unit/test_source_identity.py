@@ -27,6 +27,15 @@ def test_a_new_topic_id_stops_the_stream_naming_where_it_was(monkeypatch):
         "the new topic's records. Run the query again to read the new topic (bootstrap b:9092)")
 
 
+def test_a_stream_that_read_nothing_goes_on_with_the_new_topic(monkeypatch):
+    planner = planner_over(monkeypatch, ["old", "new", "new", "newer"])
+    assert planner.topic_partitions() == [0, 1]
+    assert planner.topic_partitions(position={0: 0, 1: 0}) == [0, 1]  # nothing read: nothing skipped
+    assert planner.topic_partitions(position={0: 3, 1: 0}) == [0, 1]
+    with pytest.raises(KafkaError, match="topic id new is now newer"):
+        planner.topic_partitions(position={0: 3, 1: 0})
+
+
 def test_brokers_without_topic_ids_are_not_checked(monkeypatch):
     planner = planner_over(monkeypatch, [None, None, None])
     for _ in range(3):
