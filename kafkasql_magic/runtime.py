@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import shutil
 import tempfile
 import threading
 import time
@@ -27,6 +26,12 @@ from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
 from .engine.columns import DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_KEY, RAW_VALUE, TOPIC, result_column
+from .checkpoints import remove_when_stopped, wait_for_stream_thread
+from .progress import ProgressTally
+
+
+#: How long a stopping query waits for Spark's stream thread to close its last micro-batch.
+STREAM_THREAD_WAIT = 10.0
 
 
 class ProcessingLog:
@@ -178,6 +183,7 @@ class PushQuery:
         self._logged: set[tuple] = set()
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
         self._observed_through = -1  # the last batch whose failed records were logged
+        self._tally = ProgressTally()
         self.model = LiveModel(self.names, max_rows=max_rows,
                                key_columns=plan.key_names if plan.kind == "TABLE" and plan.key_names else None,
                                title=sql)
@@ -194,6 +200,7 @@ class PushQuery:
     def _watch(self) -> None:
         try:
             while not self._query.awaitTermination(0.1):
+                self._tally.follow(self._query)
                 self._log_observed()
                 if self._last_batch is not None and self._progress_of(self._last_batch):
                     self._query.stop()
@@ -207,9 +214,11 @@ class PushQuery:
             if self.model.state not in ("FAILED",):
                 self.model.set_state("FINISHED" if self._limit_reached() or self._range_read else "STOPPED")
         finally:
+            wait_for_stream_thread(self._query, STREAM_THREAD_WAIT)  # the last batch's progress comes in
+            self._tally.follow(self._query)
             self._log_observed()
             self._done.set()
-            shutil.rmtree(self._checkpoint, ignore_errors=True)
+            remove_when_stopped(self._query, self._checkpoint)
 
     def stop(self) -> None:
         """Stop the Spark query; safe to call from any thread and more than once. A plan that
@@ -276,7 +285,7 @@ class PushQuery:
     @property
     def records_read(self) -> int:
         """Records the source delivered to Spark (every batch), for seek checks and the widget."""
-        return sum(int(p["numInputRows"]) for p in (self._query.recentProgress if self._query else []))
+        return self._tally.follow(self._query) if self._query is not None else 0
 
     # ------------------------------------------------------------ data
     def _limit_reached(self) -> bool:

@@ -135,6 +135,10 @@ class Session:
         reader = self.spark.readStream if read.streaming else self.spark.read
         return reader.format(RAW_SOURCE).options(**read.options()).load()
 
+    def timeout_of(self, timeout: float | None) -> float:
+        """A statement's timeout: the one given to sql(), else the session's."""
+        return timeout if timeout is not None else self.timeout
+
     def base_source(self, name: str):
         """The Kafka-backed source under `name`, through any views."""
         relation = self.catalog.get(name)

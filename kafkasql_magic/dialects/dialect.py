@@ -55,6 +55,10 @@ class Dialect:
     seeks_pseudocolumns = True
     #: Records with neither key nor value are skipped (sources of this dialect without an envelope).
     skips_empty_records = False
+    #: A NULL value (tombstone) on a stream with value columns is skipped, as ksqlDB's queries
+    #: skip it (its transient-query queue drops them); a stream of only key and header columns
+    #: has nothing to decode from the value and keeps every record. Tables treat it as a delete.
+    skips_stream_tombstones = True
     #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
     stream_envelope_rules: tuple[tuple[str, str], ...] = ()
     #: Statement type -> how it becomes a catalog entry.
@@ -79,6 +83,9 @@ class Dialect:
 
     def skips_empty(self, source: SourceDef) -> bool:
         return self.skips_empty_records and source.envelope == "NONE"
+
+    def skips_null_value(self, source: SourceDef) -> bool:
+        return self.skips_stream_tombstones and source.kind == "STREAM" and bool(source.value_columns)
 
 
 KSQL = Dialect()

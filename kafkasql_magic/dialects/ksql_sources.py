@@ -11,6 +11,7 @@ from ..engine.columns import RESERVED_COLUMN_NAMES
 from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
+from . import limits
 from .naming import KSQL
 
 #: WITH-clause properties a CREATE STREAM/TABLE accepts.
@@ -40,6 +41,9 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
     value_schema_id)` (the registry lookup) supplies the columns of an AVRO/JSON_SR key or value
     that the statement does not declare, as ksqlDB's schema inference does."""
     props = _properties(stmt)
+    limits.check_properties(props)
+    for c in stmt.columns:
+        limits.check_type(c.type)
     columns = tuple(_column(stmt.kind, c) for c in stmt.columns)
     _check_headers(stmt.columns)
     topic = props.get("KAFKA_TOPIC")

@@ -23,6 +23,7 @@ class Materialize(Dialect):
     refuses_duplicate_names = False
     seeks_pseudocolumns = False
     skips_empty_records = True
+    skips_stream_tombstones = False
     stream_envelope_rules = ((KEY_WITHOUT_VALUE, "record with a key but a NULL value in a source with ENVELOPE NONE"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
 

@@ -15,6 +15,7 @@ from ..catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC,
 from ..errors import StatementError
 from ..formats import FormatSpec
 from ..sql import ast
+from . import limits
 from .ksql_sources import check_formats
 from .naming import MATERIALIZE
 
@@ -54,6 +55,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
 
     options = dict(context)
     if fmt.avro_schema is not None:
+        limits.check_avro_schema(fmt.avro_schema)
         options["AVRO_SCHEMA"] = fmt.avro_schema
         options["CONFLUENT_WIRE_FORMAT"] = fmt.confluent_wire_format
         schema = avro_types.parse_writer(fmt.avro_schema)[1]
@@ -62,6 +64,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
         if not url:
             raise StatementError("AVRO USING CONFLUENT SCHEMA REGISTRY needs a registry URL: give one in the "
                                  "statement or connect(..., schema_registry_url=...)")
+        limits.check_registry_url(url)
         options["SCHEMA_REGISTRY_URL"] = url
         schema = latest_schema(url, context["KAFKA_TOPIC"], role)
     record = avro_types.is_record(schema)

@@ -10,7 +10,9 @@ flat key list, one flat value list and list offsets (`ListArray.from_arrays`). T
 garbage collector is paused while a range is read: every consumed message is a GC-tracked
 object, and the collections they trigger cost as much as the reading itself.
 Converting headers is the most expensive step (confluent-kafka builds a list of tuples per
-message); `include_headers=False` skips it and yields empty header lists.
+message); `include_headers=False` skips it and yields empty header lists. A record whose
+header key is not UTF-8 cannot be read by confluent-kafka (`headers()` raises); its headers
+column is NULL (never otherwise), which the decoding logs as an error naming the record.
 """
 
 from __future__ import annotations
@@ -194,8 +196,8 @@ def to_record_batch(msgs, topic: str, partition: int, schema=None, include_heade
     tstype = schema.field("timestamp").type
     timestamps = pa.array(ts, tstype, mask=mask) if mask.any() else pa.array(ts, tstype)
 
-    hs = list(map(Message.headers, msgs)) if include_headers else [None] * n
-    headers = _headers(hs, n, schema.field("headers").type)
+    hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
+    headers = _headers(hs, n, schema.field("headers").type, unreadable)
     return pa.RecordBatch.from_arrays(
         [keys, values, headers, pa.repeat(topic, n),
          pa.array(np.full(n, partition, dtype=np.int32)), offsets, timestamps],
@@ -203,16 +205,44 @@ def to_record_batch(msgs, topic: str, partition: int, schema=None, include_heade
     )
 
 
-def _headers(hs: list, n: int, list_type):
+def _read_headers(msgs):
+    """(each message's headers, None) or, when some cannot be read, (headers with None for
+    those, a mask marking them).
+
+    A failed `headers()` leaves a half-built list cached in the message, which a second call
+    returns without an error (and touching it crashes the interpreter): so each message is
+    asked once. `extend` keeps what `map` produced before it raised, which tells which
+    message failed."""
+    from confluent_kafka import Message
+
+    hs: list = []
+    failed: list[int] = []
+    while len(hs) < len(msgs):
+        try:
+            hs.extend(map(Message.headers, msgs[len(hs):]))
+        except (SystemError, UnicodeDecodeError):
+            failed.append(len(hs))
+            hs.append(None)
+    if not failed:
+        return hs, None
+    mask = [False] * len(msgs)
+    for i in failed:
+        mask[i] = True
+    return hs, mask
+
+
+def _headers(hs: list, n: int, list_type, unreadable: list[bool] | None = None):
+    """The headers column; rows marked in `unreadable` are NULL."""
     import numpy as np
     import pyarrow as pa
 
     struct_type = list_type.value_type
+    unreadable = pa.array(unreadable, pa.bool_()) if unreadable is not None else None
     if hs.count(None) == n:
         offs = pa.array(np.zeros(n + 1, dtype=np.int32))
         empty = pa.StructArray.from_arrays(
             [pa.array([], pa.string()), pa.array([], pa.binary())], fields=list(struct_type))
-        return pa.ListArray.from_arrays(offs, empty, type=list_type)
+        return pa.ListArray.from_arrays(offs, empty, type=list_type, mask=unreadable)
     hs = [h or () for h in hs]
     lens = np.fromiter(map(len, hs), dtype=np.int32, count=n)
     offs = np.zeros(n + 1, dtype=np.int32)
@@ -221,4 +251,4 @@ def _headers(hs: list, n: int, list_type):
     hkeys = pa.array(list(map(itemgetter(0), flat)), pa.string())
     hvals = pa.array(list(map(itemgetter(1), flat)), pa.binary())
     items = pa.StructArray.from_arrays([hkeys, hvals], fields=list(struct_type))
-    return pa.ListArray.from_arrays(pa.array(offs), items, type=list_type)
+    return pa.ListArray.from_arrays(pa.array(offs), items, type=list_type, mask=unreadable)

@@ -13,6 +13,7 @@ from typing import Iterable, Mapping
 
 from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.kafka import admin
+from kafkasql_magic.kafka.headers import checked_headers
 
 PRODUCER_CONF = {
     "linger.ms": 5,
@@ -112,6 +113,8 @@ def produce(
             kwargs.pop("timestamp", None)
         if not kwargs.get("headers"):
             kwargs.pop("headers", None)
+        else:
+            kwargs["headers"] = checked_headers(kwargs["headers"])
         while True:
             try:
                 send(topic, on_delivery=delivery, **kwargs)

@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 )
 
 from kafkasql_magic.errors import KafkaError
-from kafkasql_magic.kafka import admin
+from kafkasql_magic.kafka import identity
 from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
     EARLIEST,
@@ -170,6 +170,7 @@ class _Planner:
     def __init__(self, opts: SourceOptions):
         self.opts = opts
         self._offsets: EndOffsets | None = None
+        self._topic_id: str | None = None  # the topic's id when first described
 
     def __getstate__(self):  # the reader is pickled into Spark's read function
         state = dict(self.__dict__)
@@ -182,8 +183,18 @@ class _Planner:
             self._offsets = EndOffsets(self.opts.bootstrap, self.opts.conf, mode=self.opts.probe)
         return self._offsets
 
-    def topic_partitions(self) -> list[int]:
-        parts = admin.topic_partitions(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
+    def topic_partitions(self, position: Mapping[int, int] | None = None) -> list[int]:
+        """The partitions to read; KafkaError when the topic was deleted and re-created since
+        it was first described and records were read (`position`, the offsets read so far,
+        goes into the message). At offset 0 everywhere nothing can be skipped: the stream
+        goes on with the new topic from its start."""
+        found = identity.describe(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
+        if self._topic_id is not None and found.topic_id is not None and found.topic_id != self._topic_id:
+            if position is None or any(offset > 0 for offset in position.values()):
+                raise identity.recreated(self.opts.topic, self.opts.bootstrap, self._topic_id, found.topic_id,
+                                         position)
+        self._topic_id = found.topic_id if found.topic_id is not None else self._topic_id
+        parts = list(found.partitions)
         if self.opts.partitions is None:
             return parts
         missing = sorted(set(self.opts.partitions) - set(parts))
@@ -289,7 +300,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit=None) -> dict:
         begin = from_json(start)
-        parts = self.planner.topic_partitions()
+        parts = self.planner.topic_partitions(position=begin)
         gone = sorted(set(begin) - set(parts))
         if gone:
             raise KafkaError(f"Topic {self.opts.topic!r} lost partitions {gone} "

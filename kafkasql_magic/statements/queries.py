@@ -7,11 +7,13 @@ from typing import Callable
 
 import pandas as pd
 
+from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, build, select_over_frame
 from ..errors import StatementError
 from ..kafka import reads
+from ..kafka.reach import ensure_reachable
 from ..runtime import PushQuery, collect_bounded, to_pandas
 from ..sql import ast
 from ..sql.render import render
@@ -69,6 +71,9 @@ def analysed(step):
 def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     if stmt.source.name == PROCESSING_LOG:
         return _select_processing_log(session, stmt)
+    limits.check_limit(stmt.limit)
+    source = session.base_source(stmt.source.name)
+    ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
     prepared = prepare(session, stmt, reset)
     plan = prepared.plan
     query_id = f"transient_{plan.source.name}_{session.next_id()}"
@@ -84,7 +89,7 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     if plan.limit is None:
         return query
     try:
-        return query.result(timeout if timeout is not None else session.timeout)
+        return query.result(session.timeout_of(timeout))
     finally:
         session.queries.pop(query_id, None)
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..catalog import ViewDef
 from ..dialects import SourceContext
 from ..errors import StatementError
+from ..dialects import limits
 from ..kafka import admin
+from ..kafka.reach import ensure_reachable
 from ..sql import ast
 
 
@@ -21,6 +23,7 @@ def create_source(session, stmt: ast.CreateSource, text, timeout):
     source = session.dialect_now.define_source(stmt, _context(session, text))
     if source.name in session.catalog and stmt.if_not_exists:
         return None
+    ensure_reachable(session.bootstrap_servers, session.timeout_of(timeout))
     if not admin.topic_exists(session.bootstrap_servers, source.topic):
         partitions = source.properties.get("PARTITIONS")
         if partitions is None:
@@ -39,6 +42,7 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
         return None
     source = session.dialect_now.define_source(stmt, _context(session, text))
     bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
+    ensure_reachable(bootstrap, session.timeout_of(timeout))
     if not admin.topic_exists(bootstrap, source.topic):
         raise StatementError(f"Topic '{source.topic}' does not exist (broker {bootstrap}).")
     session.catalog.add(source)
@@ -47,6 +51,7 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
 
 def create_view(session, stmt: ast.CreateView, text, timeout):
     session.base_source(stmt.query.source.name)  # the view must read an existing source
+    limits.check_view_cycle(stmt.name, stmt.query, session.catalog)
     view = ViewDef(stmt.name, stmt.query, statement=text, dialect=session.dialect_now.name)
     session.catalog.add(view, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
     return None

@@ -5,13 +5,15 @@ from __future__ import annotations
 from ..engine.analysis import check_persistent
 from ..errors import StatementError
 from ..kafka.producer import produce
+from ..kafka.reach import ensure_reachable
 from ..sql import ast
 from .records import check_insert_select, record_from_insert
 
 
 def insert_values(session, stmt: ast.InsertValues, text, timeout):
     target = session.catalog.get(stmt.target)
-    produce(session.bootstrap_servers, target.topic, [record_from_insert(stmt, target)])
+    ensure_reachable(session.bootstrap_servers, session.timeout_of(timeout))
+    produce(session.bootstrap_servers, target.topic, [record_from_insert(stmt, target)], timeout=session.timeout_of(timeout))
     return None
 
 

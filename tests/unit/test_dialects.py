@@ -45,10 +45,10 @@ def test_registry_lookups_are_injected():
         asked.append((url, topic, role))
         return {"type": "record", "name": "v", "fields": [{"name": "A", "type": "int"}]}
 
-    stmt = parse_statement("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY 'u'",
+    stmt = parse_statement("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY 'http://u'",
                            dialect="materialize")
     source = dialects.MATERIALIZE.define_source(stmt, context(latest_schema))
-    assert asked == [("u", "t", "value")] and [c.name for c in source.columns] == ["a"]
+    assert asked == [("http://u", "t", "value")] and [c.name for c in source.columns] == ["a"]
 
 
 def test_name_clashes_follow_the_dialect():

@@ -13,6 +13,7 @@ from ...catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Field
+from ...kafka.headers import unreadable_error
 from ..columns import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, ROWOFFSET, ROWPARTITION, ROWTIME, TOPIC
 
 #: Pseudocolumn -> its value from the raw Kafka record.
@@ -82,6 +83,8 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
     if dialects.get(source.dialect).skips_empty(source):
         raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
+    if dialects.get(source.dialect).skips_null_value(source):
+        raw = raw.where(F.col("value").isNotNull())
     key = formats.lookup(source.key_format.name).decode(
         F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
     value = formats.lookup(source.value_format.name).decode(
@@ -92,6 +95,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
     checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
+    checks += [unreadable_error(F.col("headers"))] if source.header_columns else []
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
     columns = [_column(c, decoded).alias(c.name) for c in source.columns]

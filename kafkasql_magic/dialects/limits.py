@@ -1,0 +1,139 @@
+"""Values a statement may carry, checked when the statement runs, not when a record fails later.
+
+Each check raises StatementError with the message ksqlDB (or Materialize) gives for the same
+value; where ksqlDB accepts a value Spark cannot hold (DECIMAL precision above 38), the message
+says so. Pure: no Kafka, no Spark.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from ..errors import StatementError
+from ..sql import ast
+
+#: Java's Integer.MAX_VALUE and Short.MAX_VALUE: ksqlDB parses PARTITIONS and REPLICAS into them.
+INT_MAX = 2**31 - 1
+SHORT_MAX = 2**15 - 1
+#: Spark's DecimalType holds at most 38 digits.
+DECIMAL_MAX_PRECISION = 38
+#: ksqlDB's named delimiters (a single character is taken as it is).
+NAMED_DELIMITERS = ("TAB", "SPACE")
+
+
+def _count(value, what: str, maximum: int) -> int:
+    """A positive count from a WITH-clause value, as ksqlDB's WithClauseUtil parses it."""
+    text = str(value).strip().strip("'")
+    try:
+        number = int(text)
+    except ValueError:
+        raise StatementError(f"Invalid number of {what} in WITH clause: {value}") from None
+    if number > maximum:  # Integer.parseInt / Short.parseShort would throw NumberFormatException
+        raise StatementError(f"Invalid number of {what} in WITH clause: {value}")
+    if number <= 0:
+        raise StatementError(f"Invalid number of {what} in WITH clause (must be positive): {number}")
+    return number
+
+
+def partitions(value) -> int:
+    return _count(value, "partitions", INT_MAX)
+
+
+def replicas(value) -> int:
+    return _count(value, "replicas", SHORT_MAX)
+
+
+def delimiter(value) -> None:
+    """KEY_DELIMITER / VALUE_DELIMITER: one character, or TAB or SPACE."""
+    text = str(value)
+    if not text.strip():
+        raise StatementError(
+            "Delimiter cannot be empty, if you meant to have a tab or space for delimiter, please use "
+            "the special values 'TAB' or 'SPACE'\nExample valid value: ';'")
+    if len(text) != 1 and text.upper() not in NAMED_DELIMITERS:
+        raise StatementError(
+            f"Invalid delimiter value: '{text}'. Delimiter must be a single character or "
+            f"[{', '.join(NAMED_DELIMITERS)}]\nExample valid value: ';'")
+
+
+#: WITH-clause property -> its check.
+PROPERTY_CHECKS = {
+    "PARTITIONS": partitions,
+    "REPLICAS": replicas,
+    "KEY_DELIMITER": delimiter,
+    "VALUE_DELIMITER": delimiter,
+}
+
+
+def check_properties(props: dict) -> None:
+    for name, check in PROPERTY_CHECKS.items():
+        if props.get(name) is not None:
+            check(props[name])
+
+
+def check_type(t: ast.Type) -> None:
+    """DECIMAL(p, s) anywhere in a type (also inside ARRAY, MAP and STRUCT)."""
+    if t.name == "DECIMAL" and t.precision is not None:
+        p, s = t.precision, t.scale or 0
+        shown = f"DECIMAL({p},{s})"
+        if p < 1:
+            raise StatementError(f"DECIMAL precision must be >= 1: {shown}")
+        if s < 0:
+            raise StatementError(f"DECIMAL scale must be >= 0: {shown}")
+        if p < s:
+            raise StatementError(f"DECIMAL precision must be >= scale: {shown}")
+        if p > DECIMAL_MAX_PRECISION:
+            raise StatementError(f"DECIMAL precision must be <= {DECIMAL_MAX_PRECISION} "
+                                 f"(the most Spark's decimal type holds): {shown}")
+    for inner in (t.element, t.key, t.value, *(ft for _, ft in t.fields)):
+        if inner is not None:
+            check_type(inner)
+
+
+def check_limit(limit: int | None) -> None:
+    """LIMIT n: a positive 32-bit integer, as ksqlDB's parser reads it."""
+    if limit is None:
+        return
+    if limit > INT_MAX:
+        raise StatementError(f"Invalid LIMIT clause: {limit} is out of range (the most is {INT_MAX})")
+    if limit <= 0:
+        raise StatementError(f"Invalid LIMIT clause: LIMIT must be a positive integer, got {limit}")
+
+
+def check_avro_schema(text: str) -> None:
+    """Materialize's `FORMAT AVRO USING SCHEMA '...'`: the schema must be JSON."""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        raise StatementError(f"validating avro schema: {exc}") from None
+
+
+def check_registry_url(url: str) -> None:
+    """`USING CONFLUENT SCHEMA REGISTRY '...'`: an absolute http(s) URL."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        raise StatementError(f"invalid schema registry URL '{url}': relative URL without a base")
+    if parts.scheme.lower() not in ("http", "https"):
+        raise StatementError(f"invalid schema registry URL '{url}': the scheme must be http or https")
+
+
+def check_view_cycle(name: str, query: ast.Select, catalog) -> None:
+    """A view may not read itself, directly or through other views (Materialize's message)."""
+    from ..catalog import ViewDef
+
+    target = catalog.resolve(name) or name
+    pending = [query]
+    seen: set[str] = set()
+    while pending:
+        select = pending.pop()
+        for ref in (select.source, *(j.source for j in select.joins)):
+            resolved = catalog.resolve(ref.name) or ref.name
+            if resolved.lower() == target.lower():
+                raise StatementError(f"cannot replace view {name}: depended upon by new {name} definition")
+            if resolved in seen or resolved not in catalog:
+                continue
+            seen.add(resolved)
+            relation = catalog.get(resolved)
+            if isinstance(relation, ViewDef):
+                pending.append(relation.query)

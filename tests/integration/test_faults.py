@@ -1,0 +1,128 @@
+"""Faults a careless user or a changing cluster brings: timeouts against a silent address,
+counters over long runs, tombstones on streams, header keys that are not text."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic import ddl
+from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.local.producer import produce
+from kafkasql_magic.sql import parse_statement
+
+SILENT = "127.0.0.1:1"  # nothing listens here
+
+
+@pytest.fixture
+def silent_session(spark):
+    session = ks.connect(SILENT, spark=spark)
+    text = "CREATE STREAM s (id INT KEY, v STRING) WITH (kafka_topic='t', value_format='JSON');"
+    session.catalog.add(ddl.source_from_create(parse_statement(text), dict(session.settings), text))
+    yield session
+    session.stop()
+
+
+@pytest.mark.parametrize("statement", [
+    "SELECT * FROM s;",
+    "SELECT * FROM s EMIT CHANGES LIMIT 1;",
+    "INSERT INTO s (id, v) VALUES (1, 'a');",
+    "CREATE STREAM s2 (v STRING) WITH (kafka_topic='t2', value_format='JSON', partitions=1);",
+])
+def test_statements_keep_their_timeout_against_a_silent_address(silent_session, statement):
+    started = time.monotonic()
+    with pytest.raises(KafkaError) as info:
+        silent_session.sql(statement, timeout=5)
+    took = time.monotonic() - started
+    assert took < 7, f"{statement} took {took:.1f}s with timeout=5"
+    assert f"Kafka broker at {SILENT} did not answer" in str(info.value)
+
+
+def test_records_read_counts_more_batches_than_spark_keeps(session, spark, broker, new_topic):
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": f'{{"v": "{i}"}}'.encode()} for i in range(60)])
+    session.sql(f"CREATE STREAM many (v STRING) WITH (kafka_topic='{topic}', value_format='JSON');")
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "3")
+    per_trigger = session.max_records_per_trigger
+    session.max_records_per_trigger = 6  # ten micro-batches
+    try:
+        rows = session.sql("SELECT v FROM many EMIT CHANGES LIMIT 60;")
+    finally:
+        session.max_records_per_trigger = per_trigger
+        spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
+    assert len(rows) == 60
+    assert rows.attrs["records_read"] == 60
+
+
+@pytest.mark.parametrize("value_format, good", [("JSON", b'{"v": "a"}'), ("DELIMITED", b"a"), ("KAFKA", b"a")])
+def test_a_stream_skips_tombstones_as_ksqldb_does(session, broker, new_topic, value_format, good):
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [
+        {"key": b"1", "value": good}, {"key": b"2", "value": None}, {"key": b"3", "value": good}])
+    name = f"tomb_{value_format.lower()}"
+    session.sql(f"CREATE STREAM {name} (k STRING KEY, v STRING) "
+                f"WITH (kafka_topic='{topic}', key_format='KAFKA', value_format='{value_format}');")
+    pushed = session.sql(f"SELECT k, v, ROWOFFSET AS o FROM {name} EMIT CHANGES LIMIT 2;")
+    assert pushed.values.tolist() == [["1", "a", 0], ["3", "a", 2]]
+    snapshot = session.sql(f"SELECT k, v FROM {name};")
+    assert snapshot.values.tolist() == [["1", "a"], ["3", "a"]]
+    assert session.processing_log().empty
+
+
+def test_a_stream_without_value_columns_keeps_null_values(session, broker, new_topic):
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"key": b"1", "value": None}, {"key": b"2", "value": b"x"}])
+    session.sql(f"CREATE STREAM keys_only (k STRING KEY) WITH (kafka_topic='{topic}', value_format='KAFKA');")
+    assert session.sql("SELECT k FROM keys_only;").values.tolist() == [["1"], ["2"]]
+
+
+def test_header_keys_stay_text(session, broker, new_topic):
+    topic = new_topic()
+    with pytest.raises(KafkaError, match=r"Header key b'\\xff\\xfe' is not UTF-8 text \(byte 0\)"):
+        produce(broker.bootstrap_servers, topic, [{"value": b"{}", "headers": [(b"\xff\xfe", b"x")]}])
+    produce(broker.bootstrap_servers, topic, [{"value": b"{}", "headers": [("caf\u00e9".encode(), b"x")]}])
+    session.sql(f"CREATE STREAM hk (hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
+                f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    rows = session.sql("SELECT hs FROM hk;")
+    assert rows["HS"].tolist() == [[{"KEY": "caf\u00e9", "VALUE": b"x"}]]
+
+
+def test_a_recreated_topic_stops_the_query_instead_of_skipping_records(session, broker, new_topic):
+    from kafkasql_magic.kafka import admin
+
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": f'{{"v": {i}}}'.encode()} for i in range(100)])
+    session.sql(f"CREATE STREAM rc (v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = session.sql("SELECT v, ROWOFFSET AS o FROM rc EMIT CHANGES;")
+    deadline = time.monotonic() + 90
+    while len(query.rows()) < 100 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(query.rows()) == 100
+    admin.delete_topic(broker.bootstrap_servers, topic)
+    admin.create_topic(broker.bootstrap_servers, topic, 1)
+    produce(broker.bootstrap_servers, topic, [{"value": f'{{"v": {1000 + i}}}'.encode()} for i in range(300)])
+    assert query.wait(60), f"{query} still runs on the re-created topic"
+    assert query.state == "FAILED"
+    assert f"Topic '{topic}'" in str(query.failure)
+    assert "was deleted and re-created" in str(query.failure) or "does not exist" in str(query.failure)
+    assert query.rows()["V"].max() < 1000, "rows of the new topic came in at the old offsets"
+
+
+def test_a_header_key_that_is_not_utf8_is_logged_not_fatal(session, broker, new_topic):
+    from raw_records import produce_with_header
+
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": b'{"v": 1}', "headers": [("a", b"1")]}])
+    produce_with_header(broker.bootstrap_servers, topic, b'{"v": 2}', b"\xff\xfe", b"x")
+    produce(broker.bootstrap_servers, topic, [{"value": b'{"v": 3}', "headers": [("a", b"3")]}])
+    session.sql(f"CREATE STREAM raw_hk (v INT, hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
+                f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    session.sql(f"CREATE STREAM raw_plain (v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    assert session.sql("SELECT v FROM raw_hk;")["V"].tolist() == [1, 3]
+    assert session.sql("SELECT v FROM raw_plain;")["V"].tolist() == [1, 2, 3]  # headers not read: all rows
+    log = session.processing_log(raw=True)
+    assert log[["TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
+        [topic, 0, 1, "Record headers could not be read: a header key is not UTF-8 text"]]
+    assert log["VALUE"].tolist() == [b'{"v": 2}']

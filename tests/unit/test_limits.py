@@ -1,0 +1,101 @@
+"""Values refused at the statement (not when records fail later), with ksqlDB's or Materialize's
+messages. No Spark, no Kafka: every check runs before either is touched."""
+
+from __future__ import annotations
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.dialects import ksql_sources as ddl, materialize_sources as mz
+from kafkasql_magic.errors import StatementError
+from kafkasql_magic.sql import parse_statement
+
+DEFAULTS = {ddl.DEFAULT_KEY_FORMAT: "KAFKA"}
+
+
+def create_error(text: str) -> str:
+    with pytest.raises(StatementError) as info:
+        ddl.source_from_create(parse_statement(text), DEFAULTS, text)
+    return str(info.value)
+
+
+def create_with(props: str, columns: str = "v STRING") -> str:
+    return create_error(f"CREATE STREAM s ({columns}) WITH (kafka_topic='t', value_format='DELIMITED', {props});")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("-1", "Invalid number of partitions in WITH clause (must be positive): -1"),
+    ("0", "Invalid number of partitions in WITH clause (must be positive): 0"),
+    ("99999999999", "Invalid number of partitions in WITH clause: 99999999999"),
+    ("'abc'", "Invalid number of partitions in WITH clause: abc"),
+])
+def test_partitions_must_be_a_positive_int(value, message):
+    assert create_with(f"partitions={value}") == message
+
+
+def test_replicas_must_fit_a_short():
+    assert create_with("partitions=1, replicas=40000") == "Invalid number of replicas in WITH clause: 40000"
+
+
+def test_good_partitions_pass():
+    text = "CREATE STREAM s (v STRING) WITH (kafka_topic='t', value_format='JSON', partitions=3, replicas=1);"
+    assert ddl.source_from_create(parse_statement(text), DEFAULTS, text).properties["PARTITIONS"] == 3
+
+
+@pytest.mark.parametrize("columns, message", [
+    ("d DECIMAL(100, 200)", "DECIMAL precision must be >= scale: DECIMAL(100,200)"),
+    ("a ARRAY<DECIMAL(2, 5)>", "DECIMAL precision must be >= scale: DECIMAL(2,5)"),
+    ("s STRUCT<x MAP<STRING, DECIMAL(3, 4)>>", "DECIMAL precision must be >= scale: DECIMAL(3,4)"),
+    ("d DECIMAL(0, 0)", "DECIMAL precision must be >= 1: DECIMAL(0,0)"),
+    ("d DECIMAL(39, 2)", "DECIMAL precision must be <= 38 (the most Spark's decimal type holds): DECIMAL(39,2)"),
+])
+def test_decimal_parameters(columns, message):
+    assert create_with("partitions=1", columns) == message
+
+
+def test_value_delimiter_is_one_character_or_a_name():
+    assert create_with("value_delimiter='abc'") == (
+        "Invalid delimiter value: 'abc'. Delimiter must be a single character or [TAB, SPACE]\n"
+        "Example valid value: ';'")
+    text = "CREATE STREAM s (v STRING) WITH (kafka_topic='t', value_format='DELIMITED', value_delimiter='TAB');"
+    ddl.source_from_create(parse_statement(text), DEFAULTS, text)
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("0", "Invalid LIMIT clause: LIMIT must be a positive integer, got 0"),
+    ("99999999999999999999999999",
+     "Invalid LIMIT clause: 99999999999999999999999999 is out of range (the most is 2147483647)"),
+])
+def test_limit_is_refused_before_anything_runs(limit, message):
+    session = ks.connect("127.0.0.1:1")  # nothing listens: the check comes first
+    with pytest.raises(StatementError) as info:
+        session.sql(f"SELECT * FROM s EMIT CHANGES LIMIT {limit};")
+    assert str(info.value) == message
+
+
+def mz_error(text: str) -> str:
+    with pytest.raises(StatementError) as info:
+        mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None, text=text)
+    return str(info.value)
+
+
+def test_materialize_avro_schema_must_be_json():
+    assert mz_error("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT AVRO USING SCHEMA '{'").startswith(
+        "validating avro schema: Expecting property name enclosed in double quotes")
+
+
+def test_materialize_registry_url_must_be_absolute():
+    assert mz_error("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY 'x'") == (
+        "invalid schema registry URL 'x': relative URL without a base")
+
+
+def test_a_view_cannot_read_itself():
+    session = ks.connect("127.0.0.1:1", dialect="materialize")
+    text = "CREATE SOURCE src FROM KAFKA TOPIC 't' FORMAT TEXT"
+    session.catalog.add(mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None))
+    session.sql("CREATE VIEW w AS SELECT * FROM src; CREATE VIEW w2 AS SELECT * FROM w;")
+    for text in ("CREATE OR REPLACE VIEW w AS SELECT * FROM w", "CREATE OR REPLACE VIEW w AS SELECT * FROM w2"):
+        with pytest.raises(StatementError) as info:
+            session.sql(text)
+        assert str(info.value) == "cannot replace view w: depended upon by new w definition"
+    session.sql("CREATE OR REPLACE VIEW w AS SELECT text FROM src")  # replacing without a cycle works
