@@ -8,7 +8,15 @@ from __future__ import annotations
 
 
 class KStreamError(Exception):
-    """A user error: bad SQL, an unknown stream, a broker that does not answer."""
+    """A user error: bad SQL, an unknown stream, a broker that does not answer.
+
+    Its message never carries a secret: credentials in URLs and known secret values are
+    masked when the error is made (see `kafkasql_magic.redact`)."""
+
+    def __init__(self, *args):
+        from .redact import text
+
+        super().__init__(*(text(a) if isinstance(a, str) else a for a in args))
 
 
 class SqlSyntaxError(KStreamError):

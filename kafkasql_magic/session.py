@@ -15,7 +15,7 @@ import pandas as pd
 
 import json
 
-from . import ddl, dml, metadata, mz, sql as sqlparse, types
+from . import clientconf, ddl, dml, metadata, mz, redact, sql as sqlparse, types
 from .catalog import Catalog, ViewDef
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
@@ -41,7 +41,11 @@ PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC str
 class Session:
     def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
                  dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
-                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000):
+                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000,
+                 config=None):
+        clientconf.configure(bootstrap_servers, schema_registry_url, clientconf.from_argument(config))
+        redact.remember_url(schema_registry_url)
+        redact.install_log_filter()
         self.bootstrap_servers = bootstrap_servers
         self.schema_registry_url = schema_registry_url
         self.dialect = dialect
@@ -171,6 +175,7 @@ class Session:
     def _raw_options(self, topic: str, *, bounded: bool, seek: Seek = Seek(),
                      bootstrap: str | None = None, reset: str | None = None) -> dict[str, str]:
         options = {"bootstrap.servers": bootstrap or self.bootstrap_servers, "topic": topic}
+        options.update(clientconf.source_options(options["bootstrap.servers"]))  # SASL/SSL for executors
         if bounded:
             options.update(startingOffsets="earliest", endingOffsets="latest")
             return options
@@ -336,7 +341,8 @@ class Session:
         if what == "QUERIES":
             return metadata.show_queries([q for q in self.queries.values()])
         if what == "PROPERTIES":
-            return metadata.show_properties(self.settings)
+            return metadata.show_properties(clientconf.shown(self.settings, self.bootstrap_servers,
+                                                             self.schema_registry_url))
         if what == "VARIABLES":
             return metadata.show_variables(self.variables)
         raise StatementError(f"SHOW {what} is not supported.")
@@ -358,10 +364,13 @@ class Session:
         return metadata.print_records(records)
 
     def _set(self, stmt: ast.SetProperty, text, timeout):
+        if clientconf.is_client_property(stmt.name):
+            clientconf.configure(self.bootstrap_servers, self.schema_registry_url, {stmt.name: stmt.value})
         self.settings[stmt.name] = stmt.value
         return None
 
     def _unset(self, stmt: ast.UnsetProperty, text, timeout):
+        clientconf.forget(self.bootstrap_servers, self.schema_registry_url, [stmt.name])
         self.settings.pop(stmt.name, None)
         if stmt.name in DEFAULT_SETTINGS:
             self.settings[stmt.name] = DEFAULT_SETTINGS[stmt.name]
@@ -401,10 +410,12 @@ def _analysed(build):
 
 
 def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
-            dialect: str = "ksql", **options) -> Session:
-    """A session over a Kafka cluster; Spark starts on first use if none is given."""
+            dialect: str = "ksql", config=None, **options) -> Session:
+    """A session over a Kafka cluster; Spark starts on first use if none is given. `config`:
+    client properties (librdkafka and Schema Registry client: SASL, SSL, auth) as a dict or
+    the path of a Kafka-style properties file."""
     return Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
-                   dialect=dialect, **options)
+                   dialect=dialect, config=config, **options)
 
 
 __all__ = ["Session", "connect", "KStreamError"]

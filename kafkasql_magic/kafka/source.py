@@ -20,6 +20,8 @@ Options (strings):
                           costliest per-record step) and yields empty header lists
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
   kafka.<setting>         passed to every librdkafka client (e.g. kafka.security.protocol)
+  secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
+                          containing "secret" in plans and the UI
 
 Streaming offsets are {"<partition>": next offset}. Partitions that appear while a stream
 runs are read from their earliest offset. A missing or deleted topic raises KafkaError.
@@ -48,6 +50,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kafkasql_magic.clientconf import SECRET_OPTION
 from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.kafka import admin
 from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, KafkaRange, read_range
@@ -146,8 +149,9 @@ class SourceOptions:
                 raise KafkaError(f"Option partitions must list partition numbers, not {parts!r}") from None
         conf = {}
         for key, value in options.items():
-            if key.lower().startswith("kafka.") and key.lower() != "kafka.bootstrap.servers":
-                conf[key[len("kafka."):]] = value
+            for prefix in ("kafka.", SECRET_OPTION):  # secret ones under a name Spark redacts
+                if key.lower().startswith(prefix) and key.lower() != "kafka.bootstrap.servers":
+                    conf[key[len(prefix):]] = value
         return cls(
             bootstrap=bootstrap,
             topic=topic,
