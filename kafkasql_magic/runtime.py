@@ -232,6 +232,13 @@ class PushQuery:
     def failure(self) -> BaseException | None:
         return self._failure
 
+    @property
+    def waiting_for(self) -> str | None:
+        """What the running query waits for (a schema registry that does not answer), or None."""
+        from .registry import outage
+
+        return outage.waiting_for(self.plan.source) if self.is_active else None
+
     def _log_observed(self) -> None:
         """Log the records that failed before a join or aggregation, once per micro-batch, as
         each batch's progress (which carries them) comes in."""
@@ -348,8 +355,10 @@ class PushQuery:
 
 def _failure_message(exc: BaseException) -> str:
     """The useful line of a Spark streaming failure (our own KafkaError text when it is one)."""
-    text = str(exc)
-    for marker in ("KafkaError: ", "KStreamError: ", "RecordError: "):
+    from .redact import text as redacted
+
+    text = redacted(str(exc))
+    for marker in ("KafkaError: ", "KStreamError: ", "RecordError: ", "RegistryUnavailable: "):
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
     return text.splitlines()[0] if text else type(exc).__name__
