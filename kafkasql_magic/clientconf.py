@@ -105,13 +105,51 @@ def split(properties: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]
             registry[reg] = value
         else:
             kafka[name[len("kafka."):] if name.startswith("kafka.") else name] = value
-    return kafka, registry
+    return for_librdkafka(kafka), registry
+
+
+#: Java client properties librdkafka does not know, which a Java client.properties often holds:
+#: None drops one (nothing to do in librdkafka), a text refuses it with that advice.
+JAVA_ONLY: dict[str, str | None] = {
+    "sasl.login.callback.handler.class": None,
+    "sasl.client.callback.handler.class": None,
+    "client.dns.lookup": None,
+    "ssl.truststore.type": None,
+    "ssl.keystore.type": None,
+    "ssl.truststore.location": "librdkafka reads trusted certificates from a PEM file: use ssl.ca.location",
+    "ssl.truststore.password": None,
+}
+_JAAS_OPTION = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
+
+
+def for_librdkafka(kafka: Mapping[str, str]) -> dict[str, str]:
+    """Java client properties as librdkafka takes them: `sasl.jaas.config` (PLAIN or SCRAM
+    login module) becomes `sasl.username` / `sasl.password`; Java-only settings are dropped or
+    refused (see JAVA_ONLY)."""
+    out = dict(kafka)
+    jaas = out.pop("sasl.jaas.config", None)
+    if jaas:
+        options = {m.group(1): re.sub(r"\\(.)", r"\1", next(g for g in m.groups()[1:] if g is not None))
+                   for m in _JAAS_OPTION.finditer(jaas)}
+        if "username" not in options:
+            raise StatementError("sasl.jaas.config: only login modules with username and password "
+                                 "(PlainLoginModule, ScramLoginModule) can be given to librdkafka; "
+                                 "for OAUTHBEARER use librdkafka's sasl.oauthbearer.* properties")
+        out.setdefault("sasl.username", options["username"])
+        out.setdefault("sasl.password", options.get("password", ""))
+    for name in list(out):
+        if name in JAVA_ONLY:
+            if JAVA_ONLY[name] is not None:
+                raise StatementError(f"Client property {name} is Java-only: {JAVA_ONLY[name]}")
+            del out[name]
+    return out
 
 
 def configure(bootstrap: str | None, registry_url: str | None, properties: Mapping[str, str]) -> None:
     """Give every client for `bootstrap` and `registry_url` these properties (added to any set)."""
     redact.remember_properties(properties)
     kafka, registry = split(properties)
+    redact.remember_properties(kafka)  # a password taken out of sasl.jaas.config
     with _lock:
         if bootstrap and kafka:
             _kafka.setdefault(bootstrap, {}).update(kafka)
@@ -151,10 +189,8 @@ def registry_client_conf(url: str, base: Mapping[str, object], extra: Mapping[st
     properties for that registry."""
     clean, userinfo = redact.split_url(url.rstrip("/"))
     conf = {"url": clean, **base, **registry_properties(url), **(extra or {})}
-    if userinfo is not None and "basic.auth.user.info" not in conf:
+    if userinfo is not None:  # the URL's own credentials win over configured ones
         conf["basic.auth.user.info"] = userinfo
-    if "basic.auth.user.info" in conf:
-        conf.setdefault("basic.auth.credentials.source", "USER_INFO")
     if "bearer.auth.token" in conf:
         conf.setdefault("bearer.auth.credentials.source", "STATIC_TOKEN")
     return conf

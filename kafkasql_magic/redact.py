@@ -117,7 +117,8 @@ _FILTER = RedactingFilter()
 #: Loggers that may carry a URL or a client setting: the registry client's HTTP stack and ours.
 LOGGERS = ("httpx", "httpcore", "urllib3", "confluent_kafka", "kafkasql_magic",
            "kafkasql_magic.kafka", "kafkasql_magic.kafka.librdkafka", "kafkasql_magic.kafka.source",
-           "kafkasql_magic.registry", "kafkasql_magic.runtime", "py4j")
+           "kafkasql_magic.registry", "kafkasql_magic.runtime", "py4j", "py4j.clientserver",
+           "py4j.java_gateway")
 
 
 def install_log_filter() -> None:

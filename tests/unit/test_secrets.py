@@ -159,3 +159,13 @@ def test_registry_lookup_retries_with_backoff_until_it_answers(monkeypatch):
     monkeypatch.setattr(sr, "client", lambda url, conf=None: Flaky())
     found = sr.schema_by_id("http://h:1", 993, sleep=slept.append)
     assert found.text == '"long"' and slept == [0.5, 1.0, 2.0]
+
+
+def test_jaas_config_becomes_librdkafka_username_and_password():
+    kafka, _ = clientconf.split({
+        "sasl.mechanism": "SCRAM-SHA-512", "client.dns.lookup": "use_all_dns_ips",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            'username="alice" password="p;w\\"d";'})
+    assert kafka == {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": 'p;w"d'}
+    with pytest.raises(StatementError, match="ssl.ca.location"):
+        clientconf.split({"ssl.truststore.location": "/x.jks"})
