@@ -41,6 +41,10 @@ class KafkaError(KStreamError):
     """The broker is unreachable, or a topic is missing or was deleted."""
 
 
+class BrokerUnreachable(KafkaError):
+    """The broker did not answer in time: a running query waits for it (up to its outage limit)."""
+
+
 class QueryTimeout(KStreamError):
     """A bounded push query did not see its LIMIT rows in time; the rows so far are attached."""
 

@@ -149,6 +149,7 @@ class PushQuery:
                  trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None):
         self.id = query_id
         self.sql = sql
+        self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
         self.plan = plan
         self.names = plan.names
         self.limit = plan.limit
@@ -234,10 +235,10 @@ class PushQuery:
 
     @property
     def waiting_for(self) -> str | None:
-        """What the running query waits for (a schema registry that does not answer), or None."""
-        from .registry import outage
+        """What the running query waits for (a broker or schema registry that does not answer), or None."""
+        from . import waiting
 
-        return outage.waiting_for(self.plan.source) if self.is_active else None
+        return waiting.waiting_for(self.plan.source, self.bootstrap) if self.is_active else None
 
     def _log_observed(self) -> None:
         """Log the records that failed before a join or aggregation, once per micro-batch, as

@@ -18,7 +18,7 @@ import json
 from . import clientconf, ddl, dml, metadata, mz, redact, sql as sqlparse, types
 from .catalog import Catalog, ViewDef
 from .errors import KStreamError, StatementError
-from .kafka import admin, peek
+from .kafka import admin, outage, peek
 from .local.producer import produce
 from .planner import check_persistent, plan_select, select_over_frame
 from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
@@ -176,6 +176,8 @@ class Session:
                      bootstrap: str | None = None, reset: str | None = None) -> dict[str, str]:
         options = {"bootstrap.servers": bootstrap or self.bootstrap_servers, "topic": topic}
         options.update(clientconf.source_options(options["bootstrap.servers"]))  # SASL/SSL for executors
+        if outage.PROPERTY in self.settings:
+            options[outage.OPTION] = self.settings[outage.PROPERTY]
         if bounded:
             options.update(startingOffsets="earliest", endingOffsets="latest")
             return options
@@ -245,6 +247,7 @@ class Session:
         ending = json.loads(options["endingOffsets"]) if "endingOffsets" in options else None
         query = PushQuery(plan, raw if plan.per_batch else planned, query_id=query_id, sql=text, log=self.log, max_rows=self.max_rows,
                           trigger_interval=self.trigger_interval, ending_offsets=ending)
+        query.bootstrap = options["bootstrap.servers"]
         self.queries[query_id] = query.start()
         if plan.limit is None:
             return query

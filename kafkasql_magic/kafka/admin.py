@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple
 
-from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.errors import BrokerUnreachable, KafkaError
 
 DEFAULT_TIMEOUT = 10.0
 LOG = logging.getLogger("kafkasql_magic.kafka")
@@ -76,7 +76,7 @@ def drop_clients(bootstrap: str) -> None:
 
 def _unreachable(bootstrap: str, timeout: float, exc: BaseException | None = None) -> KafkaError:
     detail = f": {exc}" if exc is not None else ""
-    return KafkaError(
+    return BrokerUnreachable(
         f"Kafka broker at {bootstrap} did not answer within {timeout:g}s{detail}"
     )
 

@@ -19,6 +19,8 @@ Options (strings):
   includeHeaders          true (default) | false: false skips converting headers (the
                           costliest per-record step) and yields empty header lists
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
+  brokerOutageTimeoutMs   how long a stream waits for a broker that stops answering before
+                          it fails (default 60000; see `kafkasql_magic.kafka.outage`)
   kafka.<setting>         passed to every librdkafka client (e.g. kafka.security.protocol)
   secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
                           containing "secret" in plans and the UI
@@ -51,7 +53,7 @@ from pyspark.sql.types import (
 )
 
 from kafkasql_magic.clientconf import SECRET_OPTION
-from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.errors import BrokerUnreachable, KafkaError
 from kafkasql_magic.kafka import admin
 from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
@@ -64,6 +66,7 @@ from kafkasql_magic.kafka.offsets import (
     split_ranges,
     to_json,
 )
+from kafkasql_magic.kafka.outage import BrokerOutage, limit_of
 
 LOG = logging.getLogger("kafkasql_magic.kafka.source")
 NAME = "kafkasql"
@@ -122,6 +125,7 @@ class SourceOptions:
     batch_rows: int = BATCH_ROWS
     idle_timeout: float = IDLE_TIMEOUT
     include_headers: bool = True
+    outage_limit: float = 60.0
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> "SourceOptions":
@@ -165,6 +169,7 @@ class SourceOptions:
             batch_rows=_positive_int(options, "arrowBatchRows", BATCH_ROWS),
             idle_timeout=float(get("readIdleTimeoutSeconds") or IDLE_TIMEOUT),
             include_headers=_bool(options, "includeHeaders", True),
+            outage_limit=limit_of(options),
         )
 
 
@@ -257,6 +262,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[int, int] | None = None  # Trigger.AvailableNow target
         self._seen_high: dict[int, int] = {}
         self._last_high: dict[int, int] | None = None
+        self.outage = BrokerOutage(opts.outage_limit)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -292,6 +298,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json({p: min(max(o, lows[p]), highs[p]) for p, o in start.items()})
 
     def latestOffset(self, start: dict, limit=None) -> dict:
+        try:
+            end = self._latest_offset(start, limit)
+        except BrokerUnreachable as exc:
+            self.outage.tolerate(exc)  # raises once the outage outlasts its limit
+            return start  # nothing new while the broker does not answer
+        self.outage.clear()
+        return end
+
+    def _latest_offset(self, start: dict, limit=None) -> dict:
         begin = from_json(start)
         parts = self.planner.topic_partitions()
         gone = sorted(set(begin) - set(parts))

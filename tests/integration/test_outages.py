@@ -1,12 +1,16 @@
-"""A Schema Registry that goes away while a query runs: the query waits (and says so), resumes
-when the registry is back without losing or logging a record, and fails with a clear message
+"""A Schema Registry or a broker that goes away while a query runs: the query waits (and says
+so), resumes when it is back without losing or logging a record, and fails with a clear message
 once the outage lasts longer than its limit."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import uuid
+
+import pytest
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -80,4 +84,66 @@ def test_query_fails_clearly_after_the_outage_limit(spark, broker):
         assert f"Schema registry at {down.url} did not answer for" in message, message
         assert len(query.rows()) == 0 and s.processing_log().empty  # nothing skipped as undecodable
     finally:
+        query.stop()
+
+
+# ---------------------------------------------------------------- the broker
+# Tansu keeps topics in memory only, so a restarted broker has lost them. A broker that stops
+# answering and comes back with its data is a paused process (SIGSTOP / SIGCONT): to clients it
+# is a network partition or a stalled host, which is what librdkafka must ride out.
+@pytest.fixture
+def own_broker():
+    from kafkasql_magic.local.broker import Broker
+
+    with Broker() as b:
+        yield b
+        os.kill(b.pid, signal.SIGCONT)
+
+
+def json_records(broker, topic, numbers):
+    produce(broker.bootstrap_servers, topic, [{"value": b'{"n": %d}' % n, "partition": 0} for n in numbers],
+            create_partitions=1)
+
+
+def test_query_waits_for_a_paused_broker_and_resumes(spark, own_broker):
+    topic = f"pause_{uuid.uuid4().hex[:10]}"
+    json_records(own_broker, topic, range(5))
+    s = ks.connect(bootstrap_servers=own_broker.bootstrap_servers, spark=spark, timeout=90)
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    s.sql("SET 'kafkasql.broker.outage.timeout.ms'='120000';")
+    s.sql(f"CREATE STREAM j (n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = s.sql("SELECT n FROM j EMIT CHANGES;")
+    try:
+        until(lambda: len(query.rows()) == 5, 90, "the first records")
+        os.kill(own_broker.pid, signal.SIGSTOP)
+        until(lambda: query.waiting_for is not None, 30, "the query to report the outage")
+        assert query.waiting_for.startswith(f"waiting for the Kafka broker at {own_broker.bootstrap_servers}")
+        time.sleep(15)  # longer than one offset request's timeout: the stream had to wait, not fail
+        assert query.is_active and query.state != "FAILED"
+        os.kill(own_broker.pid, signal.SIGCONT)
+        json_records(own_broker, topic, range(5, 10))
+        until(lambda: len(query.rows()) == 10, 90, "the records produced after the broker came back")
+        assert query.rows().N.tolist() == list(range(10)) and s.processing_log().empty
+    finally:
+        os.kill(own_broker.pid, signal.SIGCONT)
+        query.stop()
+
+
+def test_query_fails_clearly_when_the_broker_stays_away(spark, own_broker):
+    topic = f"pause_{uuid.uuid4().hex[:10]}"
+    json_records(own_broker, topic, range(3))
+    s = ks.connect(bootstrap_servers=own_broker.bootstrap_servers, spark=spark, timeout=90)
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    s.sql("SET 'kafkasql.broker.outage.timeout.ms'='5000';")
+    s.sql(f"CREATE STREAM j (n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = s.sql("SELECT n FROM j EMIT CHANGES;")
+    try:
+        until(lambda: len(query.rows()) == 3, 90, "the first records")
+        os.kill(own_broker.pid, signal.SIGSTOP)
+        assert query.wait(90), "the query did not give up"
+        message = query.model.snapshot().message
+        assert query.state == "FAILED" and f"Kafka broker at {own_broker.bootstrap_servers} did not answer" in message
+        assert "kafkasql.broker.outage.timeout.ms" in message, message
+    finally:
+        os.kill(own_broker.pid, signal.SIGCONT)
         query.stop()

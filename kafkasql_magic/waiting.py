@@ -1,9 +1,10 @@
-"""Is a running query waiting for its Schema Registry? The driver's view, for progress and widgets.
+"""What a running query waits for: its Kafka broker or its Schema Registry, for progress and widgets.
 
 Records are decoded on executors, which wait with back-off while the registry does not answer
-(`formats.schema_registry.schema_by_id`). The driver cannot see into them, so it asks the
-registry itself, at most every PROBE_INTERVAL_S per URL, and remembers since when it has not
-answered.
+(`formats.schema_registry.schema_by_id`), and offsets are planned in Spark's own Python worker,
+which waits while the broker does not answer (`kafka.outage`). The session's process cannot
+see into either, so it asks the broker and the registry itself, at most every PROBE_INTERVAL_S
+per address, and remembers since when one has not answered.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .. import redact
+from . import redact
 
 PROBE_INTERVAL_S = 2.0
 
@@ -23,7 +24,7 @@ _state: dict[str, tuple[float, datetime | None]] = {}
 
 def registry_urls(source) -> list[str]:
     """The registry URLs a source's key and value formats decode with."""
-    from ..formats.schema_registry import URL_OPTION
+    from .formats.schema_registry import URL_OPTION
 
     urls = []
     for fmt in (getattr(source, "key_format", None), getattr(source, "value_format", None)):
@@ -34,7 +35,7 @@ def registry_urls(source) -> list[str]:
 
 
 def down_since(url: str, *, probe=None) -> datetime | None:
-    """When the registry at `url` stopped answering (UTC), or None while it answers."""
+    """When the registry (or broker) at `url` stopped answering (UTC), or None while it answers."""
     now = time.monotonic()
     with _lock:
         last, since = _state.get(url, (None, None))
@@ -48,8 +49,8 @@ def down_since(url: str, *, probe=None) -> datetime | None:
 
 
 def _answers(url: str) -> bool:
-    from ..formats.schema_registry import is_transient
-    from .inference import registry_client
+    from .formats.schema_registry import is_transient
+    from .registry.inference import registry_client
 
     try:
         registry_client(url).get_subjects()
@@ -58,8 +59,24 @@ def _answers(url: str) -> bool:
     return True
 
 
-def waiting_for(source) -> str | None:
-    """"waiting for the schema registry at URL (not answering since HH:MM:SS UTC)", or None."""
+def _broker_answers(bootstrap: str) -> bool:
+    from .errors import KafkaError
+    from .kafka import admin
+
+    try:
+        admin.cluster_id(bootstrap, timeout=PROBE_INTERVAL_S)
+    except KafkaError:
+        return False
+    return True
+
+
+def waiting_for(source, bootstrap: str | None = None) -> str | None:
+    """"waiting for the schema registry at URL (not answering since HH:MM:SS UTC)" (or for the
+    Kafka broker at ...), or None."""
+    if bootstrap:
+        since = down_since(f"kafka://{bootstrap}", probe=lambda _: _broker_answers(bootstrap))
+        if since is not None:
+            return f"waiting for the Kafka broker at {bootstrap} (not answering since {since:%H:%M:%S} UTC)"
     for url in registry_urls(source):
         since = down_since(url)
         if since is not None:
