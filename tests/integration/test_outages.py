@@ -147,3 +147,30 @@ def test_query_fails_clearly_when_the_broker_stays_away(spark, own_broker):
     finally:
         os.kill(own_broker.pid, signal.SIGCONT)
         query.stop()
+
+
+def test_transient_push_query_leaves_nothing_behind(session, broker):
+    """A transient push query keeps its checkpoint in a temporary directory deleted when it ends,
+    and commits no offsets to Kafka: the next query starts where 'auto.offset.reset' says."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from kafkasql_magic.kafka.arrow_batch import READ_GROUP
+    from kafkasql_magic.kafka.offsets import PROBE_GROUP
+
+    topic = f"transient_{uuid.uuid4().hex[:10]}"
+    json_records(broker, topic, range(4))
+    session.sql(f"CREATE STREAM j (n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = session.sql("SELECT n FROM j EMIT CHANGES;")
+    until(lambda: len(query.rows()) == 4, 90, "the records")
+    checkpoint = query._checkpoint
+    assert os.path.isdir(checkpoint)
+    query.stop()
+    assert not os.path.exists(checkpoint)
+    client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for group in (READ_GROUP, PROBE_GROUP):
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+        (future,) = client.list_consumer_group_offsets(request).values()
+        committed = future.result(timeout=10).topic_partitions
+        assert [tp.offset for tp in committed] == [-1001], (group, committed)  # OFFSET_INVALID: none
+    assert session.sql("SELECT n FROM j EMIT CHANGES LIMIT 4;").N.tolist() == [0, 1, 2, 3]
