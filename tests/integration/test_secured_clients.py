@@ -148,6 +148,10 @@ def test_planted_secrets_never_show(spark, broker, secured, caplog):
     seen.append(str(SchemaBrowser(with_credentials("http://127.0.0.1:9"), None).describe(topic).to_html()))
     seen.append(caplog.text)
 
+    from kafkasql_magic import clientconf
+
+    clientconf.forget(broker.bootstrap_servers, None, ["sasl.password", "sasl.username",
+                                                       "sasl.oauthbearer.client.secret"])
     text = "\n".join(seen)
     assert "[hidden]" in text
     for name, secret in planted.items():
