@@ -79,7 +79,7 @@ ENCODINGS: dict[str, tuple[Callable[[Column], Column], Callable[[Column], Column
 NOT_TEXT: dict[str, Callable[[Column], Column]] = {
     "utf8": lambda b: ~F.is_valid_utf8(b.cast("string")),
     "utf-8": lambda b: ~F.is_valid_utf8(b.cast("string")),
-    "ascii": lambda b: F.hex(b).rlike("^(?:[0-7][0-9A-F])*$") == F.lit(False),
+    "ascii": lambda b: ~F.hex(b).rlike("^(?:[0-7][0-9A-F])*$"),
 }
 
 
