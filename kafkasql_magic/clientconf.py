@@ -159,12 +159,13 @@ def configure(bootstrap: str | None, registry_url: str | None, properties: Mappi
 
 def forget(bootstrap: str | None, registry_url: str | None, names) -> None:
     """UNSET: drop these properties from the clients of `bootstrap` and `registry_url`."""
-    kafka, registry = split({n: "" for n in names})
     with _lock:
-        for name in kafka:
-            _kafka.get(bootstrap or "", {}).pop(name, None)
-        for name in registry:
-            _registry.get(_registry_key(registry_url or ""), {}).pop(name, None)
+        for name in names:
+            reg = registry_name(name)
+            if reg is not None:
+                _registry.get(_registry_key(registry_url or ""), {}).pop(reg, None)
+            else:
+                _kafka.get(bootstrap or "", {}).pop(name[len("kafka."):] if name.startswith("kafka.") else name, None)
 
 
 def kafka_properties(bootstrap: str) -> dict[str, str]:
