@@ -166,7 +166,7 @@ def test_transient_push_query_leaves_nothing_behind(session, broker):
     checkpoint = query._checkpoint
     assert os.path.isdir(checkpoint)
     query.stop()
-    assert not os.path.exists(checkpoint)
+    until(lambda: not os.path.exists(checkpoint), 30, "the temporary checkpoint to be deleted")
     client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     for group in (READ_GROUP, PROBE_GROUP):
         request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
