@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from .errors import KStreamError, QueryTimeout
+from .errors import KafkaError, KStreamError, QueryTimeout
 from .live import LiveModel
 from .logical import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, TOPIC
 from .planner import QueryPlan
@@ -367,7 +367,13 @@ def _failure_message(exc: BaseException) -> str:
 
 def collect_bounded(planned: DataFrame, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:
     """Run a planned batch frame (a pull query) and return its rows; errors go to the log."""
-    collected = split_batch(planned.toArrow(), len(plan.names), query_id, plan.source.name)
+    try:
+        table = planned.toArrow()
+    except Exception as exc:  # a registry that stayed away is the user's to know, not a crash
+        if "RegistryUnavailable: " not in str(exc):
+            raise
+        raise KafkaError(_failure_message(exc)) from None
+    collected = split_batch(table, len(plan.names), query_id, plan.source.name)
     log.add(collected.errors)
     metrics = {name: observation.get for name, observation in plan.observations.items()}
     log.add(observed_errors(metrics, plan.observed, query_id))

@@ -167,7 +167,8 @@ class SourceOptions:
             probe=(get("endOffsetProbe") or "auto").strip().lower(),
             conf=conf,
             batch_rows=_positive_int(options, "arrowBatchRows", BATCH_ROWS),
-            idle_timeout=float(get("readIdleTimeoutSeconds") or IDLE_TIMEOUT),
+            # a read waits for a broker that stops answering as long as planning does
+            idle_timeout=float(get("readIdleTimeoutSeconds") or max(IDLE_TIMEOUT, limit_of(options))),
             include_headers=_bool(options, "includeHeaders", True),
             outage_limit=limit_of(options),
         )

@@ -174,3 +174,14 @@ def test_transient_push_query_leaves_nothing_behind(session, broker):
         committed = future.result(timeout=10).topic_partitions
         assert [tp.offset for tp in committed] == [-1001], (group, committed)  # OFFSET_INVALID: none
     assert session.sql("SELECT n FROM j EMIT CHANGES LIMIT 4;").N.tolist() == [0, 1, 2, 3]
+
+
+def test_snapshot_over_a_registry_that_stays_away_is_a_clear_error(spark, broker):
+    from kafkasql_magic.errors import KafkaError
+
+    down, topic = registry_then_records(broker)
+    s = session_over(spark, broker, down.url, topic)
+    s.sql("SET 'schema.registry.outage.timeout.ms'='2000';")
+    with pytest.raises(KafkaError, match=f"Schema registry at {down.url} did not answer for"):
+        s.sql("SELECT n FROM a;")
+    assert s.processing_log().empty
