@@ -8,7 +8,15 @@ from __future__ import annotations
 
 
 class KStreamError(Exception):
-    """A user error: bad SQL, an unknown stream, a broker that does not answer."""
+    """A user error: bad SQL, an unknown stream, a broker that does not answer.
+
+    Its message never carries a secret: credentials in URLs and known secret values are
+    masked when the error is made (see `kafkasql_magic.redact`)."""
+
+    def __init__(self, *args):
+        from .redact import text
+
+        super().__init__(*(text(a) if isinstance(a, str) else a for a in args))
 
 
 class SqlSyntaxError(KStreamError):
@@ -31,6 +39,10 @@ class StatementError(KStreamError):
 
 class KafkaError(KStreamError):
     """The broker is unreachable, or a topic is missing or was deleted."""
+
+
+class BrokerUnreachable(KafkaError):
+    """The broker did not answer in time: a running query waits for it (up to its outage limit)."""
 
 
 class QueryTimeout(KStreamError):

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from .errors import KStreamError, QueryTimeout
+from .errors import KafkaError, KStreamError, QueryTimeout
 from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
@@ -162,6 +162,7 @@ class PushQuery:
         turns into a Built per micro-batch."""
         self.id = query_id
         self.sql = sql
+        self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
         self.plan = plan
         self.names = plan.names
         self.limit = plan.limit
@@ -249,6 +250,13 @@ class PushQuery:
     @property
     def failure(self) -> BaseException | None:
         return self._failure
+
+    @property
+    def waiting_for(self) -> str | None:
+        """What the running query waits for (a broker or schema registry that does not answer), or None."""
+        from . import waiting
+
+        return waiting.waiting_for(self.plan.source, self.bootstrap) if self.is_active else None
 
     def _log_observed(self) -> None:
         """Log the records that failed before a join or aggregation, once per micro-batch, as
@@ -369,8 +377,10 @@ class PushQuery:
 
 def _failure_message(exc: BaseException) -> str:
     """The useful line of a Spark streaming failure (our own KafkaError text when it is one)."""
-    text = str(exc)
-    for marker in ("KafkaError: ", "KStreamError: "):
+    from .redact import text as redacted
+
+    text = redacted(str(exc))
+    for marker in ("KafkaError: ", "KStreamError: ", "RegistryUnavailable: "):
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
     return text.splitlines()[0] if text else type(exc).__name__
@@ -378,7 +388,13 @@ def _failure_message(exc: BaseException) -> str:
 
 def collect_bounded(built: Built, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:
     """Run a built batch frame (a pull query) and return its rows; errors go to the log."""
-    collected = split_batch(built.frame.toArrow(), len(plan.names), query_id, plan.source.name)
+    try:
+        table = built.frame.toArrow()
+    except Exception as exc:  # a registry that stayed away is the user's to know, not a crash
+        if "RegistryUnavailable: " not in str(exc):
+            raise
+        raise KafkaError(_failure_message(exc)) from None
+    collected = split_batch(table, len(plan.names), query_id, plan.source.name)
     log.add(collected.errors)
     metrics = {name: observation.get for name, observation in built.observations.items()}
     log.add(observed_errors(metrics, plan.observed_sources, query_id, base64_bytes=False))

@@ -15,10 +15,11 @@ import threading
 
 import pandas as pd
 
-from . import dialects, sql as sqlparse
+from . import clientconf, dialects, redact, sql as sqlparse
 from .catalog import Catalog, ViewDef
 from .engine.columns import DROP, result_column
 from .errors import KStreamError, StatementError
+from .kafka import outage
 from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
 from .runtime import ProcessingLog, PushQuery
@@ -33,7 +34,11 @@ from .statements.queries import prepare
 class Session:
     def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
                  dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
-                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000):
+                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000,
+                 config=None):
+        clientconf.configure(bootstrap_servers, schema_registry_url, clientconf.from_argument(config))
+        redact.remember_url(schema_registry_url)
+        redact.install_log_filter()
         self.bootstrap_servers = bootstrap_servers
         self.schema_registry_url = schema_registry_url
         self.dialect = dialect
@@ -132,8 +137,11 @@ class Session:
     def raw_frame(self, read: TopicRead):
         """The raw Kafka records `read` describes: a stream, or a bounded read of the topic as it
         is now (a table joined to a stream is read so, afresh for every micro-batch)."""
+        options = {**read.options(), **clientconf.source_options(read.bootstrap)}  # SASL/SSL for executors
+        if outage.PROPERTY in self.settings:
+            options[outage.OPTION] = self.settings[outage.PROPERTY]
         reader = self.spark.readStream if read.streaming else self.spark.read
-        return reader.format(RAW_SOURCE).options(**read.options()).load()
+        return reader.format(RAW_SOURCE).options(**options).load()
 
     def timeout_of(self, timeout: float | None) -> float:
         """A statement's timeout: the one given to sql(), else the session's."""
@@ -146,10 +154,12 @@ class Session:
 
 
 def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
-            dialect: str = "ksql", **options) -> Session:
-    """A session over a Kafka cluster; Spark starts on first use if none is given."""
+            dialect: str = "ksql", config=None, **options) -> Session:
+    """A session over a Kafka cluster; Spark starts on first use if none is given. `config`:
+    client properties (librdkafka and Schema Registry client: SASL, SSL, auth) as a dict or
+    the path of a Kafka-style properties file."""
     return Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
-                   dialect=dialect, **options)
+                   dialect=dialect, config=config, **options)
 
 
 __all__ = ["Session", "connect", "KStreamError"]

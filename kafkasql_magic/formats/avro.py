@@ -26,7 +26,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import types
+from .. import clientconf, types
 from ..errors import StatementError
 from ..sql import ast
 from . import avro_types
@@ -86,7 +86,9 @@ class AvroFormat(Format):
         inline = spec.options.get(INLINE_SCHEMA)
         url = None if inline else sr.registry_url(spec, self.name)
         framed = inline is None or spec.options.get(WIRE_FORMAT, True) is not False
-        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline, framed)
+        registry = clientconf.registry_properties(url) if url else {}  # auth, outage timeout
+        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline, framed,
+                        registry)
         spark_type = T.StructType([T.StructField(f.name, exchange_type(types.to_spark(f.type))) for f in fields]
                                   + [T.StructField(ERROR_FIELD, T.StringType())])
 
@@ -180,8 +182,9 @@ class Layout:
     (always with the registry; by default with an inline schema, whose id is then ignored)."""
 
     def __init__(self, fields: tuple, anonymous: bool, url: str | None, inline: str | None = None,
-                 framed: bool = True):
+                 framed: bool = True, registry: dict | None = None):
         self.fields = fields
+        self.registry = dict(registry or {})  # registry client properties for the executors
         self.anonymous = anonymous
         self.url = url
         self.inline = inline
@@ -198,7 +201,7 @@ class Layout:
         return self._target
 
     def __getstate__(self):
-        return (self.fields, self.anonymous, self.url, self.inline, self.framed)
+        return (self.fields, self.anonymous, self.url, self.inline, self.framed, self.registry)
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -232,7 +235,7 @@ def reader_for(layout: Layout, schema_id: int):
         return found
     try:
         registered = (sr.Registered("AVRO", layout.inline) if layout.inline is not None
-                      else sr.schema_by_id(layout.url, schema_id))
+                      else sr.schema_by_id(layout.url, schema_id, layout.registry))
     except sr.SchemaLookupError as exc:
         return str(exc)  # not cached here: schema_registry remembers failures briefly
     if registered.schema_type.upper() != "AVRO":
@@ -316,6 +319,8 @@ def decode_batch(values, layout: Layout):
             pieces.append(_to_struct_safely(reader, records, rows, target, errors))
             order.append(rows)
         columns = _assemble(pieces, order, n, target)
+    except sr.RegistryUnavailable:
+        raise  # the query stops with the reason rather than lose records it could decode later
     except Exception as exc:  # noqa: BLE001 - last resort: the whole batch becomes errors
         columns = [pa.nulls(n, f.type) for f in target]
         errors = [None if v is None else f"Unexpected error decoding AVRO: {exc!r}" for v in values.to_pylist()]

@@ -81,6 +81,21 @@ def deserialization_error(role: str, reason: Column | str) -> Column:
     return F.concat(F.lit(f"Failed to deserialize {role}: "), reason_col)
 
 
+#: Why a record whose text is not UTF-8 is refused (Spark would carry the bytes on as a string
+#: that fails when turned into Python, or read JSON with U+FFFD in their place).
+INVALID_UTF8 = "Invalid UTF-8: the bytes are not text in UTF-8"
+
+
+def invalid_utf8(raw: Column) -> Column:
+    """True when `raw` (binary) is not NULL and not valid UTF-8."""
+    return raw.isNotNull() & ~F.is_valid_utf8(raw.cast("string"))
+
+
+def utf8_check(raw: Column) -> Column:
+    """INVALID_UTF8 when `raw` is not valid UTF-8, else NULL (one of a decoder's checks)."""
+    return F.when(invalid_utf8(raw), F.lit(INVALID_UTF8))
+
+
 def first_error(checks: Sequence[Column]) -> Column | None:
     """The first non-NULL error message among `checks`, or None when there are none."""
     if not checks:

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import types
-from .base import Decoded, Format, deserialization_error, first_error, json_ready
+from .base import Decoded, Format, deserialization_error, first_error, json_ready, utf8_check
 from .json import CONVERTERS  # bytes are base64 text here too
 
 _CORRUPT = "__corrupt_record"
@@ -48,6 +48,7 @@ class DelimitedFormat(Format):
             {"sep": delimiter(spec, role), "mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
         )
         columns, checks = [], [
+            utf8_check(raw),
             F.when(parsed[_CORRUPT].isNotNull(),
                    F.lit(f"Unexpected field count: expected {len(fields)} delimited fields"))
         ]

@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from .. import types
 from ..sql import ast
-from .base import Decoded, Format, deserialization_error, first_error, json_ready
+from .base import Decoded, Format, deserialization_error, first_error, json_ready, utf8_check
 
 _TEXT_MAP = T.MapType(T.StringType(), T.StringType())
 _TEXT_ARRAY = T.ArrayType(T.StringType())
@@ -178,7 +178,7 @@ class JsonFormat(Format):
         intermediates += [(f"{stage}_v{i}", from_json_text(F.col(f"{stage}_m{i}"), f.type))
                           for i, f in enumerate(fields)]
         columns = [F.col(f"{stage}_v{i}").alias(f.name) for i, f in enumerate(fields)]
-        checks = [parse_error, F.when(raw.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
+        checks = [utf8_check(raw), parse_error, F.when(raw.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
         checks += [_conversion_error(F.col(f"{stage}_m{i}"), F.col(f"{stage}_v{i}"), f.name, f.type)
                    for i, f in enumerate(fields)]
         reason = first_error(checks)
@@ -195,6 +195,7 @@ class JsonDocumentFormat(Format):
             return Decoded([])
         text = raw.cast("string")
         reason = (F.when(raw.isNull(), F.lit(None))
+                  .when(utf8_check(raw).isNotNull(), utf8_check(raw))
                   .when(F.try_parse_json(text).isNull() & (F.trim(text) != "null"), F.lit("Invalid JSON"))
                   .when(trailing_text(text), F.lit(TRAILING_TEXT)))
         return Decoded([F.when(reason.isNull(), text).alias(fields[0].name)],

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from .. import types
 from ..sql import ast
 from . import schema_registry as sr
-from .base import Decoded, Format, deserialization_error, first_error, json_ready
+from .base import Decoded, Format, deserialization_error, first_error, json_ready, utf8_check
 from .json import TRAILING_TEXT, JsonFormat, anonymous_member, from_json_text, object_members, trailing_text
 
 
@@ -54,7 +54,7 @@ class JsonSrFormat(Format):
         else:
             members = {f.name: obj[f.name.lower()] for f in fields}
             parse_error = F.when(text.isNotNull() & obj.isNull(), F.lit("Invalid JSON object"))
-        columns, checks = [], [sr.framing_error(raw), parse_error,
+        columns, checks = [], [sr.framing_error(raw), utf8_check(sr.payload(raw)), parse_error,
                                F.when(text.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
         for f in fields:
             value = from_json_text(members[f.name], f.type)

@@ -7,7 +7,7 @@ import struct
 from pyspark.sql import functions as F
 
 from . import bytes_codec
-from .base import Decoded, Format, deserialization_error
+from .base import INVALID_UTF8, Decoded, Format, deserialization_error, invalid_utf8
 
 #: ksql type -> (byte width or None for any, decoder, Kafka deserializer name).
 DECODERS = {
@@ -40,6 +40,10 @@ class KafkaFormat(Format):
         (field,) = fields
         width, decoder, deserializer = DECODERS[field.type.name]
         value = decoder(raw).alias(field.name)
+        if field.type.name == "STRING":
+            bad = invalid_utf8(raw)
+            return Decoded([F.when(~bad, decoder(raw)).alias(field.name)],
+                           F.when(bad, deserialization_error(role, INVALID_UTF8)))
         if width is None:
             return Decoded([value])
         bad = raw.isNotNull() & (F.length(raw) != width)

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from .. import redact
 from ..errors import StatementError
 
 MAGIC_BYTE = 0
@@ -95,20 +96,38 @@ def framing_error(raw: Column) -> Column:
 
 # ---------------------------------------------------------------- per-process schema cache
 _lock = threading.Lock()
-_clients: dict[str, object] = {}
+_clients: dict[tuple, object] = {}
 _schemas: dict[tuple[str, int], "Registered"] = {}
 _failures: dict[tuple[str, int], tuple[float, str]] = {}
 
+#: Registry property (not the client's): how long a read waits for a registry that does not
+#: answer before the query fails (a schema id the registry says it lacks is logged at once).
+OUTAGE_TIMEOUT = "outage.timeout.ms"
+DEFAULT_OUTAGE_TIMEOUT_S = 300.0
+#: Back-off between tries while the registry does not answer: first, growth, cap (seconds).
+BACKOFF = (0.5, 2.0, 10.0)
 
-def client(url: str):
-    """One SchemaRegistryClient per URL per process."""
+
+def client(url: str, conf: dict | None = None):
+    """One SchemaRegistryClient per URL and settings per process. `conf` adds registry client
+    properties (auth) to those configured in this process (`kafkasql_magic.clientconf`)."""
+    from ..clientconf import registry_client_conf
+
+    settings = registry_client_conf(url, CLIENT_CONF, {k: v for k, v in (conf or {}).items() if k != OUTAGE_TIMEOUT})
+    settings.pop(OUTAGE_TIMEOUT, None)
+    key = tuple(sorted((k, str(v)) for k, v in settings.items()))
     with _lock:
-        c = _clients.get(url)
+        c = _clients.get(key)
         if c is None:
             from confluent_kafka.schema_registry import SchemaRegistryClient
 
-            c = _clients[url] = SchemaRegistryClient({"url": url, **CLIENT_CONF})
+            c = _clients[key] = SchemaRegistryClient(settings)
         return c
+
+
+class RegistryUnavailable(Exception):
+    """The registry did not answer within its outage timeout: the query stops rather than
+    skip records it could decode once the registry is back."""
 
 
 class Registered(NamedTuple):
@@ -120,8 +139,26 @@ class Registered(NamedTuple):
     references: tuple[str, ...] = ()
 
 
-def schema_by_id(url: str, schema_id: int) -> Registered:
-    """The schema registered under `schema_id`; SchemaLookupError when it cannot be had."""
+def is_transient(exc: Exception) -> bool:
+    """True for a registry that does not answer (or answers 5xx / 401 / 403 / 429), where
+    waiting may help; False for an answer about the schema itself (404, 422)."""
+    code = getattr(exc, "http_status_code", None)
+    return code is None or code >= 500 or code in (401, 403, 408, 429)
+
+
+def outage_timeout(conf: dict | None) -> float:
+    """Seconds a read waits for a registry that does not answer (`outage.timeout.ms`)."""
+    raw = (conf or {}).get(OUTAGE_TIMEOUT)
+    try:
+        return float(raw) / 1000.0 if raw not in (None, "") else DEFAULT_OUTAGE_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_OUTAGE_TIMEOUT_S
+
+
+def schema_by_id(url: str, schema_id: int, conf: dict | None = None, *, sleep=time.sleep) -> Registered:
+    """The schema registered under `schema_id`; SchemaLookupError when the registry says it has
+    none. While the registry does not answer, tries again with back-off (the batch waits) and
+    raises RegistryUnavailable once the outage lasts longer than `outage.timeout.ms`."""
     key = (url, schema_id)
     hit = _schemas.get(key)
     if hit is not None:
@@ -129,13 +166,28 @@ def schema_by_id(url: str, schema_id: int) -> Registered:
     failed = _failures.get(key)
     if failed is not None and time.monotonic() - failed[0] < FAILURE_TTL_S:
         raise SchemaLookupError(failed[1])
-    try:
-        schema = client(url).get_schema(schema_id)
-        refs = tuple(_references(client(url), schema.references or []))
-    except Exception as exc:  # noqa: BLE001 - any failure is a per-record error, never a crash
-        message = _lookup_message(url, schema_id, exc)
-        _failures[key] = (time.monotonic(), message)
-        raise SchemaLookupError(message) from None
+    limit = outage_timeout(conf)
+    started = time.monotonic()
+    pause = BACKOFF[0]
+    while True:
+        try:
+            c = client(url, conf)
+            schema = c.get_schema(schema_id)
+            refs = tuple(_references(c, schema.references or []))
+            break
+        except Exception as exc:  # noqa: BLE001 - sorted below: wait, log, or stop
+            if not is_transient(exc):
+                message = _lookup_message(url, schema_id, exc)
+                _failures[key] = (time.monotonic(), message)
+                raise SchemaLookupError(message) from None
+            waited = time.monotonic() - started
+            if waited >= limit:
+                raise RegistryUnavailable(redact.text(
+                    f"Schema registry at {url} did not answer for {waited:.0f}s (limit "
+                    f"{OUTAGE_TIMEOUT}={limit * 1000:.0f}) while fetching schema id {schema_id}: "
+                    f"{type(exc).__name__}: {exc}")) from None
+            sleep(min(pause, max(0.0, limit - waited)))
+            pause = min(pause * BACKOFF[1], BACKOFF[2])
     found = _schemas[key] = Registered(schema.schema_type or "AVRO", schema.schema_str, refs)
     _failures.pop(key, None)
     return found
@@ -168,8 +220,8 @@ def _references(c, refs, seen=None) -> list[str]:
 def _lookup_message(url: str, schema_id: int, exc: Exception) -> str:
     code = getattr(exc, "http_status_code", None)
     if code == 404:
-        return f"Schema id {schema_id} not found in the schema registry at {url}"
-    return f"Cannot fetch schema id {schema_id} from the schema registry at {url}: {exc}"
+        return redact.text(f"Schema id {schema_id} not found in the schema registry at {url}")
+    return redact.text(f"Cannot fetch schema id {schema_id} from the schema registry at {url}: {exc}")
 
 
 # ---------------------------------------------------------------- writers

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple
 
-from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.errors import BrokerUnreachable, KafkaError
 
 DEFAULT_TIMEOUT = 10.0
 LOG = logging.getLogger("kafkasql_magic.kafka")
@@ -44,8 +44,11 @@ class TopicInfo:
 
 
 def client_conf(bootstrap: str, conf: Mapping[str, object] | None = None) -> dict:
-    """A librdkafka configuration for `bootstrap` plus `conf`, logging into Python logging."""
-    out = {"bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOG}
+    """A librdkafka configuration for `bootstrap`: the client properties configured for it
+    (`kafkasql_magic.clientconf`) plus `conf`, logging into Python logging."""
+    from kafkasql_magic import clientconf
+
+    out = {"bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOG, **clientconf.kafka_properties(bootstrap)}
     if conf:
         out.update(conf)
     return out
@@ -55,11 +58,12 @@ def admin_client(bootstrap: str, conf: Mapping[str, object] | None = None):
     """A cached AdminClient per (bootstrap, conf); clients reconnect by themselves."""
     from confluent_kafka.admin import AdminClient
 
-    key = (bootstrap, tuple(sorted((k, str(v)) for k, v in (conf or {}).items())))
+    settings = client_conf(bootstrap, conf)
+    key = (bootstrap, tuple(sorted((k, str(v)) for k, v in settings.items() if k != "logger")))
     with _ADMINS_LOCK:
         admin = _ADMINS.get(key)
         if admin is None:
-            admin = _ADMINS[key] = AdminClient(client_conf(bootstrap, conf))
+            admin = _ADMINS[key] = AdminClient(settings)
         return admin
 
 
@@ -72,7 +76,7 @@ def drop_clients(bootstrap: str) -> None:
 
 def _unreachable(bootstrap: str, timeout: float, exc: BaseException | None = None) -> KafkaError:
     detail = f": {exc}" if exc is not None else ""
-    return KafkaError(
+    return BrokerUnreachable(
         f"Kafka broker at {bootstrap} did not answer within {timeout:g}s{detail}"
     )
 

@@ -47,13 +47,12 @@ def producer(bootstrap: str, conf: Mapping[str, object] | None = None):
     """A cached Producer per (bootstrap, conf); flushed at interpreter exit."""
     from confluent_kafka import Producer
 
-    key = (bootstrap, tuple(sorted((k, str(v)) for k, v in (conf or {}).items())))
+    settings = admin.client_conf(bootstrap, {**PRODUCER_CONF, **(conf or {})})
+    key = (bootstrap, tuple(sorted((k, str(v)) for k, v in settings.items() if k != "logger")))
     with _LOCK:
         prod = _PRODUCERS.get(key)
         if prod is None:
-            settings = dict(PRODUCER_CONF)
-            settings.update(conf or {})
-            prod = _PRODUCERS[key] = Producer(admin.client_conf(bootstrap, settings))
+            prod = _PRODUCERS[key] = Producer(settings)
         return prod
 
 

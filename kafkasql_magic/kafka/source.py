@@ -19,7 +19,11 @@ Options (strings):
   includeHeaders          true (default) | false: false skips converting headers (the
                           costliest per-record step) and yields empty header lists
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
+  brokerOutageTimeoutMs   how long a stream waits for a broker that stops answering before
+                          it fails (default 60000; see `kafkasql_magic.kafka.outage`)
   kafka.<setting>         passed to every librdkafka client (e.g. kafka.security.protocol)
+  secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
+                          containing "secret" in plans and the UI
 
 Streaming offsets are {"<partition>": next offset}. Partitions that appear while a stream
 runs are read from their earliest offset. A missing or deleted topic raises KafkaError.
@@ -48,7 +52,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.clientconf import SECRET_OPTION
+from kafkasql_magic.errors import BrokerUnreachable, KafkaError
 from kafkasql_magic.kafka import identity
 from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
@@ -61,6 +66,7 @@ from kafkasql_magic.kafka.offsets import (
     split_ranges,
     to_json,
 )
+from kafkasql_magic.kafka.outage import BrokerOutage, limit_of
 
 LOG = logging.getLogger("kafkasql_magic.kafka.source")
 NAME = "kafkasql"
@@ -119,6 +125,7 @@ class SourceOptions:
     batch_rows: int = BATCH_ROWS
     idle_timeout: float = IDLE_TIMEOUT
     include_headers: bool = True
+    outage_limit: float = 60.0
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> "SourceOptions":
@@ -146,8 +153,9 @@ class SourceOptions:
                 raise KafkaError(f"Option partitions must list partition numbers, not {parts!r}") from None
         conf = {}
         for key, value in options.items():
-            if key.lower().startswith("kafka.") and key.lower() != "kafka.bootstrap.servers":
-                conf[key[len("kafka."):]] = value
+            for prefix in ("kafka.", SECRET_OPTION):  # secret ones under a name Spark redacts
+                if key.lower().startswith(prefix) and key.lower() != "kafka.bootstrap.servers":
+                    conf[key[len(prefix):]] = value
         return cls(
             bootstrap=bootstrap,
             topic=topic,
@@ -159,8 +167,10 @@ class SourceOptions:
             probe=(get("endOffsetProbe") or "auto").strip().lower(),
             conf=conf,
             batch_rows=_positive_int(options, "arrowBatchRows", BATCH_ROWS),
-            idle_timeout=float(get("readIdleTimeoutSeconds") or IDLE_TIMEOUT),
+            # a read waits for a broker that stops answering as long as planning does
+            idle_timeout=float(get("readIdleTimeoutSeconds") or max(IDLE_TIMEOUT, limit_of(options))),
             include_headers=_bool(options, "includeHeaders", True),
+            outage_limit=limit_of(options),
         )
 
 
@@ -264,6 +274,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[int, int] | None = None  # Trigger.AvailableNow target
         self._seen_high: dict[int, int] = {}
         self._last_high: dict[int, int] | None = None
+        self.outage = BrokerOutage(opts.outage_limit)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -299,6 +310,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json({p: min(max(o, lows[p]), highs[p]) for p, o in start.items()})
 
     def latestOffset(self, start: dict, limit=None) -> dict:
+        try:
+            end = self._latest_offset(start, limit)
+        except BrokerUnreachable as exc:
+            self.outage.tolerate(exc)  # raises once the outage outlasts its limit
+            return start  # nothing new while the broker does not answer
+        self.outage.clear()
+        return end
+
+    def _latest_offset(self, start: dict, limit=None) -> dict:
         begin = from_json(start)
         parts = self.planner.topic_partitions(position=begin)
         gone = sorted(set(begin) - set(parts))

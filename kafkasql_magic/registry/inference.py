@@ -107,13 +107,18 @@ _clients: dict[str, object] = {}
 def registry_client(url: str):
     """A SchemaRegistryClient with a short timeout, no retries and a 1 s latest-version cache
     (the shared one in `formats.schema_registry` caches latest versions for good)."""
-    url = url.rstrip("/")
+    from ..clientconf import registry_client_conf
+    from ..formats.schema_registry import OUTAGE_TIMEOUT
+
+    settings = registry_client_conf(url, CLIENT_CONF)  # auth from the URL or the client properties
+    settings.pop(OUTAGE_TIMEOUT, None)
+    key = tuple(sorted((k, str(v)) for k, v in settings.items()))
     with _lock:
-        c = _clients.get(url)
+        c = _clients.get(key)
         if c is None:
             from confluent_kafka.schema_registry import SchemaRegistryClient
 
-            c = _clients[url] = SchemaRegistryClient({"url": url, **CLIENT_CONF})
+            c = _clients[key] = SchemaRegistryClient(settings)
         return c
 
 

@@ -13,6 +13,8 @@ schemas by id, lookup, compatibility config and checks, and `GET /`, `/schemas/t
 
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 import logging
 import re
@@ -153,6 +155,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method: str) -> None:
+        if not self._authorized():
+            self.close_connection = True  # its body, if any, is left unread
+            self._send(401, {"error_code": 401, "message": "Unauthorized"},
+                       {"WWW-Authenticate": 'Basic realm="kafkasql-registry"'})
+            return
         try:
             status, payload = 200, self._route(method)
         except RegistryError as exc:
@@ -165,6 +172,22 @@ class _Handler(BaseHTTPRequestHandler):
             LOG.exception("Schema registry request %s %s failed", method, self.path)
             status, payload = 500, {"error_code": 50001, "message": f"Internal error: {exc}"}
         self._send(status, payload)
+
+    def _authorized(self) -> bool:
+        """True without basic auth, or with the Authorization header of one of its users."""
+        users = self.server.users
+        if not users:
+            return True
+        header = self.headers.get("Authorization") or ""
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            user, _, password = base64.b64decode(encoded.strip()).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        expected = users.get(user)
+        return expected is not None and hmac.compare_digest(expected, password)
 
     def _route(self, method: str):
         parts = urlsplit(self.path)
@@ -205,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             raise RegistryError(400, 400, f"Unrecognized request body: {exc}") from None
 
-    def _send(self, status: int, payload) -> None:
+    def _send(self, status: int, payload, headers: dict | None = None) -> None:
         if isinstance(payload, _Raw):
             data = str(payload).encode()
         else:
@@ -213,6 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -221,8 +246,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address, store: Store):
+    def __init__(self, address, store: Store, users: dict[str, str] | None = None):
         self.store = store
+        self.users = dict(users or {})
         self.connections: set[socket.socket] = set()
         super().__init__(address, _Handler)
 
@@ -232,14 +258,16 @@ class RegistryServer:
     in `topic` on `bootstrap_servers` (from the upstream endpoints when None).
 
     `start()` returns once the state is rebuilt from the topic and the port serves; `stop()`
-    closes the port and every open connection.
+    closes the port and every open connection. `basic_auth` ({user: password}, opt-in) makes
+    every request need HTTP basic auth as one of those users, as a secured registry does.
     """
 
     name = "schema-registry"
 
     def __init__(self, bootstrap_servers: str | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, topic: str = "_schemas", conf: dict | None = None,
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, basic_auth: dict[str, str] | None = None):
+        self.basic_auth = dict(basic_auth or {})
         self.bootstrap_servers = bootstrap_servers
         self._from_upstream = bootstrap_servers is None  # follow the broker across restarts
         self.host = host
@@ -297,11 +325,11 @@ class RegistryServer:
 
     def _bind(self, store: Store) -> _HTTPServer:
         try:
-            return _HTTPServer((self.host, self.port), store)
+            return _HTTPServer((self.host, self.port), store, self.basic_auth)
         except OSError:
             if self._fixed_port or not self.port:
                 raise
-            return _HTTPServer((self.host, 0), store)  # the last port is taken: any will do
+            return _HTTPServer((self.host, 0), store, self.basic_auth)  # the last port is taken: any will do
 
     def stop(self) -> None:
         with self._lock:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import types
+from .. import clientconf, types
 from ..catalog import ViewDef
 from ..engine.columns import result_column
 from ..errors import StatementError
@@ -31,7 +31,8 @@ SHOW = {
     "VIEWS": lambda s: listings.show_relations(s.catalog, "VIEW"),
     "TOPICS": lambda s: listings.show_topics([(t.name, t.partitions) for t in admin.list_topics(s.bootstrap_servers)]),
     "QUERIES": lambda s: listings.show_queries(list(s.queries.values())),
-    "PROPERTIES": lambda s: listings.show_properties(s.settings),
+    "PROPERTIES": lambda s: listings.show_properties(clientconf.shown(s.settings, s.bootstrap_servers,
+                                                                      s.schema_registry_url)),
     "VARIABLES": lambda s: listings.show_variables(s.variables),
 }
 

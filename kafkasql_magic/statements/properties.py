@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from .. import clientconf
 from ..errors import StatementError
 from ..sql import ast
 from .defaults import DEFAULT_SETTINGS
 
 
 def set_property(session, stmt: ast.SetProperty, text, timeout):
+    if clientconf.is_client_property(stmt.name):
+        clientconf.configure(session.bootstrap_servers, session.schema_registry_url, {stmt.name: stmt.value})
     session.settings[stmt.name] = stmt.value
     return None
 
 
 def unset_property(session, stmt: ast.UnsetProperty, text, timeout):
+    clientconf.forget(session.bootstrap_servers, session.schema_registry_url, [stmt.name])
     session.settings.pop(stmt.name, None)
     if stmt.name in DEFAULT_SETTINGS:
         session.settings[stmt.name] = DEFAULT_SETTINGS[stmt.name]

@@ -85,6 +85,7 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
                       max_rows=session.max_rows, trigger_interval=session.trigger_interval,
                       ending_offsets=prepared.read.ending_offsets)
+    query.bootstrap = prepared.read.bootstrap
     session.queries[query_id] = query.start()
     if plan.limit is None:
         return query

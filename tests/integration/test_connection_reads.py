@@ -8,7 +8,7 @@ import time
 from kafkasql_magic.dialects.connections import Connections
 from kafkasql_magic.kafka import admin
 from kafkasql_magic.kafka.time_index import first_offsets_at_or_after
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
 from kafkasql_magic.kafka.start_position import start_offsets, starting_offsets_option
 

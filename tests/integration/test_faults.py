@@ -8,9 +8,9 @@ import time
 import pytest
 
 import kafkasql_magic as ks
-from kafkasql_magic import ddl
+from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.errors import KafkaError
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql import parse_statement
 
 SILENT = "127.0.0.1:1"  # nothing listens here

@@ -321,12 +321,13 @@ def test_the_decoding_udf_runs_once_per_row_even_with_a_where_clause(spark, regi
     assert physical.count("decode_avro(") == 2, physical
 
 
-def test_registry_down_is_a_record_error_not_a_crash():
-    layout = avro_format.Layout((("A", ast.Type("INT")),), False, "http://127.0.0.1:9")
-    out = avro_format.decode_batch(pa.array([sr.frame(1, b"\x02"), None], pa.binary()), layout).to_pylist()
-    assert out[0]["A"] is None and out[0][avro_format.ERROR_FIELD].startswith(
-        "Cannot fetch schema id 1 from the schema registry at http://127.0.0.1:9")
-    assert out[1] == {"A": None, avro_format.ERROR_FIELD: None}
+def test_registry_down_stops_the_batch_rather_than_log_its_records():
+    """A registry that does not answer says nothing about the records: they are not logged as
+    undecodable; the batch waits, and past the outage limit it fails with the reason."""
+    layout = avro_format.Layout((("A", ast.Type("INT")),), False, "http://127.0.0.1:9",
+                                registry={sr.OUTAGE_TIMEOUT: "0"})
+    with pytest.raises(sr.RegistryUnavailable, match="Schema registry at http://127.0.0.1:9 did not answer"):
+        avro_format.decode_batch(pa.array([sr.frame(1, b"\x02"), None], pa.binary()), layout)
 
 
 CLUSTER_SCRIPT = textwrap.dedent("""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import kafkasql_magic as ks
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.runtime import PushQuery
 
 README = Path(__file__).resolve().parents[2] / "README.md"

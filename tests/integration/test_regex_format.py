@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from kafkasql_magic.formats.regex import NOT_UTF8, VALUE_NOT_PRESENT, RegexFormat, regex_fields, regex_spec
-from kafkasql_magic.local.producer import produce
+from kafkasql_magic.kafka.producer import produce
 
 LOG_LINE = r"(?P<ip>\d+\.\d+\.\d+\.\d+) (?P<user_name>\w+)? ?\[(?P<ts>[^\]]+)\](?: (\d+))?"
 

@@ -150,7 +150,7 @@ USER = {"type": "record", "name": "U", "fields": [{"name": "ID", "type": "int"},
 def fake_registry(monkeypatch):
     schemas = {1: json.dumps(USER), 2: json.dumps("long")}
 
-    def lookup(url, schema_id):
+    def lookup(url, schema_id, conf=None):
         if schema_id not in schemas:
             raise sr.SchemaLookupError(f"Schema id {schema_id} not found in the schema registry at {url}")
         return sr.Registered("AVRO", schemas[schema_id])

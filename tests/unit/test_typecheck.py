@@ -227,14 +227,14 @@ def test_declared_types_are_checked():
 
 
 def test_every_function_has_a_signature_and_unknown_ones_say_so():
-    functions = pytest.importorskip("kafkasql_magic.functions", reason="functions need pyspark")
-    aggregates = pytest.importorskip("kafkasql_magic.aggregates", reason="aggregates need pyspark")
+    functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
+    aggregates = pytest.importorskip("kafkasql_magic.engine.aggregates", reason="aggregates need pyspark")
     assert set(functions.FUNCTIONS) <= set(signatures.SCALAR)
     assert set(aggregates.AGGREGATES) == set(signatures.AGGREGATE)
 
 
 def test_signature_arity_matches_the_function_table():
-    functions = pytest.importorskip("kafkasql_magic.functions", reason="functions need pyspark")
+    functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
     for name, fn in functions.FUNCTIONS.items():
         arities = {len(s.params) for s in signatures.SIGNATURES[name] if not s.variadic}
         variadic = [s for s in signatures.SIGNATURES[name] if s.variadic]

@@ -75,6 +75,13 @@ ENCODINGS: dict[str, tuple[Callable[[Column], Column], Callable[[Column], Column
     "base64": (lambda b: F.base64(b), lambda s: F.try_to_binary(s, F.lit("base64"))),
 }
 
+#: encoding -> bytes that are not text in it (decoding them would invent U+FFFD characters).
+NOT_TEXT: dict[str, Callable[[Column], Column]] = {
+    "utf8": lambda b: ~F.is_valid_utf8(b.cast("string")),
+    "utf-8": lambda b: ~F.is_valid_utf8(b.cast("string")),
+    "ascii": lambda b: ~F.hex(b).rlike("^(?:[0-7][0-9A-F])*$"),
+}
+
 
 def _encoding(direction: int) -> Builder:
     def build(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
@@ -83,6 +90,10 @@ def _encoding(direction: int) -> Builder:
         if literal is not None:
             if literal.lower() not in ENCODINGS:
                 raise StatementError(_UNKNOWN_ENCODING.format(literal))
+            invalid = NOT_TEXT.get(literal.lower()) if direction == 0 else None
+            if invalid is not None:  # a poison header or value: NULL and a processing-log entry
+                ctx.fail(value.isNotNull() & invalid(value),
+                         F.lit(f"Bytes are not valid {literal.lower()} text; the result is NULL"))
             return ENCODINGS[literal.lower()][direction](value)
         result = None
         for name, codec in ENCODINGS.items():
