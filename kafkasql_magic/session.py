@@ -52,6 +52,7 @@ class Session:
         self.log = ProcessingLog()
         self.queries: dict[str, PushQuery] = {}
         self.dialect_now: dialects.Dialect = dialects.get(dialect)  # the running statement's
+        self.text_now: str | None = None  # the text it came from (for carets under errors)
         self._spark = spark
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -76,6 +77,7 @@ class Session:
         `dialect` ("ksql" or "materialize") overrides the session's for this call."""
         chosen = dialects.get(dialect or self.dialect)
         result = None
+        self.text_now = text
         for stmt, body in self._statements(text, chosen):
             self.dialect_now = chosen
             handler = HANDLERS.get(type(stmt))

@@ -37,7 +37,7 @@ class Prepared:
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None) -> Prepared:
-    plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now))
+    plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
 
     def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:

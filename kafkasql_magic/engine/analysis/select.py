@@ -8,7 +8,6 @@ records are captured. Column resolution and typing are Spark's, in the build ste
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Iterator
 
 from ... import dialects
 from ...catalog import Catalog, SourceDef, ViewDef
@@ -21,15 +20,13 @@ from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
 from .seek import Seek, seek_of
-
-#: Checks run over every expression of a planned query, with the catalog: each is called as
-#: check(clause, expression, plan, catalog) and raises StatementError. A type checker over
-#: the catalog's column types registers itself here.
-EXPRESSION_CHECKS: list[Callable[[str, ast.Expr, QueryPlan, Catalog], None]] = []
+from .types import check_types
 
 
-def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql") -> QueryPlan:
-    """The plan of `stmt` in `dialect` against `catalog`."""
+
+def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql", text: str | None = None) -> QueryPlan:
+    """The plan of `stmt` in `dialect` against `catalog`; `text` is the cell the statement came
+    from, for a caret under a type error."""
     dialect = dialects.get(dialect)
     inputs = [_input(ref, catalog, stmt.emit_changes, dialect) for ref in (stmt.source, *(j.source for j in stmt.joins))]
     first = inputs[0]
@@ -56,9 +53,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql")
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek())
-    for clause, expr in expressions(plan):
-        for check in EXPRESSION_CHECKS:
-            check(clause, expr, plan, catalog)
+    check_types(plan, dialect.name, text)
     return plan
 
 
@@ -68,23 +63,6 @@ def _capture(observed, per_batch: bool, push: bool) -> str:
     if per_batch:
         return CAPTURE_FRAMES
     return CAPTURE_METRICS if push else CAPTURE_OBSERVATIONS
-
-
-def expressions(plan: QueryPlan) -> Iterator[tuple[str, ast.Expr]]:
-    """(clause, expression) for every expression the query evaluates."""
-    stmt = plan.statement
-    for join in stmt.joins:
-        yield "JOIN", join.on
-    if stmt.where is not None:
-        yield "WHERE", stmt.where
-    for expr in stmt.group_by:
-        yield "GROUP BY", expr
-    if stmt.having is not None:
-        yield "HAVING", stmt.having
-    for name, expr in plan.outputs:
-        yield name, expr
-    for expr in stmt.partition_by:
-        yield "PARTITION BY", expr
 
 
 def _input(ref: ast.SourceRef, catalog: Catalog, push: bool, dialect: Dialect) -> Input:
@@ -157,5 +135,5 @@ def partitioned_star(outputs, partition_by, source: SourceDef, naming):
     return keys + [o for o in rest if o[0].lower() not in old_keys] + [o for o in rest if o[0].lower() in old_keys]
 
 
-__all__ = ["EXPRESSION_CHECKS", "analyse", "check_persistent", "expressions", "key_names", "outputs_of",
+__all__ = ["analyse", "check_persistent", "key_names", "outputs_of",
            "partitioned_star"]

@@ -1,0 +1,43 @@
+"""Type-check a planned SELECT before Spark sees it (the checker lives in `typecheck/`).
+
+The checker needs the type of every column the query can see: a source's declared columns
+and its pseudocolumns, a view's outputs (typed by checking the view's own plan), and for a
+join each side's columns keyed `QUALIFIER.NAME`.
+"""
+
+from __future__ import annotations
+
+from ... import types
+from ...catalog import SourceDef
+from ...sql import ast
+from ...typecheck import SelectTypes, check_select
+from ..columns import ROWOFFSET, ROWPARTITION, ROWTIME
+from .plan import Input, QueryPlan
+
+#: Pseudocolumn -> its ksql type.
+PSEUDOCOLUMN_TYPES = {ROWTIME: types.BIGINT, ROWPARTITION: types.INT, ROWOFFSET: types.BIGINT}
+
+
+def check_types(plan: QueryPlan, dialect: str, text: str | None = None) -> SelectTypes:
+    """Raise ExpressionTypeError (positioned, with a caret when `text` is the cell) for the
+    first expression of `plan` whose types do not fit."""
+    joined = len(plan.inputs) > 1
+    columns: dict[str, ast.Type] = {}
+    for side in plan.inputs:
+        for name, type_ in _visible_types(side, dialect).items():
+            columns[f"{side.qualifiers[0]}.{name}" if joined else name] = type_
+    return check_select(plan.statement, columns, dialect, text)
+
+
+def output_types(plan: QueryPlan, dialect: str) -> dict[str, ast.Type]:
+    """Each output column of `plan` with its type (a view seen from a query over it)."""
+    checked = check_types(plan, dialect)
+    return {name: checked.checker.type_of(expr) for name, expr in plan.outputs}
+
+
+def _visible_types(side: Input, dialect: str) -> dict[str, ast.Type]:
+    if side.view is not None:
+        return output_types(side.view, dialect)
+    source: SourceDef = side.source
+    found = {c.name: c.type for c in source.columns}
+    return {**found, **{p: PSEUDOCOLUMN_TYPES[p] for p in side.pseudocolumns}}
