@@ -320,7 +320,11 @@ class PushQuery:
 
     def result(self, timeout: float) -> pd.DataFrame:
         """Block until LIMIT rows arrived; raise on failure or timeout (rows so far attached)."""
-        finished = self._done.wait(timeout)
+        try:
+            finished = self._done.wait(timeout)
+        except KeyboardInterrupt:  # the notebook's Interrupt: nothing keeps running unseen
+            self.stop()
+            raise
         if not finished:
             self.stop()
         if self._failure is not None:

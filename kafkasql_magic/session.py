@@ -376,7 +376,8 @@ class Session:
         return None
 
     def _terminate(self, stmt: ast.TerminateQuery, text, timeout):
-        targets = list(self.queries) if stmt.query_id is None else [stmt.query_id]
+        ids = {query_id.upper(): query_id for query_id in self.queries}  # ids match case-insensitively
+        targets = list(self.queries) if stmt.query_id is None else [ids.get(stmt.query_id.upper(), stmt.query_id)]
         for query_id in targets:
             query = self.queries.pop(query_id, None)
             if query is None:
