@@ -212,8 +212,8 @@ class KStreamMagics(Magics):
         if not session.schema_registry_url:
             raise UsageError("%kstream schema needs a Schema Registry: --registry on a %%kstream cell, "
                              "%config KStreamMagics.schema_registry_url, or %kstream_local start")
-        pane = SchemaPane(SchemaBrowser(session.schema_registry_url, session.bootstrap_servers),
-                          on_insert=lambda text: self.shell.set_next_input(text))
+        # Insert and Copy act in the page: a widget click cannot add a cell from the kernel.
+        pane = SchemaPane(SchemaBrowser(session.schema_registry_url, session.bootstrap_servers))
         if args:
             pane.wait()  # the topic list loads in the background
             try:

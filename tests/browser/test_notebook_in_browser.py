@@ -150,11 +150,14 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     assert "active spark queries: 0" in _cell(page, AFTER_INTERRUPT).inner_text()
 
     # The schema pane's Insert makes a %%kstream cell below, at once.
+    _run(page, SCHEMA)  # running the last cell adds an empty one below it
     cells_before = page.locator(".jp-Notebook .jp-Cell").count()
-    _run(page, SCHEMA)
     insert = _cell(page, SCHEMA).get_by_role("button", name="Insert into a new cell")
     _until(lambda: insert.is_enabled(), 60, "the CREATE statement")
     insert.click()
     _until(lambda: page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1, 10, "a new cell")
     inserted = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor").inner_text()
-    assert inserted.startswith("%%kstream") and "CREATE STREAM" in inserted
+    assert inserted.startswith("%%kstream") and "CREATE STREAM CLICKS" in inserted
+    _cell(page, SCHEMA).get_by_role("button", name="Copy").click()
+    copied = _until(lambda: page.evaluate("navigator.clipboard.readText()"), 10, "the copied statement")
+    assert copied.startswith("CREATE STREAM CLICKS")
