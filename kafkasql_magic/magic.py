@@ -9,6 +9,7 @@ are read again for every cell, as JupySQL does.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -36,6 +37,40 @@ def _embedded_endpoints() -> dict | None:
         return running.endpoints
     state = running_state()
     return state["endpoints"] if state else None
+
+
+_POSITION = re.compile(r"line (\d+):(\d+)")
+
+
+def with_caret(message: str, text: str) -> str:
+    """A message naming `line L:C` of `text` gets that line and a caret under the column, as
+    syntax errors already have."""
+    match = _POSITION.search(message)
+    lines = text.split("\n")
+    if "^" in message or not match or not 1 <= int(match.group(1)) <= len(lines):
+        return message
+    line, column = int(match.group(1)), int(match.group(2))
+    return f"{message}\n{lines[line - 1]}\n{' ' * (column - 1)}^"
+
+
+def _display_live(query):
+    """Show a push query's live widget; when the query ends, put its final state (static HTML)
+    in the widget's place, which is what a saved notebook keeps."""
+    from IPython.display import display
+
+    from .live.static import FinalState
+
+    handle = display(query, display_id=True)
+
+    def ended(snapshot) -> None:
+        if snapshot.terminal:
+            query.model.unsubscribe(ended)
+            handle.update(FinalState(snapshot))
+
+    query.model.subscribe(ended)
+    if query.model.snapshot().terminal:  # it may have ended before we subscribed
+        ended(query.model.snapshot())
+    return handle
 
 
 def stop_all() -> None:
@@ -136,13 +171,18 @@ class KStreamMagics(Magics):
             result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
                                  dialect=args.dialect or self.dialect)
         except KStreamError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(with_caret(str(exc), text)) from None
+        shown = None
         if hasattr(result, "model") and result.is_active:  # a running push query
             self._cell_queries[self._cell_key(line, cell)] = result
+            shown = _display_live(result)
+        formats = getattr(result, "attrs", {})
+        if "key_format" in formats and "value_format" in formats:  # PRINT says what it detected, as ksqlDB does
+            print(f"Key format: {formats['key_format']}\nValue format: {formats['value_format']}")
         target = parsed.target or args.output
         if target:
             self.shell.user_ns[target] = result
-        return result
+        return result if shown is None else None
 
     @property
     def _parser(self):

@@ -94,6 +94,13 @@ def _until(check, timeout: float, what: str):
         time.sleep(0.2)
 
 
+def _saved_final_state(path) -> bool:
+    outputs = nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
+    data = [o.get("data", {}) for o in outputs]
+    return (bool(data) and not any("application/vnd.jupyter.widget-view+json" in d for d in data)
+            and any("STOPPED" in d.get("text/html", "") for d in data))
+
+
 def _kernel_ready(base: str, token: str) -> bool:
     """The page runs nothing before its kernel is connected (cells run then stay `[ ]`)."""
     sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5).read())
@@ -135,6 +142,9 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _until(lambda: _status(page).get("state") == "STOPPED", 10, "STOPPED")
     assert time.monotonic() - started < 10
     assert _status(page)["rows/s"] == "–"
+    # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
+    page.keyboard.press("Control+s")
+    _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
 
     # Interrupt a waiting LIMIT query: its Spark query ends, the broker lives on.
     _run(page, WAIT_FOREVER, wait=False)

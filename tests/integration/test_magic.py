@@ -50,17 +50,24 @@ def test_sql_error_is_a_usage_error_with_line_and_caret(shell):
 
 
 def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, stream, broker):
-    handle = shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} EMIT CHANGES;")
-    assert isinstance(handle, PushQuery) and handle.is_active
-    bundle, _ = shell.display_formatter.format(handle)
-    assert "application/vnd.jupyter.widget-view+json" in bundle and "text/plain" in bundle
-    deadline = time.monotonic() + 60
-    while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert handle.model.snapshot().rows_total == 3
-    assert "k2" in handle._view.table.value
-    handle._view.button.click()
-    assert handle.wait(60) and handle.state == "STOPPED"
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as shown:
+        assert shell.run_cell_magic("kstream", "-o handle", f"SELECT * FROM {stream} EMIT CHANGES;") is None
+        handle = shell.user_ns["handle"]  # shown by the magic, so that its final state can replace the widget
+        assert isinstance(handle, PushQuery) and handle.is_active
+        deadline = time.monotonic() + 60
+        while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert handle.model.snapshot().rows_total == 3
+        assert "k2" in handle._view.table.value
+        handle._view.button.click()
+        assert handle.wait(60) and handle.state == "STOPPED"
+    first, final = shown.outputs[0].data, shown.outputs[-1].data
+    assert "application/vnd.jupyter.widget-view+json" in first and "text/plain" in first
+    # what a saved notebook keeps: the final state as HTML, no widget
+    assert "application/vnd.jupyter.widget-view+json" not in final and "STOPPED" in final["text/html"]
+    assert "k2" in final["text/html"]
 
 
 def test_help_shows_usage_with_examples(shell):
@@ -81,14 +88,16 @@ def test_help_option_and_bare_line_magic_print_usage(shell, how):
 
 
 def test_max_rows_option_on_the_line_magic_and_config_apply_to_the_next_statement(shell, stream):
-    q = shell.run_line_magic("kstream", f"--max-rows 2 SELECT * FROM {stream} EMIT CHANGES;")
+    shell.run_line_magic("kstream", f"--max-rows 2 q << SELECT * FROM {stream} EMIT CHANGES;")
+    q = shell.user_ns["q"]
     try:
         assert q.model.max_rows == 2
     finally:
         q.stop()
     shell.run_line_magic("config", "KStreamMagics.max_rows = 4")
     try:
-        q = shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} EMIT CHANGES;")
+        shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream} EMIT CHANGES;")
+        q = shell.user_ns["q"]
         q.stop()
         assert q.model.max_rows == 4
     finally:
@@ -120,7 +129,8 @@ def test_running_a_cell_again_replaces_its_push_query(shell, stream):
 
 
 def test_terminate_matches_query_ids_case_insensitively(shell, stream):
-    q = shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} EMIT CHANGES;")
+    shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream} EMIT CHANGES;")
+    q = shell.user_ns["q"]
     shell.run_line_magic("kstream", f"TERMINATE {q.id.lower()};")
     assert not q.is_active
 
@@ -165,3 +175,20 @@ def test_default_formats_come_from_magic_config(shell, broker):
     finally:
         shell.run_line_magic("config", "KStreamMagics.default_value_format = None")
         magic._sessions.clear()
+
+
+def test_print_says_which_key_and_value_formats_it_detected(shell, stream):
+    from IPython.utils.capture import capture_output
+
+    topic = stream.lower()
+    with capture_output() as out:
+        shell.run_line_magic("kstream", f"PRINT '{topic}' FROM BEGINNING LIMIT 3;")
+    assert "Key format: KAFKA_STRING" in out.stdout and "Value format: JSON" in out.stdout
+
+
+def test_unknown_column_error_carries_a_caret(shell, stream):
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("kstream", "", f"SELECT k,\n       nope FROM {stream};")
+    *_, message, excerpt, caret = str(info.value).splitlines()
+    assert "line 3:8" in message and "NOPE" in message
+    assert (excerpt, caret) == (f"       nope FROM {stream};", "       ^")
