@@ -4,12 +4,14 @@ fed from another process, Stop, Interrupt, and the schema pane's Insert."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import urllib.request
 
 import nbformat
 import pytest
+from conftest import SCREENSHOTS
 
 PRODUCER = '''
 import json, subprocess, sys, textwrap
@@ -94,6 +96,13 @@ def _until(check, timeout: float, what: str):
         time.sleep(0.2)
 
 
+def _shot(page, name: str) -> None:
+    """With KAFKASQL_BROWSER_SHOTS=1, a screenshot of each step (to look at the widgets)."""
+    if os.environ.get("KAFKASQL_BROWSER_SHOTS"):
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"step-{name}.png"))
+
+
 def _saved_final_state(path) -> bool:
     outputs = nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
     data = [o.get("data", {}) for o in outputs]
@@ -133,6 +142,8 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _run(page, FEED)
     _until(lambda: float(_status(page).get("rows/s", "0").replace(",", "")) > 0, 60, "a rows/s rate above zero")
     _until(lambda: int(_status(page)["rows"].replace(",", "")) >= 40, 90, "rows from the other process")
+    _cell(page, LIVE).scroll_into_view_if_needed()
+    _shot(page, "live")
     top = int(rows.first.locator("td").nth(1).inner_text())
     assert top == max(int(rows.nth(i).locator("td").nth(1).inner_text()) for i in range(rows.count()))
 
@@ -145,6 +156,7 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
     page.keyboard.press("Control+s")
     _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
+    _shot(page, "stopped")
 
     # Interrupt a waiting LIMIT query: its Spark query ends, the broker lives on.
     _run(page, WAIT_FOREVER, wait=False)
@@ -167,6 +179,7 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     insert.click()
     _until(lambda: page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1, 10, "a new cell")
     inserted = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor").inner_text()
+    _shot(page, "inserted")
     assert inserted.startswith("%%kstream") and "CREATE STREAM CLICKS" in inserted
     _cell(page, SCHEMA).get_by_role("button", name="Copy").click()
     copied = _until(lambda: page.evaluate("navigator.clipboard.readText()"), 10, "the copied statement")
