@@ -50,12 +50,12 @@ CELLS = [
 LIVE, FEED, WAIT_FOREVER, AFTER_INTERRUPT, SCHEMA = 3, 4, 5, 6, 7
 
 
-def _notebook(workdir) -> str:
+def _notebook(workdir, name: str = "browser.ipynb") -> str:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, workdir / "browser.ipynb")
-    return "browser.ipynb"
+    nbformat.write(nb, workdir / name)
+    return name
 
 
 def _cell(page, index):
@@ -172,6 +172,10 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     assert "active spark queries: 0" in _cell(page, AFTER_INTERRUPT).inner_text()
 
     # The schema pane's Insert makes a %%kstream cell below, at once.
+    _insert_from_schema_pane(page)
+
+
+def _insert_from_schema_pane(page):
     _run(page, SCHEMA)  # running the last cell adds an empty one below it
     cells_before = page.locator(".jp-Notebook .jp-Cell").count()
     insert = _cell(page, SCHEMA).get_by_role("button", name="Insert into a new cell")
@@ -184,3 +188,17 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _cell(page, SCHEMA).get_by_role("button", name="Copy").click()
     copied = _until(lambda: page.evaluate("navigator.clipboard.readText()"), 10, "the copied statement")
     assert copied.startswith("CREATE STREAM CLICKS")
+
+
+def test_insert_in_notebook_7(lab, page):
+    """Notebook 7 shares JupyterLab's cells: the pane's Insert works there too."""
+    pytest.importorskip("notebook", minversion="7")
+    base, token, workdir = lab
+    name = _notebook(workdir, "notebook7.ipynb")
+    page.goto(f"{base}/notebooks/{name}?token={token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
+    time.sleep(1)
+    for index in range(LIVE - 1):  # the stack and a topic with records
+        _run(page, index, timeout=90)
+    _insert_from_schema_pane(page)
