@@ -199,6 +199,9 @@ class KStreamMagics(Magics):
                 return Path(os.path.expanduser(args.file)).read_text()
             except OSError as exc:
                 raise UsageError(f"%kstream -f: cannot read {args.file}: {exc.strerror}") from None
+        if cell is not None and line_sql:
+            raise UsageError(f"%%kstream: {line_sql.split()[0]!r} on the magic line is neither an option nor NAME <<; "
+                             "the statements go in the cell")
         return line_sql if cell is None else "\n" + cell
 
     def _cell_key(self, line: str, cell: str | None) -> str:

@@ -192,3 +192,8 @@ def test_unknown_column_error_carries_a_caret(shell, stream):
     *_, message, excerpt, caret = str(info.value).splitlines()
     assert "line 3:8" in message and "NOPE" in message
     assert (excerpt, caret) == (f"       nope FROM {stream};", "       ^")
+
+
+def test_sql_on_the_cell_magic_line_is_refused(shell):
+    with pytest.raises(UsageError, match="'SHOW' on the magic line is neither an option nor NAME <<"):
+        shell.run_cell_magic("kstream", "SHOW STREAMS;", "SHOW TOPICS;")
