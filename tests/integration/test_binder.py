@@ -5,6 +5,7 @@ prints the build plan (Python 3.11, the JRE from apt.txt, binder/requirements.tx
 repository is copied, binder/start as the entrypoint).
 """
 
+import json
 import os
 import re
 import subprocess
