@@ -182,12 +182,15 @@ def _insert_from_schema_pane(page):
     _until(lambda: insert.is_enabled(), 60, "the CREATE statement")
     insert.click()
     _until(lambda: page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1, 10, "a new cell")
-    inserted = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor").inner_text()
+    editor = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor")
+    _until(lambda: editor.inner_text().strip(), 10, "the statement in the new cell")  # filled just after
     _shot(page, "inserted")
+    inserted = editor.inner_text()
     assert inserted.startswith("%%kstream") and "CREATE STREAM CLICKS" in inserted
-    _cell(page, SCHEMA).get_by_role("button", name="Copy").click()
-    copied = _until(lambda: page.evaluate("navigator.clipboard.readText()"), 10, "the copied statement")
-    assert copied.startswith("CREATE STREAM CLICKS")
+    copy = _cell(page, SCHEMA).get_by_role("button", name="Copy")
+    copy.click()
+    _until(lambda: "Copied" in _cell(page, SCHEMA).locator(".kstream-copy").inner_text(), 10, "Copied")
+    assert page.evaluate("navigator.clipboard.readText()").startswith("CREATE STREAM CLICKS")
 
 
 def test_insert_in_notebook_7(lab, page):
