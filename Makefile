@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 # Notebook kernels start `python` from PATH: make it the project's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-unit test-integration test-notebooks bench check-java clean
+.PHONY: demo test test-unit test-integration test-notebooks test-browser bench check-java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,browser]'
 	touch $(STAMP)
 
 check-java:
@@ -25,7 +25,7 @@ check-java:
 demo: check-java $(STAMP)
 	$(BIN)/python -m kafkasql_magic.demo
 
-test: check-java $(STAMP) test-unit test-integration test-notebooks
+test: check-java $(STAMP) test-unit test-integration test-notebooks test-browser
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
@@ -35,6 +35,14 @@ test-integration: check-java $(STAMP)
 
 test-notebooks: check-java $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg notebooks -q -p no:cacheprovider
+
+# JupyterLab in Debian's Chromium (/usr/bin/chromium, or $$KAFKASQL_CHROMIUM); skipped, saying why, without it.
+test-browser: check-java $(STAMP)
+	@if [ -x "$${KAFKASQL_CHROMIUM:-/usr/bin/chromium}" ]; then \
+	  $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider; \
+	else \
+	  echo "SKIPPED the browser test: no Chromium at $${KAFKASQL_CHROMIUM:-/usr/bin/chromium} (sudo apt-get install chromium)"; \
+	fi
 
 bench: check-java $(STAMP)
 	$(BIN)/python bench/ingest.py

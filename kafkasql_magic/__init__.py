@@ -29,9 +29,9 @@ def load_ipython_extension(ipython):
 
 
 def unload_ipython_extension(ipython):
-    from .magic import stop_all
+    from .magic import unload
 
-    stop_all()
+    unload(ipython)
 
 
 __all__ = [

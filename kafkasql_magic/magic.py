@@ -1,38 +1,29 @@
 """The `%%kstream` and `%kstream_local` magics: a thin shell over `Session`.
 
 The only module that imports IPython. User errors are shown as `UsageError` (no traceback);
-internal errors keep theirs.
+internal errors keep theirs. Options are declared with IPython's `magic_arguments`, so the
+usage text is generated from them; settings (`%config KStreamMagics.*` and the cell's options)
+are read again for every cell, as JupySQL does.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
+from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Float, Int, Unicode
+from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import Any, Bool, Float, Int, Unicode
 
+from . import pyvars
 from .errors import KStreamError
+from .magic_line import LineError, split_line
 from .session import Session
 
 _sessions: dict[str, Session] = {}
-
-#: A `--` comment on the magic line: `--` followed by a blank or the end (not `--option`).
-_LINE_COMMENT = re.compile(r"(^|\s)--(\s.*)?$")
-
-
-def _options_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="%%kstream", add_help=False, exit_on_error=False)
-    parser.add_argument("--bootstrap-servers", "-b")
-    parser.add_argument("--registry")
-    parser.add_argument("-o", "--output")
-    parser.add_argument("--dialect", choices=["ksql", "materialize"])
-    parser.add_argument("--timeout", type=float)
-    parser.add_argument("--max-rows", type=int)
-    return parser
 
 
 def _embedded_endpoints() -> dict | None:
@@ -48,6 +39,40 @@ def _embedded_endpoints() -> dict | None:
     return state["endpoints"] if state else None
 
 
+_POSITION = re.compile(r"line (\d+):(\d+)")
+
+
+def with_caret(message: str, text: str) -> str:
+    """A message naming `line L:C` of `text` gets that line and a caret under the column, as
+    syntax errors already have."""
+    match = _POSITION.search(message)
+    lines = text.split("\n")
+    if "^" in message or not match or not 1 <= int(match.group(1)) <= len(lines):
+        return message
+    line, column = int(match.group(1)), int(match.group(2))
+    return f"{message}\n{lines[line - 1]}\n{' ' * (column - 1)}^"
+
+
+def _display_live(query):
+    """Show a push query's live widget; when the query ends, put its final state (static HTML)
+    in the widget's place, which is what a saved notebook keeps."""
+    from IPython.display import display
+
+    from .live.static import FinalState
+
+    handle = display(query, display_id=True)
+
+    def ended(snapshot) -> None:
+        if snapshot.terminal:
+            query.model.unsubscribe(ended)
+            handle.update(FinalState(snapshot))
+
+    query.model.subscribe(ended)
+    if query.model.snapshot().terminal:  # it may have ended before we subscribed
+        ended(query.model.snapshot())
+    return handle
+
+
 def stop_all() -> None:
     for session in _sessions.values():
         session.stop()
@@ -55,87 +80,172 @@ def stop_all() -> None:
 
 @magics_class
 class KStreamMagics(Magics):
-    """Streaming SQL over Kafka, on Spark.
-
-    Usage::
-
-        %load_ext kafkasql_magic
-        %kstream_local start                 # an embedded Kafka broker for trying things out
-
-        %%kstream
-        SET 'auto.offset.reset'='earliest';
-        CREATE STREAM orders (id INT KEY, item STRING, qty INT)
-          WITH (kafka_topic='orders', value_format='JSON', partitions=2);
-        SELECT id, item, qty * 2 AS double_qty, ROWOFFSET FROM orders EMIT CHANGES;
-
-    Options of `%%kstream` (on the magic line):
-      -b/--bootstrap-servers HOST:PORT   Kafka cluster (default: %config KStreamMagics.bootstrap_servers,
-                                         $KAFKASQL_BOOTSTRAP_SERVERS or the embedded stack)
-      --registry URL                     Schema Registry URL
-      -o/--output NAME                   bind the result (DataFrame or query handle) to NAME
-      --dialect ksql|materialize         SQL dialect of this cell
-      --timeout SECONDS                  how long a `LIMIT n` push query may wait for its rows
-      --max-rows N                       rows shown by the live widget
-
-    A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
-    in the background until you press Stop. With `LIMIT n` the cell waits for n rows and
-    returns a pandas DataFrame; so does a SELECT without EMIT CHANGES (a snapshot of the
-    topic as it is now). `%kstream <statement>` runs one statement from a line.
-    `${var}` is replaced by variables from `DEFINE var = 'value';`.
-    `%kstream schema [topic]` opens the schema pane: registry subjects, inferred columns and
-    the CREATE statement they imply.
-    """
+    """The `%%kstream` magic; `%%kstream?` shows its manual."""
 
     bootstrap_servers = Unicode(None, allow_none=True, help="Kafka bootstrap servers").tag(config=True)
     schema_registry_url = Unicode(None, allow_none=True, help="Schema Registry URL").tag(config=True)
     dialect = Unicode("ksql", help="Default SQL dialect: ksql or materialize").tag(config=True)
+    kafka_config = Any(None, allow_none=True,
+                       help="Client properties (SASL, SSL, registry auth): a dict or a properties file's path"
+                       ).tag(config=True)
     max_rows = Int(20, help="Rows shown by the live widget").tag(config=True)
     timeout = Float(60.0, help="Seconds a LIMIT push query waits for its rows").tag(config=True)
     trigger_interval = Unicode("0.5 seconds", help="Micro-batch interval of push queries").tag(config=True)
+    show_spark_logs = Bool(False, help="Show Spark's own log lines (JVM warnings, log4j) in the notebook; "
+                                       "otherwise they go to a log file").tag(config=True)
     default_key_format = Unicode(None, allow_none=True,
                                  help="ksql.persistence.default.format.key for new sessions").tag(config=True)
     default_value_format = Unicode(None, allow_none=True,
                                    help="ksql.persistence.default.format.value for new sessions").tag(config=True)
 
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        self._cell_queries: dict[str, object] = {}  # the push query each cell started, by cell id
+        self._cell_id: str | None = None
+        if shell is not None:
+            shell.events.register("pre_run_cell", self._note_cell)
+            shell.events.register("post_run_cell", self._forget_cell)
+
+    def _note_cell(self, info) -> None:
+        self._cell_id = getattr(info, "cell_id", None)
+
+    def _forget_cell(self, result=None) -> None:
+        self._cell_id = None
+
     @no_var_expand
+    @magic_arguments()
+    @argument("-h", "--help", action="store_true", help="show this usage")
+    @argument("-b", "--bootstrap-servers", metavar="HOST:PORT",
+              help="Kafka cluster (default: %%config KStreamMagics.bootstrap_servers, "
+                   "$KAFKASQL_BOOTSTRAP_SERVERS or the embedded stack)")
+    @argument("--registry", metavar="URL", help="Schema Registry URL")
+    @argument("-o", "--output", metavar="NAME", help="bind the result (DataFrame or query handle) to NAME")
+    @argument("--dialect", choices=["ksql", "materialize"], help="SQL dialect of this cell")
+    @argument("--timeout", type=float, metavar="SECONDS", help="how long a `LIMIT n` push query waits for its rows")
+    @argument("--max-rows", type=int, metavar="N", help="rows shown by this cell's live widget")
+    @argument("-f", "--file", metavar="PATH", help="run the statements in this file")
     @line_cell_magic
     def kstream(self, line: str, cell: str | None = None):
-        if cell is None and line.split()[:1] == ["schema"]:
-            return self._schema_pane(line.split()[1:])
-        if cell is None:
-            line, cell = "", line
-        options = self._options(line)
+        """Streaming SQL over Kafka, on Spark.
+
+        Usage::
+
+            %load_ext kafkasql_magic
+            %kstream_local start                 # an embedded Kafka broker for trying things out
+
+            %%kstream
+            SET 'auto.offset.reset'='earliest';
+            CREATE STREAM orders (id INT KEY, item STRING, qty INT)
+              WITH (kafka_topic='orders', value_format='JSON', partitions=2);
+            SELECT id, item, qty * 2 AS double_qty, ROWOFFSET FROM orders EMIT CHANGES;
+
+            %%kstream big <<                     # bind the result to `big` (as -o big does)
+            SELECT * FROM orders WHERE qty > {threshold} EMIT CHANGES LIMIT 5;
+
+            %kstream --max-rows 50 SELECT * FROM orders EMIT CHANGES;
+            %kstream -f queries.sql
+
+        A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
+        in the background until you press Stop; running its cell again replaces it. With `LIMIT n`
+        the cell waits for n rows and returns a pandas DataFrame (Interrupt stops the query); so
+        does a SELECT without EMIT CHANGES (a snapshot of the topic as it is now).
+        `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
+        string is quoted, so a value can never add SQL); `${var}` by `DEFINE var = 'value';`.
+        `%kstream schema [topic]` opens the schema pane: registry subjects, inferred columns and
+        the CREATE statement they imply. Settings: `%config KStreamMagics.max_rows = 50` (also
+        dialect, timeout, trigger_interval, schema_registry_url, show_spark_logs) apply from the
+        next cell on. `--` on the magic line starts a comment.
+        """
         try:
-            session = self._session(options.bootstrap_servers, options.registry)
-            result = session.sql(cell, timeout=options.timeout, dialect=options.dialect)
+            parsed = split_line(line, self._parser)
+            args = self._parser.parse_args(shlex.split(" ".join(parsed.options)))
+        except (LineError, ValueError) as exc:
+            raise UsageError(f"%kstream: {exc}") from None
+        if args.help or (cell is None and not parsed.sql and not args.file):
+            print(self.kstream.__doc__)
+            return None
+        if cell is None and parsed.sql.split()[:1] == ["schema"]:
+            return self._schema_pane(parsed.sql.split()[1:])
+        text = self._statements(args, parsed.sql, cell)
+        try:
+            text = pyvars.substitute(text, self.shell.user_ns)
+            session = self._session(args)
+            self._replace_cell_query(line, cell)
+            result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
+                                 dialect=args.dialect or self.dialect)
         except KStreamError as exc:
-            raise UsageError(str(exc)) from None
-        if options.output:
-            self.shell.user_ns[options.output] = result
-        return result
+            raise UsageError(with_caret(str(exc), text)) from None
+        shown = None
+        if hasattr(result, "model") and result.is_active:  # a running push query
+            self._cell_queries[self._cell_key(line, cell)] = result
+            shown = _display_live(result)
+        formats = getattr(result, "attrs", {})
+        if "key_format" in formats and "value_format" in formats:  # PRINT says what it detected, as ksqlDB does
+            print(f"Key format: {formats['key_format']}\nValue format: {formats['value_format']}")
+        target = parsed.target or args.output
+        if target:
+            self.shell.user_ns[target] = result
+        return result if shown is None else None
+
+    @property
+    def _parser(self):
+        return self.kstream.parser
+
+    @staticmethod
+    def _statements(args, line_sql: str, cell: str | None) -> str:
+        """The SQL to run. A cell's text gets a leading newline so that error positions count
+        lines as the editor shows them (the `%%kstream` line is line 1)."""
+        if args.file:
+            if (cell or "").strip() or line_sql:
+                raise UsageError("%kstream -f runs the file's statements: leave the rest of the cell empty")
+            try:
+                return Path(os.path.expanduser(args.file)).read_text()
+            except OSError as exc:
+                raise UsageError(f"%kstream -f: cannot read {args.file}: {exc.strerror}") from None
+        if cell is not None and line_sql:
+            raise UsageError(f"%%kstream: {line_sql.split()[0]!r} on the magic line is neither an option nor NAME <<; "
+                             "the statements go in the cell")
+        return line_sql if cell is None else "\n" + cell
+
+    def _cell_key(self, line: str, cell: str | None) -> str:
+        return self._cell_id or f"{line}\n{cell}"
+
+    def _replace_cell_query(self, line: str, cell: str | None) -> None:
+        """Running a cell again stops the push query it started before (and forgets it)."""
+        old = self._cell_queries.pop(self._cell_key(line, cell), None)
+        if old is not None and old.is_active:
+            old.stop()
+            for session in _sessions.values():
+                session.queries.pop(old.id, None)
 
     @line_magic
     def kstream_local(self, line: str):
-        """%kstream_local start|stop|status: the embedded Kafka broker for demos and tutorials."""
+        """%kstream_local start|stop|status: the embedded Kafka broker for demos and tutorials.
+
+        `start` attaches to a stack already started with `python -m kafkasql_magic.local up`
+        (Binder's start script runs it) and starts one in this kernel otherwise."""
         from .local import stack
+        from .local.__main__ import running_state
 
         command = (line.split() or ["status"])[0]
         if command == "start":
-            running = stack.start_default()
+            shared = running_state() if stack.default() is None else None
+            endpoints = shared["endpoints"] if shared else stack.start_default().endpoints
         elif command == "stop":
             stop_all()
             _sessions.clear()
-            stack.stop_default()
-            print("embedded stack stopped")
+            stopped = stack.stop_default()
+            print("embedded stack stopped" if stopped or running_state() is None
+                  else "this kernel uses the shared stack (python -m kafkasql_magic.local down stops it)")
             return None
         elif command == "status":
-            running = stack.default()
-            if running is None:
+            endpoints = _embedded_endpoints()
+            if endpoints is None:
                 print("embedded stack not running")
                 return None
         else:
             raise UsageError("usage: %kstream_local start|stop|status")
-        for name, value in running.endpoints.items():
+        for name, value in endpoints.items():
             print(f"{name}={value}")
         return None
 
@@ -144,12 +254,12 @@ class KStreamMagics(Magics):
         from .live.schema_model import SchemaBrowser
         from .live.schema_pane import SchemaPane
 
-        session = self._session(None, None)
+        session = self._session(None)
         if not session.schema_registry_url:
             raise UsageError("%kstream schema needs a Schema Registry: --registry on a %%kstream cell, "
                              "%config KStreamMagics.schema_registry_url, or %kstream_local start")
-        pane = SchemaPane(SchemaBrowser(session.schema_registry_url, session.bootstrap_servers),
-                          on_insert=lambda text: self.shell.set_next_input(text))
+        # Insert and Copy act in the page: a widget click cannot add a cell from the kernel.
+        pane = SchemaPane(SchemaBrowser(session.schema_registry_url, session.bootstrap_servers))
         if args:
             pane.wait()  # the topic list loads in the background
             try:
@@ -159,18 +269,11 @@ class KStreamMagics(Magics):
         return pane.widget
 
     # ------------------------------------------------------------ helpers
-    def _options(self, line: str) -> argparse.Namespace:
-        line = _LINE_COMMENT.sub("", line)
-        try:
-            options, rest = _options_parser().parse_known_args(shlex.split(line))
-        except (argparse.ArgumentError, ValueError) as exc:
-            raise UsageError(f"%%kstream: {exc}") from None
-        if rest:
-            raise UsageError(f"%%kstream: unknown option(s) {' '.join(rest)}")
-        return options
-
-    def _session(self, bootstrap: str | None, registry: str | None) -> Session:
-        bootstrap = bootstrap or self.bootstrap_servers or os.environ.get("KAFKASQL_BOOTSTRAP_SERVERS")
+    def _session(self, args) -> Session:
+        """The session of the cell's cluster, with the settings in force now applied to it."""
+        bootstrap = getattr(args, "bootstrap_servers", None) or self.bootstrap_servers \
+            or os.environ.get("KAFKASQL_BOOTSTRAP_SERVERS")
+        embedded_registry = None
         if not bootstrap:
             endpoints = _embedded_endpoints()
             if endpoints is None:
@@ -179,18 +282,35 @@ class KStreamMagics(Magics):
                     "or start the embedded one with %kstream_local start"
                 )
             bootstrap = endpoints["bootstrap.servers"]
-            registry = registry or endpoints.get("schema.registry.url")
+            embedded_registry = endpoints.get("schema.registry.url")
         session = _sessions.get(bootstrap)
         if session is None:
-            session = _sessions[bootstrap] = Session(
-                bootstrap, schema_registry_url=registry or self.schema_registry_url, dialect=self.dialect,
-                max_rows=self.max_rows, timeout=self.timeout, trigger_interval=self.trigger_interval,
-            )
+            session = _sessions[bootstrap] = Session(bootstrap, config=self.kafka_config)
             for name, value in (("ksql.persistence.default.format.key", self.default_key_format),
                                 ("ksql.persistence.default.format.value", self.default_value_format)):
                 if value:
                     session.settings[name] = value
+        session.use_registry(getattr(args, "registry", None) or self.schema_registry_url or embedded_registry)
+        session.dialect = self.dialect
+        session.max_rows = getattr(args, "max_rows", None) or self.max_rows
+        session.timeout = self.timeout
+        session.trigger_interval = self.trigger_interval
+        if session._spark is None and not self.show_spark_logs:
+            from .spark_logs import quietly
+
+            with quietly():
+                session.spark  # the JVM keeps the log file as its stderr from its start on
         return session
 
 
-KStreamMagics.kstream.__doc__ = KStreamMagics.__doc__  # `%%kstream?` shows the manual
+def unload(shell) -> None:
+    """Stop every query and stop following cell runs (`%unload_ext`)."""
+    stop_all()
+    for magics in shell.magics_manager.registry.values():
+        if isinstance(magics, KStreamMagics):
+            for event, callback in (("pre_run_cell", magics._note_cell), ("post_run_cell", magics._forget_cell)):
+                try:
+                    shell.events.unregister(event, callback)
+                except ValueError:
+                    pass
+

@@ -275,7 +275,7 @@ class PushQuery:
             if entries:
                 self._log.add(entries)
                 self._errors += len(entries)
-                self.model.on_errors(self._errors, [e["MESSAGE"] for e in entries[-5:]])
+                self.model.on_errors(self._errors, entries[-5:])
 
     def _progress_of(self, batch_id: int) -> bool:
         progress = self._query.lastProgress
@@ -320,14 +320,9 @@ class PushQuery:
         if collected.errors:
             self._log.add(collected.errors)
             self._errors += len(collected.errors)
-            self.model.on_errors(self._errors, [e["MESSAGE"] for e in collected.errors[-5:]])
+            self.model.on_errors(self._errors, collected.errors[-5:])
         progress = self._query.lastProgress if self._query is not None else None
-        self.model.on_batch(
-            batch_id, rows,
-            input_rows_per_second=(progress or {}).get("inputRowsPerSecond"),
-            processed_rows_per_second=(progress or {}).get("processedRowsPerSecond"),
-            num_input_rows=(progress or {}).get("numInputRows"),
-        )
+        self.model.on_batch(batch_id, rows, num_input_rows=(progress or {}).get("numInputRows"))
         if self._limit_reached():
             self._last_batch = batch_id  # the watcher stops once this batch's progress is in
 
@@ -349,7 +344,11 @@ class PushQuery:
 
     def result(self, timeout: float) -> pd.DataFrame:
         """Block until LIMIT rows arrived; raise on failure or timeout (rows so far attached)."""
-        finished = self._done.wait(timeout)
+        try:
+            finished = self._done.wait(timeout)
+        except KeyboardInterrupt:  # the notebook's Interrupt: nothing keeps running unseen
+            self.stop()
+            raise
         if not finished:
             self.stop()
         if self._failure is not None:

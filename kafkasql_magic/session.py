@@ -145,6 +145,11 @@ class Session:
         reader = self.spark.readStream if read.streaming else self.spark.read
         return reader.format(RAW_SOURCE).options(**options).load()
 
+    def use_registry(self, url: str | None) -> None:
+        """Point later statements at the Schema Registry at `url` (credentials in it are masked)."""
+        redact.remember_url(url)
+        self.schema_registry_url = url
+
     def timeout_of(self, timeout: float | None) -> float:
         """A statement's timeout: the one given to sql(), else the session's."""
         return timeout if timeout is not None else self.timeout

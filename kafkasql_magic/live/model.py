@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 STATES = ("STARTING", "RUNNING", "STOPPED", "FINISHED", "FAILED")
 TERMINAL_STATES = frozenset({"STOPPED", "FINISHED", "FAILED"})
 MAX_ERRORS = 5
+RATE_WINDOW = 5.0  # seconds of arrivals behind a rate: current, yet not jumpy
+HISTORY_SECONDS = 30  # per-second row counts kept for the sparkline
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,9 @@ class Snapshot:
     batch_id: int | None
     rows_total: int
     input_rows_total: int
-    input_rows_per_second: float | None
-    processed_rows_per_second: float | None
+    rows_per_second: float | None  # result rows over the last RATE_WINDOW; None once ended
+    input_rows_per_second: float | None  # records read, likewise
+    recent_rows: tuple[int, ...]  # result rows per second, the last HISTORY_SECONDS, oldest first
     error_count: int
     latest_errors: tuple[str, ...]
     last_update: float | None
@@ -70,6 +73,7 @@ class LiveModel:
         max_rows: int = 20,
         key_columns: list[str] | None = None,
         title: str = "",
+        clock: Callable[[], float] = time.monotonic,
     ):
         if max_rows < 1:
             raise ValueError("max_rows must be at least 1")
@@ -92,8 +96,9 @@ class LiveModel:
         self._batch_id: int | None = None
         self._rows_total = 0
         self._input_rows_total = 0
-        self._input_rate: float | None = None
-        self._processed_rate: float | None = None
+        self._clock = clock
+        self._started = clock()
+        self._arrivals: collections.deque[tuple[float, int, int]] = collections.deque()  # (time, rows, records)
         self._error_count = 0
         self._errors: collections.deque[str] = collections.deque(maxlen=MAX_ERRORS)
         self._last_update: float | None = None
@@ -120,11 +125,10 @@ class LiveModel:
         batch_id: int,
         rows: Iterable[tuple],
         *,
-        input_rows_per_second: float | None = None,
-        processed_rows_per_second: float | None = None,
         num_input_rows: int | None = None,
     ) -> None:
-        """Record one micro-batch; rows are tuples in `columns` order."""
+        """Record one micro-batch; rows are tuples in `columns` order. Rates are counted
+        from arrivals here, so they are current (and fall to zero when the stream is idle)."""
         rows = [tuple(r) for r in rows]
         width = len(self.columns)
         for r in rows:
@@ -140,8 +144,7 @@ class LiveModel:
             if num_input_rows is not None:
                 self._input_rows_total += num_input_rows
             self._batch_id = batch_id
-            self._input_rate = input_rows_per_second
-            self._processed_rate = processed_rows_per_second
+            self._arrivals.append((self._clock(), len(rows), num_input_rows or 0))
             if self._state == "STARTING":
                 self._state = "RUNNING"
             changed = self._changed()
@@ -156,11 +159,20 @@ class LiveModel:
         while len(table) > self.max_rows:
             table.popitem(last=False)
 
-    def on_errors(self, count: int, latest: list[str]) -> None:
-        """Record-level errors from the processing log: the total so far and the newest ones."""
+    def on_errors(self, count: int, latest: list) -> None:
+        """Record-level errors from the processing log: the total so far and the newest ones
+        (processing-log entries, shown with their partition and offset, or plain messages)."""
         with self._lock:
             self._error_count = count
-            self._errors.extend(str(e) for e in latest)
+            self._errors.extend(_error_line(e) for e in latest)
+            changed = self._changed()
+        self._notify(changed)
+
+    def tick(self) -> None:
+        """Let time pass for a running query: rates decay to zero while no batch arrives."""
+        with self._lock:
+            if self._state in TERMINAL_STATES:
+                return
             changed = self._changed()
         self._notify(changed)
 
@@ -211,6 +223,7 @@ class LiveModel:
 
     def _snapshot(self) -> Snapshot:
         rows = self._rows.values() if self._key_index else self._rows
+        rows_rate, input_rate, recent = self._rates()
         return Snapshot(
             version=self._version,
             title=self.title,
@@ -222,12 +235,33 @@ class LiveModel:
             batch_id=self._batch_id,
             rows_total=self._rows_total,
             input_rows_total=self._input_rows_total,
-            input_rows_per_second=self._input_rate,
-            processed_rows_per_second=self._processed_rate,
+            rows_per_second=rows_rate,
+            input_rows_per_second=input_rate,
+            recent_rows=recent,
             error_count=self._error_count,
             latest_errors=tuple(self._errors),
             last_update=self._last_update,
         )
+
+
+    def _rates(self) -> tuple[float | None, float | None, tuple[int, ...]]:
+        now = self._clock()
+        while self._arrivals and self._arrivals[0][0] < now - HISTORY_SECONDS:
+            self._arrivals.popleft()
+        recent = [0] * HISTORY_SECONDS
+        for at, rows, _ in self._arrivals:
+            recent[max(0, HISTORY_SECONDS - 1 - int(now - at))] += rows
+        if self._state in TERMINAL_STATES:
+            return None, None, tuple(recent)
+        window = [(rows, records) for at, rows, records in self._arrivals if at >= now - RATE_WINDOW]
+        span = max(min(RATE_WINDOW, now - self._started), 1.0)
+        return (sum(r for r, _ in window) / span, sum(n for _, n in window) / span, tuple(recent))
+
+
+def _error_line(entry: Any) -> str:
+    if isinstance(entry, dict):
+        return f"partition {entry['PARTITION']}, offset {entry['OFFSET']}: {entry['MESSAGE']}"
+    return str(entry)
 
 
 def _hashable(value: Any) -> Any:

@@ -79,14 +79,26 @@ def format_rate(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:,.1f}"
 
 
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(counts) -> str:
+    """Per-second row counts as one line of block characters (empty when nothing arrived)."""
+    top = max(counts, default=0)
+    if not top:
+        return ""
+    steps = len(SPARK_BLOCKS) - 1  # the lowest block is the zero line
+    return "".join(SPARK_BLOCKS[-(-c * steps // top)] for c in counts)
+
+
 def status_fields(snap) -> list[tuple[str, str]]:
     """The status line as (label, value) pairs, shared by text and HTML."""
     return [
         ("state", snap.state),
-        ("batch", "–" if snap.batch_id is None else str(snap.batch_id)),
         ("rows", f"{snap.rows_total:,}"),
-        ("input rows/s", format_rate(snap.input_rows_per_second)),
-        ("processed rows/s", format_rate(snap.processed_rows_per_second)),
+        ("rows/s", format_rate(snap.rows_per_second)),
+        ("records in/s", format_rate(snap.input_rows_per_second)),
+        ("batch", "–" if snap.batch_id is None else str(snap.batch_id)),
         ("errors", f"{snap.error_count:,}"),
     ]
 
@@ -106,14 +118,23 @@ def status_html(snap) -> str:
             style = f' style="font-weight:bold;color:{_STATE_COLORS.get(value, "inherit")}"'
         parts.append(f"{html.escape(label)}: <span{style}>{html.escape(value)}</span>")
     line = " &nbsp;·&nbsp; ".join(parts)
+    spark = sparkline(snap.recent_rows)
+    if spark:
+        line += (f' &nbsp;<span class="kstream-spark" title="rows per second, last {len(snap.recent_rows)} s" '
+                 f'style="letter-spacing:-1px;color:#1565c0">{html.escape(spark)}</span>')
     if snap.message:
         line += f'<div style="white-space:pre-wrap">{html.escape(snap.message)}</div>'
-    return f'<div class="kstream-status">{line}</div>'
+    return f'<div class="kstream-status" style="font-variant-numeric:tabular-nums">{line}</div>'
+
+
+def newest_first(snap) -> list[tuple]:
+    """Rows as a reader scans them: the newest (or most recently updated key) on top."""
+    return list(reversed(snap.rows))
 
 
 def table_text(snap) -> str:
-    """A ksqlDB-CLI-like boxed table."""
-    cells = [[format_cell(v) for v in row] for row in snap.rows]
+    """A ksqlDB-CLI-like boxed table, newest row first."""
+    cells = [[format_cell(v) for v in row] for row in newest_first(snap)]
     widths = [len(c) for c in snap.columns]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
@@ -128,17 +149,34 @@ def table_text(snap) -> str:
     return "\n".join(out)
 
 
+_CELL = "padding:1px 10px;border-bottom:1px solid #e0e0e0;white-space:nowrap;text-align:{align}"
+_NUMBERS = (int, float, decimal.Decimal)
+
+
+def _align(value) -> str:
+    return "right" if isinstance(value, _NUMBERS) and not isinstance(value, bool) else "left"
+
+
 def table_html(snap) -> str:
+    """Aligned monospace columns, newest row on top; the SQL above on one line (full text on hover)."""
     esc = html.escape
-    head = "".join(f"<th>{esc(c)}</th>" for c in snap.columns)
+    head = "".join(f'<th style="{_CELL.format(align="left")};position:sticky;top:0;background:#fafafa">'
+                   f"{esc(c)}</th>" for c in snap.columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{esc(format_cell(v))}</td>" for v in row) + "</tr>"
-        for row in snap.rows
+        "<tr>" + "".join(f'<td style="{_CELL.format(align=_align(v))}">{esc(format_cell(v))}</td>' for v in row)
+        + "</tr>"
+        for row in newest_first(snap)
     )
-    title = f"<caption>{esc(snap.title)}</caption>" if snap.title else ""
+    title = ""
+    if snap.title:
+        one_line = " ".join(snap.title.split())
+        title = (f'<div class="kstream-sql" title="{esc(snap.title)}" style="font-family:monospace;color:#616161;'
+                 f'white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:100%">{esc(one_line)}</div>')
     return (
-        '<table class="kstream-live" style="font-family:monospace">'
-        f"{title}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        f'{title}<div style="max-height:24em;overflow:auto">'
+        '<table class="kstream-live" style="font-family:monospace;font-size:12px;line-height:1.4;'
+        'border-collapse:collapse;font-variant-numeric:tabular-nums">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )
 
 

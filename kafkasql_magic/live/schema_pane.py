@@ -10,7 +10,9 @@ in a background thread by default and only set widget values there, as `live/vie
 from __future__ import annotations
 
 import html
+import re
 import threading
+from pathlib import Path
 from typing import Callable
 
 import ipywidgets as widgets
@@ -18,6 +20,19 @@ import ipywidgets as widgets
 from .schema_model import Listing, SchemaBrowser, TopicSchema
 
 LOADING = "<i>Loading...</i>"
+_CELL_ACTIONS = re.sub(r"^\s*//.*$|\n\s*", "", (Path(__file__).parent / "cell_actions.js").read_text(), flags=re.M)
+
+
+def actions_html(enabled: bool) -> str:
+    """Insert-into-a-new-cell and Copy buttons that act in the page (a kernel cannot add cells)."""
+    disabled = "" if enabled else " disabled"
+    buttons = []
+    for action, label, tip in (("insert", "Insert into a new cell", "a %%kstream cell below, with this statement"),
+                               ("copy", "Copy", "the statement to the clipboard")):
+        script = html.escape(_CELL_ACTIONS.replace("ACTION", repr(action)), quote=True)
+        buttons.append(f'<button class="jupyter-widgets jupyter-button widget-button kstream-{action}" '
+                       f'style="width:auto" title="{html.escape(tip)}" onclick="{script}"{disabled}>{label}</button>')
+    return '<div style="display:flex;gap:6px">' + "".join(buttons) + "</div>"
 
 
 class SchemaPane:
@@ -55,16 +70,19 @@ class SchemaPane:
                                           placeholder="The CREATE statement of the selected topic")
         self.insert = widgets.Button(description="Insert into a new cell", icon="plus",
                                      disabled=True, layout=widgets.Layout(width="auto"))
+        self.actions = widgets.HTML(actions_html(False))
         self.filter.observe(self._filtered, names="value")
         self.refresh.on_click(lambda _: self.reload())
         self.topics.observe(self._selected, names="value")
         self.kind.observe(self._options_changed, names="value")
         self.explicit.observe(self._options_changed, names="value")
         self.insert.on_click(self._insert_clicked)
-        right = widgets.VBox([widgets.HBox([self.kind, self.explicit]), self.details, self.statement, self.insert],
+        act = self.insert if on_insert is not None else self.actions  # a callback, or the page's own buttons
+        right = widgets.VBox([widgets.HBox([self.kind, self.explicit]), self.details, self.statement, act],
                              layout=widgets.Layout(width="64%"))
         self.widget = widgets.VBox([widgets.HBox([self.filter, self.refresh]), self.status,
                                     widgets.HBox([self.topics, right])])
+        self.widget.add_class("kstream-schema-pane")
         self.reload()
 
     def _repr_mimebundle_(self, **kwargs):
@@ -141,6 +159,7 @@ class SchemaPane:
             token = self._token
         self.details.value = LOADING
         self.insert.disabled = True
+        self.actions.value = actions_html(False)
         self._run(self._describe, topic, token)
 
     def _describe(self, topic: str, token: int) -> None:
@@ -167,6 +186,7 @@ class SchemaPane:
         text = current.statement(self.kind.value, explicit=self.explicit.value)
         self.statement.value = text
         self.insert.disabled = self.on_insert is None or not text or text.startswith("--")
+        self.actions.value = actions_html(bool(text) and not text.startswith("--"))
 
     def _insert_clicked(self, _button) -> None:
         text = self.statement.value

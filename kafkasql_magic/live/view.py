@@ -54,6 +54,13 @@ class LiveView:
         self._closed = False
         model.subscribe(self._on_change)
         self._on_change(model.snapshot())  # after subscribing, so no change is missed
+        threading.Thread(target=self._tick, name="kstream-live-tick", daemon=True).start()
+
+    def _tick(self) -> None:
+        """Once a second while the query runs, so rates fall to zero when no batch comes."""
+        while not self._closed and not self.model.snapshot().terminal:
+            time.sleep(1.0)
+            self.model.tick()
 
     # -- updates (any thread) ---------------------------------------------------------------
 

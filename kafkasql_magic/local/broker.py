@@ -9,6 +9,9 @@ in memory, so nothing is lost by not waiting. PDEATHSIG fires when the *thread*
 that forked the child ends, so children are always forked from the main thread or from one
 long-lived spawner thread, never from a short-lived caller thread.
 
+The broker runs in its own session (process group): Jupyter's Interrupt signals the kernel's
+whole process group, and a broker in it would die with every topic it holds.
+
 Tansu only has the in-memory storage engine compiled in: stopping the broker drops every topic.
 """
 
@@ -67,6 +70,7 @@ def _spawner() -> None:
 def spawn_child(args, **kwargs) -> subprocess.Popen:
     """`subprocess.Popen` for a child that dies with this process (see module docstring)."""
     kwargs.setdefault("preexec_fn", _die_with_parent)
+    kwargs.setdefault("start_new_session", True)  # out of reach of Interrupt (SIGINT to the group)
     if threading.current_thread() is threading.main_thread():
         return subprocess.Popen(args, **kwargs)
     global _SPAWN_QUEUE

@@ -34,7 +34,8 @@ def undefine(session, stmt: ast.Undefine, text, timeout):
 
 
 def terminate(session, stmt: ast.TerminateQuery, text, timeout):
-    targets = list(session.queries) if stmt.query_id is None else [stmt.query_id]
+    ids = {query_id.upper(): query_id for query_id in session.queries}  # ids match case-insensitively
+    targets = list(session.queries) if stmt.query_id is None else [ids.get(stmt.query_id.upper(), stmt.query_id)]
     for query_id in targets:
         query = session.queries.pop(query_id, None)
         if query is None:

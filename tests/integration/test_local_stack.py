@@ -171,3 +171,27 @@ def test_broker_dies_with_a_killed_parent():
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_broker_survives_an_interrupt_of_its_kernels_process_group():
+    """Jupyter's Interrupt sends SIGINT to the kernel's whole process group: the broker must not be in it."""
+    script = ORPHAN_SCRIPT.replace("time.sleep(600)", "signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)")
+    assert script != ORPHAN_SCRIPT
+    parent = subprocess.Popen([sys.executable, "-c", "import signal\n" + script], env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = parent.stdout.readline()
+        assert line, parent.stderr.read()
+        pid_text, bootstrap = line.split()
+        broker_pid = int(pid_text)
+        assert os.getpgid(broker_pid) != os.getpgid(parent.pid)
+        os.killpg(parent.pid, signal.SIGINT)  # what the notebook's Interrupt button does
+        time.sleep(1.0)
+        assert parent.poll() is None and _listening(bootstrap), "the broker died on Interrupt"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        assert _gone(broker_pid, timeout=10), "the broker outlived its kernel"
+    finally:
+        if parent.poll() is None:
+            parent.kill()

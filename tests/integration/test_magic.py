@@ -46,26 +46,119 @@ def test_line_magic_runs_one_statement(shell, stream):
 def test_sql_error_is_a_usage_error_with_line_and_caret(shell):
     with pytest.raises(UsageError) as info:
         shell.run_cell_magic("kstream", "", "SELECT a,\n  FROM s EMIT CHANGES;")
-    assert "line 2:3" in str(info.value) and "^" in str(info.value)
+    assert "line 3:3" in str(info.value) and "^" in str(info.value)  # the %%kstream line is line 1
 
 
 def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, stream, broker):
-    handle = shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} EMIT CHANGES;")
-    assert isinstance(handle, PushQuery) and handle.is_active
-    bundle, _ = shell.display_formatter.format(handle)
-    assert "application/vnd.jupyter.widget-view+json" in bundle and "text/plain" in bundle
-    deadline = time.monotonic() + 60
-    while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert handle.model.snapshot().rows_total == 3
-    assert "k2" in handle._view.table.value
-    handle._view.button.click()
-    assert handle.wait(60) and handle.state == "STOPPED"
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as shown:
+        assert shell.run_cell_magic("kstream", "-o handle", f"SELECT * FROM {stream} EMIT CHANGES;") is None
+        handle = shell.user_ns["handle"]  # shown by the magic, so that its final state can replace the widget
+        assert isinstance(handle, PushQuery) and handle.is_active
+        deadline = time.monotonic() + 60
+        while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert handle.model.snapshot().rows_total == 3
+        assert "k2" in handle._view.table.value
+        handle._view.button.click()
+        assert handle.wait(60) and handle.state == "STOPPED"
+    first, final = shown.outputs[0].data, shown.outputs[-1].data
+    assert "application/vnd.jupyter.widget-view+json" in first and "text/plain" in first
+    # what a saved notebook keeps: the final state as HTML, no widget
+    assert "application/vnd.jupyter.widget-view+json" not in final and "STOPPED" in final["text/html"]
+    assert "k2" in final["text/html"]
 
 
 def test_help_shows_usage_with_examples(shell):
     doc = shell.find_cell_magic("kstream").__doc__
-    assert "EMIT CHANGES" in doc and "--bootstrap-servers" in doc
+    assert "EMIT CHANGES" in doc and "--bootstrap-servers" in doc and "--max-rows N" in doc
+
+
+@pytest.mark.parametrize("how", [("line", "--help"), ("line", ""), ("cell", "-h")])
+def test_help_option_and_bare_line_magic_print_usage(shell, how):
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as out:
+        if how[0] == "line":
+            assert shell.run_line_magic("kstream", how[1]) is None
+        else:
+            assert shell.run_cell_magic("kstream", how[1], "SHOW STREAMS;") is None
+    assert "usage" in out.stdout.lower() and "--max-rows N" in out.stdout and "EMIT CHANGES" in out.stdout
+
+
+def test_max_rows_option_on_the_line_magic_and_config_apply_to_the_next_statement(shell, stream):
+    shell.run_line_magic("kstream", f"--max-rows 2 q << SELECT * FROM {stream} EMIT CHANGES;")
+    q = shell.user_ns["q"]
+    try:
+        assert q.model.max_rows == 2
+    finally:
+        q.stop()
+    shell.run_line_magic("config", "KStreamMagics.max_rows = 4")
+    try:
+        shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream} EMIT CHANGES;")
+        q = shell.user_ns["q"]
+        q.stop()
+        assert q.model.max_rows == 4
+    finally:
+        shell.run_line_magic("config", "KStreamMagics.max_rows = 20")
+
+
+def test_registry_option_applies_to_an_existing_session(shell, stream, broker):
+    import kafkasql_magic.magic as magic
+
+    shell.run_line_magic("kstream", "--registry http://127.0.0.1:1 SHOW STREAMS;")
+    session = magic._sessions[broker.bootstrap_servers]
+    assert session.schema_registry_url == "http://127.0.0.1:1"
+    shell.run_line_magic("kstream", "SHOW STREAMS;")
+    assert session.schema_registry_url != "http://127.0.0.1:1"
+
+
+def test_running_a_cell_again_replaces_its_push_query(shell, stream):
+    cell = f"%%kstream -o live_q\nSELECT * FROM {stream} EMIT CHANGES;"
+    shell.run_cell(cell, cell_id="cell-a")
+    first = shell.user_ns["live_q"]
+    shell.run_cell(cell, cell_id="cell-a")
+    second = shell.user_ns["live_q"]
+    try:
+        assert first is not second and not first.is_active and second.is_active
+        shown = shell.run_line_magic("kstream", "SHOW QUERIES;")
+        assert first.id not in set(shown.iloc[:, 0]) and second.id in set(shown.iloc[:, 0])
+    finally:
+        second.stop()
+
+
+def test_terminate_matches_query_ids_case_insensitively(shell, stream):
+    shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream} EMIT CHANGES;")
+    q = shell.user_ns["q"]
+    shell.run_line_magic("kstream", f"TERMINATE {q.id.lower()};")
+    assert not q.is_active
+
+
+def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):
+    import _thread
+    import threading
+
+    timer = threading.Timer(8.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            shell.run_cell_magic("kstream", "--timeout 120", f"SELECT * FROM {stream} EMIT CHANGES LIMIT 1000;")
+    finally:
+        timer.cancel()
+    assert spark.streams.active == []
+
+
+def test_python_variables_assignment_and_file(shell, stream, tmp_path):
+    shell.user_ns.update(wanted="k1", smallest=1)
+    shell.run_cell_magic("kstream", "picked <<", f"SELECT k, n FROM {stream} WHERE k = {{wanted}} AND n >= :smallest "
+                                                 "EMIT CHANGES LIMIT 1;")
+    assert list(shell.user_ns["picked"].K) == ["k1"]
+    script = tmp_path / "q.sql"
+    script.write_text(f"SELECT k FROM {stream} WHERE n = 2 EMIT CHANGES LIMIT 1;")
+    assert list(shell.run_line_magic("kstream", f"-f {script}").K) == ["k2"]
+    with pytest.raises(UsageError, match="No Python variable named 'nope' for :nope at line 2:"):
+        shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE k = :nope;")
 
 
 def test_default_formats_come_from_magic_config(shell, broker):
@@ -82,3 +175,25 @@ def test_default_formats_come_from_magic_config(shell, broker):
     finally:
         shell.run_line_magic("config", "KStreamMagics.default_value_format = None")
         magic._sessions.clear()
+
+
+def test_print_says_which_key_and_value_formats_it_detected(shell, stream):
+    from IPython.utils.capture import capture_output
+
+    topic = stream.lower()
+    with capture_output() as out:
+        shell.run_line_magic("kstream", f"PRINT '{topic}' FROM BEGINNING LIMIT 3;")
+    assert "Key format: KAFKA_STRING" in out.stdout and "Value format: JSON" in out.stdout
+
+
+def test_unknown_column_error_carries_a_caret(shell, stream):
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("kstream", "", f"SELECT k,\n       nope FROM {stream};")
+    *_, message, excerpt, caret = str(info.value).splitlines()
+    assert "line 3:8" in message and "NOPE" in message
+    assert (excerpt, caret) == (f"       nope FROM {stream};", "       ^")
+
+
+def test_sql_on_the_cell_magic_line_is_refused(shell):
+    with pytest.raises(UsageError, match="'SHOW' on the magic line is neither an option nor NAME <<"):
+        shell.run_cell_magic("kstream", "SHOW STREAMS;", "SHOW TOPICS;")

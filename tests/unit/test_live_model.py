@@ -49,25 +49,58 @@ def test_bad_arguments_are_rejected():
         m.set_state("PAUSED")
 
 
-def test_states_rates_and_progress():
+def test_states_and_progress():
     m = LiveModel(["A"])
     assert m.state == "STARTING"
-    m.on_batch(
-        7, [(1,)], input_rows_per_second=120.5, processed_rows_per_second=99.0, num_input_rows=4
-    )
+    m.on_batch(7, [(1,)], num_input_rows=4)
     snap = m.snapshot()
     assert snap.state == "RUNNING"  # the first batch means the query runs
-    assert (snap.input_rows_per_second, snap.processed_rows_per_second) == (120.5, 99.0)
     assert snap.input_rows_total == 4
     assert snap.last_update is not None
-    m.on_batch(8, [])  # a batch without rates clears them: they describe the last batch
-    assert m.snapshot().input_rows_per_second is None
     m.set_state("FAILED", "boom: broker gone")
     snap = m.snapshot()
     assert (snap.state, snap.message, snap.terminal) == ("FAILED", "boom: broker gone", True)
     m.on_batch(9, [(2,)])
     assert m.state == "FAILED"  # a late batch does not revive a finished query
     assert "boom: broker gone" in m.to_text()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_rates_are_current_fall_to_zero_when_idle_and_vanish_when_stopped():
+    clock = Clock()
+    m = LiveModel(["A"], clock=clock)
+    assert m.snapshot().rows_per_second == 0  # running, nothing yet
+    clock.now += 2
+    m.on_batch(0, [(1,)] * 10, num_input_rows=12)
+    snap = m.snapshot()
+    assert (snap.rows_per_second, snap.input_rows_per_second) == (5.0, 6.0)  # the first batch has rates
+    clock.now += 3
+    m.on_batch(1, [(1,)] * 5, num_input_rows=5)
+    assert m.snapshot().rows_per_second == 3.0  # 15 rows in the 5 s window
+    clock.now += 5.5
+    seen = []
+    m.subscribe(seen.append)
+    m.tick()  # idle: the view ticks every second
+    assert seen and seen[-1].rows_per_second == 0 and seen[-1].input_rows_per_second == 0
+    assert seen[-1].recent_rows[-9:] == (10, 0, 0, 5, 0, 0, 0, 0, 0)  # per second, oldest first
+    m.set_state("STOPPED")
+    assert m.snapshot().rows_per_second is None and m.snapshot().input_rows_per_second is None
+    count = len(seen)
+    m.tick()
+    assert len(seen) == count  # a stopped query does not tick
+
+
+def test_errors_show_partition_and_offset():
+    m = LiveModel(["A"])
+    m.on_errors(1, [{"PARTITION": 2, "OFFSET": 41, "MESSAGE": "bad JSON"}])
+    assert m.snapshot().latest_errors == ("partition 2, offset 41: bad JSON",)
 
 
 def test_errors_keep_count_and_last_five_messages():
@@ -198,6 +231,6 @@ def test_text_table_lines_up():
     assert "batch: 3" in lines[1] and "rows: 2" in lines[1]
     table = lines[2:]
     assert table[1] == "| ID | NAME  |"
-    assert table[3] == "| 1  | alice |"
-    assert table[4] == "| 22 | NULL  |"
+    assert table[3] == "| 22 | NULL  |"  # newest first
+    assert table[4] == "| 1  | alice |"
     assert len({len(line) for line in table}) == 1

@@ -1,0 +1,108 @@
+"""A persistent query at a glance: id, status, records in/out per second, lag, processing-log
+count, sink topic and a Terminate button.
+
+`QueryCardModel` is plain Python: the runtime calls `update(...)` with running totals (from any
+thread); rates are counted here from how the totals move, so they are current and fall to zero
+when the query idles. `QueryCard` is its ipywidgets face; Terminate calls `on_terminate()`.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import ipywidgets as widgets
+
+from .render import format_rate
+
+RATE_WINDOW = 5.0
+ENDED = frozenset({"TERMINATED", "FAILED"})
+
+
+@dataclass(frozen=True)
+class QueryCardState:
+    query_id: str
+    status: str = "RUNNING"
+    sink_topic: str | None = None
+    records_in: int = 0
+    records_out: int = 0
+    lag: int | None = None
+    errors: int = 0
+    message: str | None = None
+    in_per_second: float | None = 0.0
+    out_per_second: float | None = 0.0
+
+
+class QueryCardModel:
+    def __init__(self, query_id: str, *, sink_topic: str | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._state = QueryCardState(query_id, sink_topic=sink_topic)
+        self._history: list[tuple[float, int, int]] = [(clock(), 0, 0)]
+        self._subscribers: list[Callable[[QueryCardState], None]] = []
+
+    @property
+    def state(self) -> QueryCardState:
+        with self._lock:
+            return self._state
+
+    def update(self, **fields) -> QueryCardState:
+        """Set any of status, records_in, records_out (totals), lag, errors, message."""
+        with self._lock:
+            state = replace(self._state, **fields)
+            now = self._clock()
+            self._history.append((now, state.records_in, state.records_out))
+            self._history = [h for h in self._history if h[0] >= now - RATE_WINDOW] or self._history[-1:]
+            if state.status in ENDED:
+                state = replace(state, in_per_second=None, out_per_second=None)
+            else:
+                start, span = self._history[0], max(now - self._history[0][0], 1.0)
+                state = replace(state, in_per_second=(state.records_in - start[1]) / span,
+                                out_per_second=(state.records_out - start[2]) / span)
+            self._state = state
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(state)
+        return state
+
+    def subscribe(self, callback: Callable[[QueryCardState], None]) -> None:
+        with self._lock:
+            self._subscribers.append(callback)
+
+
+def card_html(state: QueryCardState) -> str:
+    esc = html.escape
+    fields = [("status", state.status), ("in/s", format_rate(state.in_per_second)),
+              ("out/s", format_rate(state.out_per_second)), ("records in", f"{state.records_in:,}"),
+              ("records out", f"{state.records_out:,}"), ("lag", "–" if state.lag is None else f"{state.lag:,}"),
+              ("processing log", f"{state.errors:,}"), ("sink", state.sink_topic or "–")]
+    cells = " &nbsp;·&nbsp; ".join(f"{esc(k)}: <b>{esc(v)}</b>" for k, v in fields)
+    message = f'<div style="color:#c62828">{esc(state.message)}</div>' if state.message else ""
+    return (f'<div class="kstream-query-card" style="font-variant-numeric:tabular-nums">'
+            f'<code>{esc(state.query_id)}</code> &nbsp; {cells}{message}</div>')
+
+
+class QueryCard:
+    """The card's widgets; `widget` is the whole card."""
+
+    def __init__(self, model: QueryCardModel, on_terminate: Callable[[], object]):
+        self.model = model
+        self.info = widgets.HTML(card_html(model.state))
+        self.terminate = widgets.Button(description="Terminate", icon="stop", layout=widgets.Layout(width="auto"))
+        self.terminate.on_click(lambda _: on_terminate())
+        self.widget = widgets.HBox([self.terminate, self.info])
+        model.subscribe(self._render)
+        self._render(model.state)
+
+    def _render(self, state: QueryCardState) -> None:
+        self.info.value = card_html(state)
+        self.terminate.disabled = state.status in ENDED
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = self.widget._repr_mimebundle_(**kwargs) or {}
+        data["text/plain"] = f"<query {self.model.state.query_id} {self.model.state.status}>"
+        return data

@@ -1,0 +1,207 @@
+"""The notebook as a user lives in it: JupyterLab 4 in Chromium, the embedded stack, a live query
+fed from another process, Stop, Interrupt, and the schema pane's Insert."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.request
+
+import nbformat
+import pytest
+from conftest import SCREENSHOTS
+
+PRODUCER = '''
+import json, subprocess, sys, textwrap
+from kafkasql_magic.local import stack
+bootstrap = stack.default().bootstrap_servers
+
+def produce_elsewhere(start, count, pause=0.0):
+    """Produce from another process, `pause` seconds between records."""
+    code = textwrap.dedent(f"""
+        import json, time
+        from kafkasql_magic.local.producer import produce
+        for i in range({start}, {start + count}):
+            produce({bootstrap!r}, "clicks", [{{"key": str(i).encode(), "value": json.dumps({{"n": i}}),
+                                               "partition": 0}}], create_partitions=1)
+            time.sleep({pause})
+    """)
+    return subprocess.Popen([sys.executable, "-c", code])
+
+produce_elsewhere(0, 3).wait()
+'''
+
+CELLS = [
+    "%load_ext kafkasql_magic\n%kstream_local start",
+    PRODUCER,
+    "%%kstream\nSET 'auto.offset.reset'='earliest';\n"
+    "CREATE STREAM clicks (k STRING KEY, n INT) WITH (kafka_topic='clicks', value_format='JSON');",
+    "%%kstream -o live\nSELECT k, n FROM clicks EMIT CHANGES;",
+    "feeder = produce_elsewhere(3, 60, pause=0.1)",
+    "%%kstream --timeout 300\nSELECT * FROM clicks WHERE n < 0 EMIT CHANGES LIMIT 5;",
+    "from pyspark.sql import SparkSession\n"
+    "from kafkasql_magic.local.producer import produce\n"
+    "produce(bootstrap, 'clicks', [{'value': '{\"n\": 1000}', 'partition': 0}])  # the broker still answers\n"
+    "print('active spark queries:', len(SparkSession.getActiveSession().streams.active))",
+    "%kstream schema clicks",
+]
+LIVE, FEED, WAIT_FOREVER, AFTER_INTERRUPT, SCHEMA = 3, 4, 5, 6, 7
+
+
+def _notebook(workdir, name: str = "browser.ipynb") -> str:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, workdir / name)
+    return name
+
+
+def _cell(page, index):
+    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def _run(page, index, *, wait: bool = True, timeout: float = 180):
+    cell = _cell(page, index)
+    prompt = cell.locator(".jp-InputPrompt")
+    before = prompt.inner_text().strip()
+    for _ in range(5):  # a key press can land before the editor has focus: try again
+        cell.locator(".jp-InputPrompt").click()  # selects the cell
+        page.locator(".jp-NotebookPanel-toolbar [data-command='notebook:run-cell-and-select-next']").click()
+        deadline = time.monotonic() + 3
+        while prompt.inner_text().strip() == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if prompt.inner_text().strip() != before:
+            break
+    if wait:
+        _wait_done(page, index, timeout)
+
+
+def _wait_done(page, index, timeout: float = 180):
+    prompt = _cell(page, index).locator(".jp-InputPrompt")
+    deadline = time.monotonic() + timeout
+    while not re.fullmatch(r"\[\d+\]:", prompt.inner_text().strip()):
+        assert time.monotonic() < deadline, f"cell {index} did not finish: {prompt.inner_text()!r}"
+        time.sleep(0.2)
+
+
+def _until(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _shot(page, name: str) -> None:
+    """With KAFKASQL_BROWSER_SHOTS=1, a screenshot of each step (to look at the widgets)."""
+    if os.environ.get("KAFKASQL_BROWSER_SHOTS"):
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"step-{name}.png"))
+
+
+def _saved_final_state(path) -> bool:
+    outputs = nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
+    data = [o.get("data", {}) for o in outputs]
+    return (bool(data) and not any("application/vnd.jupyter.widget-view+json" in d for d in data)
+            and any("STOPPED" in d.get("text/html", "") for d in data))
+
+
+def _kernel_ready(base: str, token: str) -> bool:
+    """The page runs nothing before its kernel is connected (cells run then stay `[ ]`)."""
+    sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5).read())
+    return any(s["kernel"]["execution_state"] == "idle" and s["kernel"]["connections"] for s in sessions)
+
+
+def _status(page) -> dict[str, str]:
+    text = _cell(page, LIVE).locator(".kstream-status").inner_text()
+    pairs = (part.split(":", 1) for part in text.replace("\xa0", " ").split("·") if ":" in part)
+    return {label.strip(): value.split()[0] for label, value in pairs}
+
+
+def test_live_query_stop_interrupt_and_insert(lab, page):
+    base, token, workdir = lab
+    name = _notebook(workdir)
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
+    time.sleep(1)  # the page connects to the kernel just after the server reports it
+    for index in range(LIVE):
+        _run(page, index, timeout=90)
+
+    # A live query: the widget shows the rows, newest on top, and nothing from Spark's logs.
+    _run(page, LIVE)
+    rows = _cell(page, LIVE).locator(".kstream-live tbody tr")
+    _until(lambda: rows.count() == 3, 120, "the first three rows")
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+    # Records from another process arrive while the cell is idle; rates are current.
+    _run(page, FEED)
+    _until(lambda: float(_status(page).get("rows/s", "0").replace(",", "")) > 0, 60, "a rows/s rate above zero")
+    _until(lambda: int(_status(page)["rows"].replace(",", "")) >= 40, 90, "rows from the other process")
+    _cell(page, LIVE).scroll_into_view_if_needed()
+    _shot(page, "live")
+    top = int(rows.first.locator("td").nth(1).inner_text())
+    assert top == max(int(rows.nth(i).locator("td").nth(1).inner_text()) for i in range(rows.count()))
+
+    # Stop answers at once and the rates go away.
+    started = time.monotonic()
+    _cell(page, LIVE).get_by_role("button", name="Stop").click()
+    _until(lambda: _status(page).get("state") == "STOPPED", 10, "STOPPED")
+    assert time.monotonic() - started < 10
+    assert _status(page)["rows/s"] == "–"
+    # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
+    page.keyboard.press("Control+s")
+    _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
+    _shot(page, "stopped")
+
+    # Interrupt a waiting LIMIT query: its Spark query ends, the broker lives on.
+    _run(page, WAIT_FOREVER, wait=False)
+    _until(lambda: _cell(page, WAIT_FOREVER).locator(".jp-InputPrompt").inner_text().strip() == "[*]:", 30,
+           "the LIMIT query to run")
+    time.sleep(5)
+    page.keyboard.press("Escape")
+    page.keyboard.press("i")
+    page.keyboard.press("i")
+    _wait_done(page, WAIT_FOREVER, 60)
+    assert "KeyboardInterrupt" in _cell(page, WAIT_FOREVER).inner_text()
+    _run(page, AFTER_INTERRUPT)
+    assert "active spark queries: 0" in _cell(page, AFTER_INTERRUPT).inner_text()
+
+    # The schema pane's Insert makes a %%kstream cell below, at once.
+    _insert_from_schema_pane(page)
+
+
+def _insert_from_schema_pane(page):
+    _run(page, SCHEMA)  # running the last cell adds an empty one below it
+    cells_before = page.locator(".jp-Notebook .jp-Cell").count()
+    insert = _cell(page, SCHEMA).get_by_role("button", name="Insert into a new cell")
+    _until(lambda: insert.is_enabled(), 60, "the CREATE statement")
+    insert.click()
+    _until(lambda: page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1, 10, "a new cell")
+    editor = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor")
+    _until(lambda: editor.inner_text().strip(), 10, "the statement in the new cell")  # filled just after
+    _shot(page, "inserted")
+    inserted = editor.inner_text()
+    assert inserted.startswith("%%kstream") and "CREATE STREAM CLICKS" in inserted
+    copy = _cell(page, SCHEMA).get_by_role("button", name="Copy")
+    copy.click()
+    _until(lambda: "Copied" in _cell(page, SCHEMA).locator(".kstream-copy").inner_text(), 10, "Copied")
+    assert page.evaluate("navigator.clipboard.readText()").startswith("CREATE STREAM CLICKS")
+
+
+def test_insert_in_notebook_7(lab, page):
+    """Notebook 7 shares JupyterLab's cells: the pane's Insert works there too."""
+    pytest.importorskip("notebook", minversion="7")
+    base, token, workdir = lab
+    name = _notebook(workdir, "notebook7.ipynb")
+    page.goto(f"{base}/notebooks/{name}?token={token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
+    time.sleep(1)
+    for index in range(LIVE - 1):  # the stack and a topic with records
+        _run(page, index, timeout=90)
+    _insert_from_schema_pane(page)

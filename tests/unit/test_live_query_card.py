@@ -1,0 +1,35 @@
+"""The persistent-query card: rates from running totals, Terminate, ended state."""
+
+from kafkasql_magic.live.query_card import QueryCard, QueryCardModel
+
+
+class Clock:
+    now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_rates_from_totals_fall_to_zero_and_vanish_when_terminated():
+    clock = Clock()
+    model = QueryCardModel("CSAS_OUT_1", sink_topic="out", clock=clock)
+    clock.now += 2
+    state = model.update(records_in=20, records_out=10, lag=5, errors=1)
+    assert (state.in_per_second, state.out_per_second, state.lag, state.errors) == (10.0, 5.0, 5, 1)
+    clock.now += 6
+    assert model.update(records_in=20, records_out=10).in_per_second == 0  # idle
+    ended = model.update(status="TERMINATED")
+    assert ended.in_per_second is None and ended.out_per_second is None
+
+
+def test_card_shows_the_fields_and_terminate_calls_back_once_ended_it_is_disabled():
+    calls = []
+    model = QueryCardModel("CSAS_OUT_1", sink_topic="out")
+    card = QueryCard(model, on_terminate=lambda: calls.append(1))
+    model.update(records_in=3, records_out=2, lag=0, errors=4)
+    for text in ("CSAS_OUT_1", "RUNNING", "records in: <b>3</b>", "processing log: <b>4</b>", "sink: <b>out</b>"):
+        assert text in card.info.value
+    card.terminate.click()
+    assert calls == [1]
+    model.update(status="TERMINATED")
+    assert card.terminate.disabled and "TERMINATED" in card.info.value
