@@ -28,7 +28,9 @@ PSEUDOCOLUMNS: dict[str, tuple[ast.Type, Callable[[], Column]]] = {
 
 ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
     "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
-BOOKKEEPING = (ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE)
+#: The record's headers and timestamp: a persistent query writes them to its output record.
+RAW_HEADERS, RAW_TIMESTAMP = "__RAW_HEADERS", "__RAW_TIMESTAMP"
+BOOKKEEPING = (ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE, RAW_HEADERS, RAW_TIMESTAMP)
 
 #: Metadata role (Materialize's INCLUDE) -> its value from the raw record.
 METADATA_COLUMNS: dict[str, Callable[[], Column]] = {
@@ -108,6 +110,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         error.alias(ERROR), error.isNotNull().alias(DROP), F.col("topic").alias(TOPIC),
         F.col("partition").alias(PARTITION), F.col("offset").alias(OFFSET),
         F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
+        F.col("headers").alias(RAW_HEADERS), F.col("timestamp").alias(RAW_TIMESTAMP),
     ]
     return raw.select(*columns, *pseudo, *meta)
 

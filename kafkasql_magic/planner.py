@@ -20,8 +20,8 @@ from .catalog import Catalog, SourceDef, ViewDef
 from .ddl import RESERVED_COLUMN_NAMES
 from .errors import StatementError
 from .expressions import Compiler, JoinScope, Scope, quoted
-from .logical import (BOOKKEEPING, DROP, ERROR, OFFSET, PARTITION, PSEUDOCOLUMNS, RAW_KEY, RAW_VALUE, TOPIC,
-                      latest_per_key, logical_frame)
+from .logical import (BOOKKEEPING, DROP, ERROR, OFFSET, PARTITION, PSEUDOCOLUMNS, RAW_HEADERS, RAW_KEY,
+                      RAW_TIMESTAMP, RAW_VALUE, TOPIC, latest_per_key, logical_frame)
 from .sql import ast
 from .sql.render import render
 
@@ -398,7 +398,8 @@ def _aggregated(stmt: ast.Select, frame: DataFrame, scope: Scope, where_error: C
         values.append(Compiler(groups).compile(grouped_expr).alias(f"_c{index}"))
     meta = [F.lit(None).cast("string").alias(ERROR), F.lit(False).alias(DROP), F.lit(None).cast("string").alias(TOPIC),
             F.lit(None).cast("int").alias(PARTITION), F.lit(None).cast("bigint").alias(OFFSET),
-            F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE)]
+            F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),
+            F.lit(None).cast("array<struct<key:string,value:binary>>").alias(RAW_HEADERS), F.lit(None).cast("timestamp").alias(RAW_TIMESTAMP)]
     return grouped.select(*values, *meta)
 
 

@@ -20,9 +20,11 @@ from .catalog import Catalog, ViewDef
 from .errors import KStreamError, StatementError
 from .kafka import admin, peek
 from .local.producer import produce
-from .planner import check_persistent, plan_select, select_over_frame
+from .planner import plan_select, select_over_frame
 from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
 from .seek import Seek, seek_of
+from .sinks.manager import PersistentQueries
+from .sinks.schemas import delete_subjects
 from .sql import ast
 from .sql.render import render
 
@@ -41,7 +43,8 @@ PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC str
 class Session:
     def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
                  dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
-                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000):
+                 trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000,
+                 state_dir: str | None = None):
         self.bootstrap_servers = bootstrap_servers
         self.schema_registry_url = schema_registry_url
         self.dialect = dialect
@@ -58,6 +61,7 @@ class Session:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._dialect_now = dialect
+        self.persistent = PersistentQueries(self, state_dir)
         self._handlers = {
             ast.CreateSource: self._create_source,
             ast.Select: self._select,
@@ -135,6 +139,7 @@ class Session:
         """Stop every running query of this session."""
         for q in list(self.queries.values()):
             q.stop()
+        self.persistent.stop_all()
 
     # ------------------------------------------------------------ statements
     def _unsupported(self, stmt, text, timeout):
@@ -194,7 +199,7 @@ class Session:
             options["endingOffsets"] = json.dumps({str(p): seek.offset_to for p in parts})
         return options
 
-    def _plan(self, stmt: ast.Select, reset: str | None = None):
+    def _plan(self, stmt: ast.Select, reset: str | None = None, keep_headers: bool = False):
         """The plan, the planned frame, the ranges a push query reads, its raw-source options and
         the raw records (which a per-batch plan builds on, micro-batch by micro-batch)."""
         source = self._base_source(stmt.source.name)
@@ -205,20 +210,20 @@ class Session:
                                      bootstrap=source.properties.get("BROKER"), reset=reset)
                    if not seek.empty else self._raw_options(source.topic, bounded=True,
                                                             bootstrap=source.properties.get("BROKER")))
-        raw = self._raw_reader(source, options, streaming=not bounded)
+        raw = self._raw_reader(source, options, streaming=not bounded, keep_headers=keep_headers)
 
         def raw_for(joined, streaming: bool):
             joined_options = self._raw_options(joined.topic, bounded=not streaming, reset=reset,
                                                bootstrap=joined.properties.get("BROKER"))
-            return self._raw_reader(joined, joined_options, streaming=streaming)
+            return self._raw_reader(joined, joined_options, streaming=streaming, keep_headers=keep_headers)
 
         plan = _analysed(lambda: plan_select(stmt, self.catalog, raw, dialect=self._dialect_now, raw_for=raw_for))
         return plan, _analysed(lambda: plan.build(raw)), seek, options, raw
 
-    def _raw_reader(self, source, options: dict[str, str], *, streaming: bool):
+    def _raw_reader(self, source, options: dict[str, str], *, streaming: bool, keep_headers: bool = False):
         """The raw Kafka records of `source`: a stream, or a bounded read of the topic as it is now
         (a table joined to a stream is read so, afresh for every micro-batch)."""
-        if not source.header_columns:  # converting headers is the reader's costliest step
+        if not source.header_columns and not keep_headers:  # converting headers is the reader's costliest step
             options = {**options, "includeHeaders": "false"}
         reader = self.spark.readStream if streaming else self.spark.read
         return reader.format(RAW_SOURCE).options(**options).load()
@@ -287,13 +292,10 @@ class Session:
         return None
 
     def _insert_select(self, stmt: ast.InsertSelect, text, timeout):
-        dml.check_insert_select(self.catalog.get(stmt.target))
-        check_persistent(stmt.query)
-        raise StatementError("Persistent queries (INSERT INTO ... SELECT) are not supported yet by kafkasql_magic.")
+        return self.persistent.insert_select(stmt, text)
 
     def _create_as_select(self, stmt: ast.CreateAsSelect, text, timeout):
-        check_persistent(stmt.query)
-        raise StatementError("Persistent queries (CREATE ... AS SELECT) are not supported yet by kafkasql_magic.")
+        return self.persistent.create_as_select(stmt, text)
 
     def _create_kafka_source(self, stmt: ast.CreateKafkaSource, text, timeout):
         if stmt.if_not_exists and stmt.name in self.catalog:
@@ -334,7 +336,10 @@ class Session:
         if what == "TOPICS":
             return metadata.show_topics([(t.name, t.partitions) for t in admin.list_topics(self.bootstrap_servers)])
         if what == "QUERIES":
-            return metadata.show_queries([q for q in self.queries.values()])
+            persistent = self.persistent.show(extended=stmt.extended)
+            if not self.queries:
+                return persistent
+            return pd.concat([persistent, metadata.show_queries(list(self.queries.values()))], ignore_index=True)
         if what == "PROPERTIES":
             return metadata.show_properties(self.settings)
         if what == "VARIABLES":
@@ -342,9 +347,12 @@ class Session:
         raise StatementError(f"SHOW {what} is not supported.")
 
     def _drop(self, stmt: ast.Drop, text, timeout):
+        if stmt.name in self.catalog:
+            self.persistent.check_drop(self.catalog.get(stmt.name).name)
         source = self.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
         if source is not None and stmt.delete_topic:
             admin.delete_topic(self.bootstrap_servers, source.topic)
+            delete_subjects(self.schema_registry_url, source.topic)
         return None
 
     def _print(self, stmt: ast.Print, text, timeout):
@@ -376,6 +384,11 @@ class Session:
         return None
 
     def _terminate(self, stmt: ast.TerminateQuery, text, timeout):
+        if stmt.query_id is None:
+            self.persistent.terminate(None)
+        elif stmt.query_id not in self.queries:
+            self.persistent.terminate(stmt.query_id)
+            return None
         targets = list(self.queries) if stmt.query_id is None else [stmt.query_id]
         for query_id in targets:
             query = self.queries.pop(query_id, None)

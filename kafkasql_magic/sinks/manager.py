@@ -1,0 +1,184 @@
+"""Persistent queries of a session: start (CSAS, CTAS, INSERT INTO ... SELECT), list, terminate,
+and the checks other statements make against them (DROP while a query reads or writes).
+
+The session hands statements here through three calls (`create_as_select`, `insert_select`,
+`terminate`); everything else a persistent query needs lives in this package.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from .. import types
+from ..errors import StatementError
+from ..formats import Field
+from ..kafka import admin
+from ..sql import ast
+from . import plan as sink_plan
+from . import schemas
+from .runner import WINDOW_START, PersistentQuery, SinkWrite
+
+WINDOW_BOUNDS = (WINDOW_START, "WINDOWEND")
+QUERY_COLUMNS = ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String"]
+EXTENDED_COLUMNS = ["Records In/s", "Records Out/s", "Records Written", "Consumer Lag", "Processing Log"]
+
+
+def default_state_dir(cluster: str, service_id: str) -> str:
+    """A per-user folder keyed by the Kafka cluster id and the service id."""
+    base = os.environ.get("KAFKASQL_STATE_DIR") or os.path.join(Path.home(), ".kafkasql_magic", "state")
+    return os.path.join(base, cluster or "unknown-cluster", service_id)
+
+
+class PersistentQueries:
+    def __init__(self, session, state_dir: str | None = None):
+        self.session = session
+        self._state_dir = state_dir
+        self.queries: dict[str, PersistentQuery] = {}
+        self._numbers = itertools.count(1)
+
+    @property
+    def state_dir(self) -> str:
+        if self._state_dir is None:
+            try:
+                cluster = admin.cluster_id(self.session.bootstrap_servers)
+            except Exception:  # noqa: BLE001 - a folder per session rather than no folder
+                cluster = None
+            self._state_dir = (default_state_dir(cluster, self.session.settings.get("ksql.service.id", "default_"))
+                               if cluster else tempfile.mkdtemp(prefix="kafkasql-state-"))
+        return self._state_dir
+
+    # ------------------------------------------------------------ statements
+    def create_as_select(self, stmt: ast.CreateAsSelect, text: str, *, resume: bool = False) -> PersistentQuery | None:
+        catalog = self.session.catalog
+        if stmt.name in catalog and not stmt.or_replace:
+            if stmt.if_not_exists:
+                return None
+            existing = catalog.get(stmt.name)
+            raise StatementError(f"Cannot add {stmt.kind.lower()} '{stmt.name}': A {existing.kind.lower()} "
+                                 "with the same name already exists")
+        props = sink_plan.properties(stmt.properties)
+        query, plan, planned, outputs, windowed = self._planned(stmt.query)
+        leftmost = plan.source
+        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query)
+        settings = self.session.settings
+        sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
+                                     self.session.schema_registry_url, text)
+        if stmt.or_replace:
+            for running in [q for q in self.queries.values() if q.sink == sink.name]:
+                self.terminate(running.id)
+        partitions = int(props.get("PARTITIONS") or len(admin.topic_partitions(self.session.bootstrap_servers, leftmost.topic)))
+        config = {"cleanup.policy": "compact"} if plan.aggregating else None
+        admin.create_topic(self.session.bootstrap_servers, sink.topic, partitions,
+                           replication_factor=int(props.get("REPLICAS") or 1), config=config, exist_ok=True)
+        registered = {role: schemas.register(self.session.schema_registry_url, sink.topic, fields, spec, role)
+                      for role, fields, spec in self._roles(sink, windowed)}
+        query_id = sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
+        write = SinkWrite(sink, registered, windowed, props.get("TIMESTAMP"), self.session.bootstrap_servers)
+        catalog.add(sink, or_replace=stmt.or_replace)
+        return self._start(query_id, stmt.kind, text, plan, planned, write, query, resume)
+
+    def insert_select(self, stmt: ast.InsertSelect, text: str, *, resume: bool = False) -> PersistentQuery:
+        from ..dml import check_insert_select
+
+        target = self.session.catalog.get(stmt.target)
+        check_insert_select(target)
+        query, plan, planned, outputs, windowed = self._planned(stmt.query)
+        sink_plan.check_insert(target, outputs)
+        registered = {role: schemas.register(self.session.schema_registry_url, target.topic, fields, spec, role)
+                      for role, fields, spec in self._roles(target, windowed)}
+        write = SinkWrite(target, registered, windowed, None, self.session.bootstrap_servers)
+        query_id = sink_plan.query_id("INSERT", target.name, next(self._numbers))
+        return self._start(query_id, "INSERT", text, plan, planned, write, query, resume)
+
+    def _planned(self, select: ast.Select):
+        from ..planner import check_persistent
+
+        check_persistent(select)
+        query = replace(select, emit_changes=True)
+        plan, planned, *_ = self.session._plan(query, keep_headers=True)
+        key_names = set(plan.key_names)
+        windowed = select.window is not None
+        if windowed and WINDOW_START not in plan.names:
+            raise StatementError("A windowed persistent query must select WINDOWSTART: kafkasql_magic writes "
+                                 "it into the record key, as ksqlDB serializes windowed keys.")
+        outputs = [sink_plan.Output(name, types.from_spark(planned.schema[f"_c{i}"].dataType),
+                                    name in key_names and not (windowed and name in WINDOW_BOUNDS))
+                   for i, name in enumerate(plan.names)]
+        return query, plan, planned, outputs, windowed
+
+    @staticmethod
+    def _roles(sink, windowed: bool):
+        keys = [Field(c.name, c.type) for c in sink.key_columns]
+        values = [Field(c.name, c.type) for c in sink.value_columns
+                  if not (windowed and c.name in WINDOW_BOUNDS)]
+        return (("key", keys, sink.key_format), ("value", values, sink.value_format))
+
+    def _start(self, query_id, kind, text, plan, planned, write, query: ast.Select, resume: bool) -> PersistentQuery:
+        checkpoint = os.path.join(self.state_dir, query_id)
+        if not resume:
+            shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
+        sources = [query.source.name] + [j.source.name for j in query.joins]
+        running = PersistentQuery(query_id, kind, text, plan, planned, write, sources=sources,
+                                  log=self.session.log, checkpoint=checkpoint,
+                                  trigger_interval=self.session.trigger_interval,
+                                  on_stopped=lambda q: self.queries.pop(q.id, None))
+        self.queries[query_id] = running.start()
+        return running
+
+    # ------------------------------------------------------------ lifecycle
+    def terminate(self, query_id: str | None) -> list[str]:
+        """Stop `query_id` (or every persistent query); the ids stopped."""
+        ids = list(self.queries) if query_id is None else [query_id]
+        for qid in ids:
+            query = self.queries.get(qid) or self.queries.get(qid.upper())
+            if query is None:
+                raise StatementError(f"Unknown queryId: {qid}")
+            query.terminate()
+        return ids
+
+    def check_drop(self, name: str) -> None:
+        """ksqlDB refuses to drop a source that running queries read or write."""
+        readers = [q.id for q in self.queries.values() if any(s.upper() == name.upper() for s in q.sources)]
+        writers = [q.id for q in self.queries.values() if q.sink.upper() == name.upper()]
+        if readers or writers:
+            raise StatementError(
+                f"Cannot drop {name}.\nThe following queries read from this source: [{', '.join(readers)}].\n"
+                f"The following queries write into this source: [{', '.join(writers)}].\n"
+                f"You need to terminate them before dropping {name}.")
+
+    def show(self, extended: bool = False) -> pd.DataFrame:
+        rows = []
+        for q in self.queries.values():
+            row = [q.id, "PERSISTENT", q.state, q.sink, q.sink_topic, q.sql]
+            if extended:
+                s = q.status()
+                row += [s.records_in_per_s, s.records_out_per_s, q.records_out, s.lag, s.errors]
+            rows.append(row)
+        return pd.DataFrame(rows, columns=QUERY_COLUMNS + (EXTENDED_COLUMNS if extended else []))
+
+    def explain(self, query_id: str) -> pd.DataFrame:
+        query = self.queries.get(query_id) or self.queries.get(query_id.upper())
+        if query is None:
+            raise StatementError(f"Query with id:{query_id} does not exist, use SHOW QUERIES to view the full set "
+                                 "of running queries.")
+        sink = query.write.sink
+        rows = [("Query ID", query.id), ("Query Type", "PERSISTENT"), ("Status", query.state),
+                ("Query String", query.sql), ("Sources", ", ".join(query.sources)),
+                ("Sink", sink.name), ("Sink Kafka Topic", sink.topic),
+                ("Formats", f"key {sink.key_format.name}, value {sink.value_format.name}"),
+                ("Columns", ", ".join(f"{c.name} {types.display(c.type)}{' KEY' if c.role == 'KEY' else ''}"
+                                      for c in sink.columns)),
+                ("Checkpoint", query.checkpoint)]
+        return pd.DataFrame(rows, columns=["Property", "Value"])
+
+    def stop_all(self) -> None:
+        """Stop the queries (checkpoints stay): the session is closing."""
+        for q in list(self.queries.values()):
+            q.terminate()
