@@ -23,6 +23,7 @@ from .local.producer import produce
 from .planner import plan_select, select_over_frame
 from .runtime import ProcessingLog, PushQuery, collect_bounded, to_pandas
 from .seek import Seek, seek_of
+from .sinks.command_log import LOGGED, Command, CommandLog
 from .sinks.manager import PersistentQueries
 from .sinks.schemas import delete_subjects
 from .sql import ast
@@ -44,7 +45,7 @@ class Session:
     def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
                  dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
                  trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000,
-                 state_dir: str | None = None):
+                 state_dir: str | None = None, service_id: str | None = None):
         self.bootstrap_servers = bootstrap_servers
         self.schema_registry_url = schema_registry_url
         self.dialect = dialect
@@ -62,6 +63,10 @@ class Session:
         self._lock = threading.Lock()
         self._dialect_now = dialect
         self.persistent = PersistentQueries(self, state_dir)
+        #: With a service id, successful DDL and persistent queries go to its command topic.
+        self.commands = CommandLog(bootstrap_servers, service_id) if service_id else None
+        if service_id:
+            self.settings["ksql.service.id"] = service_id
         self._handlers = {
             ast.CreateSource: self._create_source,
             ast.Select: self._select,
@@ -78,6 +83,7 @@ class Session:
             ast.InsertSelect: self._insert_select,
             ast.CreateAsSelect: self._create_as_select,
             ast.Explain: self._explain,
+            ast.ExplainQuery: lambda stmt, text, timeout: self.persistent.explain(stmt.query_id),
             ast.CreateKafkaSource: self._create_kafka_source,
             ast.CreateView: self._create_view,
             ast.Subscribe: self._subscribe,
@@ -108,7 +114,27 @@ class Session:
             stmt = sqlparse.parse_statement(body, line=piece.line, column=piece.column, dialect=dialect)
             self._dialect_now = dialect
             result = self._handlers.get(type(stmt), self._unsupported)(stmt, body.strip(), timeout)
+            self._record(stmt, body.strip(), dialect, result)
         return result
+
+    def _record(self, stmt, text: str, dialect: str, result) -> None:
+        """Append a successful DDL or persistent-query statement to the command topic."""
+        if self.commands is None or not isinstance(stmt, LOGGED):
+            return
+        query_id = getattr(result, "id", None) if isinstance(stmt, (ast.CreateAsSelect, ast.InsertSelect)) else None
+        self.commands.append(Command(text, dialect, dict(self.settings), query_id))
+
+    def replay(self, stmt, text: str) -> None:
+        """Run a logged DDL statement again (restoring from the command topic)."""
+        self._handlers[type(stmt)](stmt, text, None)
+
+    def restore(self) -> str | None:
+        """Replay the command topic (at connect); what was restored, or None without a service id."""
+        if self.commands is None:
+            return None
+        self.commands.ensure()
+        commands = self.commands.read()
+        return self.persistent.restore(commands) if commands else None
 
     def dataframe(self, text: str, *, dialect: str | None = None):
         """The Spark DataFrame of one SELECT, to go on in PySpark: streaming with EMIT CHANGES,
@@ -415,9 +441,15 @@ def _analysed(build):
 
 def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
             dialect: str = "ksql", **options) -> Session:
-    """A session over a Kafka cluster; Spark starts on first use if none is given."""
-    return Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
-                   dialect=dialect, **options)
+    """A session over a Kafka cluster; Spark starts on first use if none is given. With
+    `service_id`, the session replays that service's command topic first (the catalog and the
+    persistent queries still running) and says what it restored."""
+    session = Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
+                      dialect=dialect, **options)
+    restored = session.restore()
+    if restored:
+        print(restored)
+    return session
 
 
 __all__ = ["Session", "connect", "KStreamError"]

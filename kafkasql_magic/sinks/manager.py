@@ -55,7 +55,10 @@ class PersistentQueries:
         return self._state_dir
 
     # ------------------------------------------------------------ statements
-    def create_as_select(self, stmt: ast.CreateAsSelect, text: str, *, resume: bool = False) -> PersistentQuery | None:
+    def create_as_select(self, stmt: ast.CreateAsSelect, text: str, *, resume: bool = False,
+                         query_id: str | None = None, start: bool = True) -> PersistentQuery | None:
+        """Plan, create the sink (catalog entry, topic, schemas) and start the query; a replay
+        passes the logged `query_id`, and `start=False` for a query terminated since."""
         catalog = self.session.catalog
         if stmt.name in catalog and not stmt.or_replace:
             if stmt.if_not_exists:
@@ -70,6 +73,9 @@ class PersistentQueries:
         settings = self.session.settings
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
                                      self.session.schema_registry_url, text)
+        if not start:
+            catalog.add(sink, or_replace=True)
+            return None
         if stmt.or_replace:
             for running in [q for q in self.queries.values() if q.sink == sink.name]:
                 self.terminate(running.id)
@@ -79,12 +85,13 @@ class PersistentQueries:
                            replication_factor=int(props.get("REPLICAS") or 1), config=config, exist_ok=True)
         registered = {role: schemas.register(self.session.schema_registry_url, sink.topic, fields, spec, role)
                       for role, fields, spec in self._roles(sink, windowed)}
-        query_id = sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
+        query_id = query_id or sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
         write = SinkWrite(sink, registered, windowed, props.get("TIMESTAMP"), self.session.bootstrap_servers)
         catalog.add(sink, or_replace=stmt.or_replace)
         return self._start(query_id, stmt.kind, text, plan, planned, write, query, resume)
 
-    def insert_select(self, stmt: ast.InsertSelect, text: str, *, resume: bool = False) -> PersistentQuery:
+    def insert_select(self, stmt: ast.InsertSelect, text: str, *, resume: bool = False,
+                      query_id: str | None = None) -> PersistentQuery:
         from ..dml import check_insert_select
 
         target = self.session.catalog.get(stmt.target)
@@ -94,7 +101,7 @@ class PersistentQueries:
         registered = {role: schemas.register(self.session.schema_registry_url, target.topic, fields, spec, role)
                       for role, fields, spec in self._roles(target, windowed)}
         write = SinkWrite(target, registered, windowed, None, self.session.bootstrap_servers)
-        query_id = sink_plan.query_id("INSERT", target.name, next(self._numbers))
+        query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
         return self._start(query_id, "INSERT", text, plan, planned, write, query, resume)
 
     def _planned(self, select: ast.Select):
@@ -131,6 +138,46 @@ class PersistentQueries:
                                   on_stopped=lambda q: self.queries.pop(q.id, None))
         self.queries[query_id] = running.start()
         return running
+
+    # ------------------------------------------------------------ restart
+    def restore(self, commands) -> str:
+        """Replay the command topic: the catalog, then the queries still running, each from its
+        checkpoint. Returns what was restored (a statement that fails now is reported, not fatal)."""
+        from ..errors import KStreamError
+        from .command_log import still_running
+
+        def parse(command):
+            from .. import sql as sqlparse
+
+            return sqlparse.parse_statement(command.statement, dialect=command.dialect)
+
+        running = still_running(commands, parse)
+        failures = []
+        for command in commands:
+            stmt = parse(command)
+            saved = dict(self.session.settings)
+            self.session.settings.update(command.settings)
+            try:
+                if isinstance(stmt, ast.CreateAsSelect):
+                    self.create_as_select(stmt, command.statement, resume=True, query_id=command.query_id,
+                                          start=command.query_id in running)
+                elif isinstance(stmt, ast.InsertSelect):
+                    if command.query_id in running:
+                        self.insert_select(stmt, command.statement, resume=True, query_id=command.query_id)
+                elif not isinstance(stmt, ast.TerminateQuery):
+                    self.session.replay(stmt, command.statement)
+            except KStreamError as exc:
+                failures.append(f"{command.statement.splitlines()[0][:60]}: {exc}")
+            finally:
+                self.session.settings = saved
+        numbers = [int(q.rsplit("_", 1)[1]) for q in (c.query_id for c in commands) if q and q.rsplit("_", 1)[1].isdigit()]
+        self._numbers = itertools.count(max(numbers, default=0) + 1)
+        message = (f"Restored {len(list(self.session.catalog))} source(s) and restarted "
+                   f"{len(self.queries)} persistent quer{'y' if len(self.queries) == 1 else 'ies'}"
+                   f"{' (' + ', '.join(self.queries) + ')' if self.queries else ''} from {len(commands)} command(s)")
+        if failures:
+            message += f"; {len(failures)} command(s) failed: " + "; ".join(failures)
+        return message
 
     # ------------------------------------------------------------ lifecycle
     def terminate(self, query_id: str | None) -> list[str]:

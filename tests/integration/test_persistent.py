@@ -111,6 +111,10 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
         f"You need to terminate them before dropping {out}.")
     with pytest.raises(StatementError, match=f"The following queries read from this source: \\[{first.id}\\]"):
         ksql.sql(f"DROP STREAM {src};")
+    explained = dict(ksql.sql(f"EXPLAIN {first.id};").values.tolist())
+    assert explained["Sink Kafka Topic"] == out and explained["Sources"] == src
+    with pytest.raises(StatementError, match="Query with id:NOPE_1 does not exist"):
+        ksql.sql("EXPLAIN NOPE_1;")
     ksql.sql(f"TERMINATE {second.id};")
     assert list(ksql.sql("SHOW QUERIES;")["Query ID"]) == [first.id]
     ksql.sql("TERMINATE ALL;")
@@ -142,3 +146,23 @@ def test_ksqldb_messages(ksql, statement, message):
         ksql.sql(statement.format(src=src, tag=tag))
     assert str(refused.value) == message.format(tag=tag)
     assert ksql.sql("SHOW QUERIES;").empty
+
+
+def test_header_columns_land_in_the_value_and_headers_pass_through(ksql, broker):
+    src, topic = names()
+    out, plain = f"H_{src}", f"P_{src}"
+    ksql.sql(f"CREATE STREAM {src} (K STRING KEY, H ARRAY<STRUCT<key STRING, value BYTES>> HEADERS, V BIGINT) "
+             f"WITH (kafka_topic='{topic}', value_format='json', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": b"k1", "value": b'{"v": 40000}', "headers": []},
+        {"key": b"k2", "value": b'{"v": 40000}', "headers": [("abc", b"!")]}])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {src};")
+    assert query.wait_for_records(2, 90), query.failure
+    got = read_back(broker, out, 2)
+    assert [(r["key"], json.loads(r["value"]), r["headers"]) for r in got] == [
+        (b"k1", {"V": 40000, "H": []}, []),
+        (b"k2", {"V": 40000, "H": [{"KEY": "abc", "VALUE": "IQ=="}]}, [("abc", b"!")])]
+    ksql.sql(f"CREATE STREAM {plain} (K STRING KEY, H ARRAY<STRUCT<key STRING, value BYTES>>, V BIGINT) "
+             f"WITH (kafka_topic='{topic}-2', value_format='json', partitions=1);")
+    with pytest.raises(StatementError, match=f"^Cannot insert into {src} because it has header columns$"):
+        ksql.sql(f"INSERT INTO {src} SELECT * FROM {plain};")
