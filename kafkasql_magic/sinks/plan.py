@@ -121,7 +121,7 @@ def sink_formats(props: dict, leftmost: SourceDef, keyed: bool, settings: dict) 
 def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], leftmost: SourceDef,
                 settings: dict, registry_url: str | None, statement: str) -> SourceDef:
     """The catalog entry of a CREATE STREAM|TABLE ... AS SELECT sink, checked against its formats."""
-    topic = str(props.get("KAFKA_TOPIC") or name)
+    topic = str(props.get("KAFKA_TOPIC") or name.upper())  # unquoted names are upper-cased in ksqlDB
     keys = [Field(o.name, o.type) for o in outputs if o.key]
     values = [Field(o.name, o.type) for o in outputs if not o.key]
     key_spec, value_spec = sink_formats(props, leftmost, bool(keys), settings)
