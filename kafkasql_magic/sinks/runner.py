@@ -21,7 +21,7 @@ from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..logical import DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOPIC
 from ..runtime import ProcessingLog, observed_errors, split_batch
-from .encode import Registered, encode
+from .encode import encode
 
 WINDOW_START = "WINDOWSTART"
 
