@@ -166,3 +166,18 @@ def test_header_columns_land_in_the_value_and_headers_pass_through(ksql, broker)
              f"WITH (kafka_topic='{topic}-2', value_format='json', partitions=1);")
     with pytest.raises(StatementError, match=f"^Cannot insert into {src} because it has header columns$"):
         ksql.sql(f"INSERT INTO {src} SELECT * FROM {plain};")
+
+
+def test_klip50_table_copy_keeps_partition_and_offset_for_pull_queries(ksql, broker):
+    src, topic = names()
+    copy = f"POS_{src}"
+    ksql.sql(f"CREATE TABLE {src} (ID INT PRIMARY KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=2);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", i), "value": json.dumps({"V": f"v{i}"}).encode(), "partition": i % 2}
+        for i in range(4)] + [{"key": struct.pack(">i", 2), "value": b'{"V": "v2b"}', "partition": 0}])
+    query = ksql.sql(f"CREATE TABLE {copy} AS SELECT *, ROWPARTITION AS PART, ROWOFFSET AS OFF FROM {src};")
+    assert query.wait_for_records(5, 90), query.failure
+    row = ksql.sql(f"SELECT * FROM {copy} WHERE ID = 2;")
+    assert row.to_dict("records") == [{"ID": 2, "V": "v2b", "PART": 0, "OFF": 2}]
+    with pytest.raises(StatementError, match="Pull queries don't support the following columns in SELECT clauses: ROWOFFSET"):
+        ksql.sql(f"SELECT ID, ROWOFFSET FROM {copy};")
