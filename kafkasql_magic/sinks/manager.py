@@ -23,9 +23,7 @@ from ..kafka import admin
 from ..sql import ast
 from . import plan as sink_plan
 from . import schemas
-from .runner import WINDOW_START, PersistentQuery, SinkWrite
-
-WINDOW_BOUNDS = (WINDOW_START, "WINDOWEND")
+from .runner import WINDOW_BOUNDS, PersistentQuery, SinkWrite
 QUERY_COLUMNS = ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String"]
 EXTENDED_COLUMNS = ["Records In/s", "Records Out/s", "Records Written", "Consumer Lag", "Processing Log"]
 
@@ -67,7 +65,7 @@ class PersistentQueries:
             raise StatementError(f"Cannot add {stmt.kind.lower()} '{stmt.name}': A {existing.kind.lower()} "
                                  "with the same name already exists")
         props = sink_plan.properties(stmt.properties)
-        query, plan, planned, outputs, windowed = self._planned(stmt.query)
+        query, plan, planned, outputs, window = self._planned(stmt.query)
         leftmost = plan.source
         sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query)
         settings = self.session.settings
@@ -84,9 +82,10 @@ class PersistentQueries:
         admin.create_topic(self.session.bootstrap_servers, sink.topic, partitions,
                            replication_factor=int(props.get("REPLICAS") or 1), config=config, exist_ok=True)
         registered = {role: schemas.register(self.session.schema_registry_url, sink.topic, fields, spec, role)
-                      for role, fields, spec in self._roles(sink, windowed)}
+                      for role, fields, spec in self._roles(sink, window)}
         query_id = query_id or sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
-        write = SinkWrite(sink, registered, windowed, props.get("TIMESTAMP"), self.session.bootstrap_servers)
+        write = SinkWrite(sink, registered, window.get("WINDOWSTART"), tuple(window.values()),
+                          props.get("TIMESTAMP"), self.session.bootstrap_servers)
         catalog.add(sink, or_replace=stmt.or_replace)
         return self._start(query_id, stmt.kind, text, plan, planned, write, query, resume)
 
@@ -96,11 +95,12 @@ class PersistentQueries:
 
         target = self.session.catalog.get(stmt.target)
         check_insert_select(target)
-        query, plan, planned, outputs, windowed = self._planned(stmt.query)
+        query, plan, planned, outputs, window = self._planned(stmt.query)
         sink_plan.check_insert(target, outputs)
         registered = {role: schemas.register(self.session.schema_registry_url, target.topic, fields, spec, role)
-                      for role, fields, spec in self._roles(target, windowed)}
-        write = SinkWrite(target, registered, windowed, None, self.session.bootstrap_servers)
+                      for role, fields, spec in self._roles(target, window)}
+        write = SinkWrite(target, registered, window.get("WINDOWSTART"), tuple(window.values()), None,
+                          self.session.bootstrap_servers)
         query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
         return self._start(query_id, "INSERT", text, plan, planned, write, query, resume)
 
@@ -111,20 +111,19 @@ class PersistentQueries:
         query = replace(select, emit_changes=True)
         plan, planned, *_ = self.session._plan(query, keep_headers=True)
         key_names = set(plan.key_names)
-        windowed = select.window is not None
-        if windowed and WINDOW_START not in plan.names:
+        window = _window_outputs(select) if select.window is not None else {}
+        if select.window is not None and "WINDOWSTART" not in window:
             raise StatementError("A windowed persistent query must select WINDOWSTART: kafkasql_magic writes "
                                  "it into the record key, as ksqlDB serializes windowed keys.")
         outputs = [sink_plan.Output(name, types.from_spark(planned.schema[f"_c{i}"].dataType),
-                                    name in key_names and not (windowed and name in WINDOW_BOUNDS))
+                                    name in key_names and name not in window.values())
                    for i, name in enumerate(plan.names)]
-        return query, plan, planned, outputs, windowed
+        return query, plan, planned, outputs, window
 
     @staticmethod
-    def _roles(sink, windowed: bool):
+    def _roles(sink, window: dict):
         keys = [Field(c.name, c.type) for c in sink.key_columns]
-        values = [Field(c.name, c.type) for c in sink.value_columns
-                  if not (windowed and c.name in WINDOW_BOUNDS)]
+        values = [Field(c.name, c.type) for c in sink.value_columns if c.name not in window.values()]
         return (("key", keys, sink.key_format), ("value", values, sink.value_format))
 
     def _start(self, query_id, kind, text, plan, planned, write, query: ast.Select, resume: bool) -> PersistentQuery:
@@ -229,3 +228,13 @@ class PersistentQueries:
         """Stop the queries (checkpoints stay): the session is closing."""
         for q in list(self.queries.values()):
             q.terminate()
+
+
+def _window_outputs(select: ast.Select) -> dict[str, str]:
+    """WINDOWSTART / WINDOWEND -> the output column selecting it (its alias, or its own name)."""
+    found = {}
+    for item in select.items:
+        if isinstance(item, ast.SelectItem) and isinstance(item.expr, ast.ColumnRef) \
+                and item.expr.name.upper() in WINDOW_BOUNDS:
+            found[item.expr.name.upper()] = item.alias or item.expr.name.upper()
+    return found

@@ -23,7 +23,7 @@ from ..logical import DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_
 from ..runtime import ProcessingLog, observed_errors, split_batch
 from .encode import encode
 
-WINDOW_START = "WINDOWSTART"
+WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class SinkWrite:
 
     sink: SourceDef
     registered: dict  # role -> Registered | None
-    windowed: bool = False
+    window_start: str | None = None  # the output column holding WINDOWSTART: the key ends with it
+    window_columns: tuple[str, ...] = ()  # WINDOWSTART / WINDOWEND outputs: in the key, not the value
     timestamp_column: str | None = None
     bootstrap: str = ""
     kafka_conf: dict | None = None
@@ -56,13 +57,13 @@ class SinkWrite:
         column = {n: F.col(f"_c{i}") for i, n in enumerate(names)}
         by_role = {KEY: [], "VALUE": []}
         for c in self.sink.columns:
-            if c.name in (WINDOW_START, "WINDOWEND") and self.windowed:
+            if c.name in self.window_columns:
                 continue
             by_role[KEY if c.role == KEY else "VALUE"].append(c)
         key = encode([column[c.name] for c in by_role[KEY]], [Field(c.name, c.type) for c in by_role[KEY]],
                      self.sink.key_format, "key", self.registered.get("key"))
-        if self.windowed:  # ksqlDB's windowed key: the inner key, then the window start (8 bytes)
-            start = F.unhex(F.lpad(F.hex(column[WINDOW_START].cast("bigint")), 16, "0"))
+        if self.window_start is not None:  # ksqlDB's windowed key: the inner key, then the window start (8 bytes)
+            start = F.unhex(F.lpad(F.hex(column[self.window_start].cast("bigint")), 16, "0"))
             key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")), start)
         value = encode([column[c.name] for c in by_role["VALUE"]], [Field(c.name, c.type) for c in by_role["VALUE"]],
                        self.sink.value_format, "value", self.registered.get("value"))

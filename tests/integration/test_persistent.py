@@ -181,3 +181,18 @@ def test_klip50_table_copy_keeps_partition_and_offset_for_pull_queries(ksql, bro
     assert row.to_dict("records") == [{"ID": 2, "V": "v2b", "PART": 0, "OFF": 2}]
     with pytest.raises(StatementError, match="Pull queries don't support the following columns in SELECT clauses: ROWOFFSET"):
         ksql.sql(f"SELECT ID, ROWOFFSET FROM {copy};")
+
+
+def test_windowed_table_key_is_inner_key_then_window_start(ksql, broker):
+    src, topic = names()
+    out = f"W_{src}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", 7), "value": b'{"V": "x"}', "timestamp": BASE + offset} for offset in (0, 1000, 12000)])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, WINDOWSTART AS WS, COUNT(*) AS N FROM {src} "
+                     "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY ID;")
+    assert query.wait_for_records(2, 90), query.failure
+    got = {r["key"]: json.loads(r["value"]) for r in read_back(broker, out, 2)}
+    start = BASE - BASE % 10_000
+    assert got == {struct.pack(">i", 7) + struct.pack(">q", start): {"N": 2},
+                   struct.pack(">i", 7) + struct.pack(">q", start + 10_000): {"N": 1}}
