@@ -46,6 +46,7 @@ test-browser: check-java $(STAMP)
 
 bench: check-java $(STAMP)
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/sink.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse

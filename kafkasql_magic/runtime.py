@@ -70,6 +70,12 @@ class Batch:
     errors: list[dict]
 
 
+def collectable(frame: DataFrame, width: int) -> DataFrame:
+    """What of a planned frame goes to the driver: the result columns, whether each row is
+    dropped, and (for failed rows) where it came from; never the input record's headers."""
+    return frame.select(*[result_column(i) for i in range(width)], ERROR, DROP, *ORIGIN)
+
+
 def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batch:
     """One collected micro-batch -> result rows (in order) and processing-log entries."""
     if table.num_rows == 0:
@@ -306,7 +312,8 @@ class PushQuery:
         built = self._build_batch(batch) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
-        collected = split_batch(batch.toArrow(), len(self.names), self.id, self.plan.source.name)
+        collected = split_batch(collectable(batch, len(self.names)).toArrow(), len(self.names), self.id,
+                                self.plan.source.name)
         if built is not None:
             failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
             collected.errors += self._first_seen(observed_errors(failed, self.plan.observed_sources, self.id,
@@ -388,7 +395,7 @@ def _failure_message(exc: BaseException) -> str:
 def collect_bounded(built: Built, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:
     """Run a built batch frame (a pull query) and return its rows; errors go to the log."""
     try:
-        table = built.frame.toArrow()
+        table = collectable(built.frame, len(plan.names)).toArrow()
     except Exception as exc:  # a registry that stayed away is the user's to know, not a crash
         if "RegistryUnavailable: " not in str(exc):
             raise

@@ -23,6 +23,8 @@ from .kafka import outage
 from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
 from .runtime import ProcessingLog, PushQuery
+from .sinks.command_log import LOGGED, Command, CommandLog
+from .sinks.manager import PersistentQueries
 from .sql import ast
 from .statements import HANDLERS
 from .statements.defaults import DEFAULT_SETTINGS
@@ -35,7 +37,7 @@ class Session:
     def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
                  dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
                  trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000,
-                 config=None):
+                 config=None, state_dir: str | None = None, service_id: str | None = None):
         clientconf.configure(bootstrap_servers, schema_registry_url, clientconf.from_argument(config))
         redact.remember_url(schema_registry_url)
         redact.install_log_filter()
@@ -53,6 +55,11 @@ class Session:
         self.queries: dict[str, PushQuery] = {}
         self.dialect_now: dialects.Dialect = dialects.get(dialect)  # the running statement's
         self.text_now: str | None = None  # the text it came from (for carets under errors)
+        self.persistent = PersistentQueries(self, state_dir)
+        #: With a service id, successful DDL and persistent queries go to its command topic.
+        self.commands = CommandLog(bootstrap_servers, service_id) if service_id else None
+        if service_id:
+            self.settings["ksql.service.id"] = service_id
         self._spark = spark
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -84,7 +91,27 @@ class Session:
             if handler is None:
                 raise StatementError(f"{type(stmt).__name__} statements are not supported yet by kafkasql_magic.")
             result = handler(self, stmt, body.strip(), timeout)
+            self._record(stmt, body.strip(), chosen.name, result)
         return result
+
+    def _record(self, stmt, text: str, dialect: str, result) -> None:
+        """Append a successful DDL or persistent-query statement to the command topic."""
+        if self.commands is None or not isinstance(stmt, LOGGED):
+            return
+        query_id = getattr(result, "id", None) if isinstance(stmt, (ast.CreateAsSelect, ast.InsertSelect)) else None
+        self.commands.append(Command(text, dialect, dict(self.settings), query_id))
+
+    def replay(self, stmt, text: str) -> None:
+        """Run a logged DDL statement again (restoring from the command topic)."""
+        HANDLERS[type(stmt)](self, stmt, text, None)
+
+    def restore(self) -> str | None:
+        """Replay the command topic (at connect); what was restored, or None without a service id."""
+        if self.commands is None:
+            return None
+        self.commands.ensure()
+        commands = self.commands.read()
+        return self.persistent.restore(commands) if commands else None
 
     def dataframe(self, text: str, *, dialect: str | None = None):
         """The Spark DataFrame of one SELECT, to go on in PySpark: streaming with EMIT CHANGES,
@@ -112,6 +139,7 @@ class Session:
         """Stop every running query of this session."""
         for q in list(self.queries.values()):
             q.stop()
+        self.persistent.stop_all()
 
     # ------------------------------------------------------------ for the statement handlers
     def _statements(self, text: str, dialect: dialects.Dialect):
@@ -164,9 +192,15 @@ def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, s
             dialect: str = "ksql", config=None, **options) -> Session:
     """A session over a Kafka cluster; Spark starts on first use if none is given. `config`:
     client properties (librdkafka and Schema Registry client: SASL, SSL, auth) as a dict or
-    the path of a Kafka-style properties file."""
-    return Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
-                   dialect=dialect, config=config, **options)
+    the path of a Kafka-style properties file. With `service_id`, the session replays that
+    service's command topic first (the catalog and the persistent queries still running) and
+    says what it restored; `state_dir` holds the persistent queries' checkpoints."""
+    session = Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
+                      dialect=dialect, config=config, **options)
+    restored = session.restore()
+    if restored:
+        print(restored)
+    return session
 
 
 __all__ = ["Session", "connect", "KStreamError"]

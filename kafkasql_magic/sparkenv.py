@@ -47,10 +47,12 @@ def local_spark(master: str | None = None):
 
 
 def prepare(spark):
-    """Apply the SQL settings ksql semantics need and register the Kafka source."""
+    """Apply the SQL settings ksql semantics need and register the Kafka source and sink."""
+    from .kafka import writer
     from .kafka.source import register
 
     for key, value in REQUIRED_SQL_CONF.items():
         spark.conf.set(key, value)
     register(spark)
+    writer.register(spark)
     return spark

@@ -19,7 +19,12 @@ ERROR, DROP, TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE = (
     "__ERROR", "__DROP", "__TOPIC", "__PARTITION", "__OFFSET", "__RAW_KEY", "__RAW_VALUE")
 #: Where a failed record came from (with ERROR: what the processing log shows of it).
 ORIGIN = (TOPIC, PARTITION, OFFSET, RAW_KEY, RAW_VALUE)
-BOOKKEEPING = (ERROR, DROP) + ORIGIN
+RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE = "__RAW_HEADERS", "__RAW_TIMESTAMP", "__TOMBSTONE"
+#: What a persistent query writes to its output record besides its columns: the input
+#: record's headers and timestamp (Kafka Streams forwards both), and whether its value was
+#: NULL (a tombstone stays one). Never collected to the driver.
+RECORD = (RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE)
+BOOKKEEPING = (ERROR, DROP) + ORIGIN + RECORD
 
 
 def result_column(index: int) -> str:

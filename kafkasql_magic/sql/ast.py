@@ -314,6 +314,13 @@ class Explain(Statement):
 
 
 @dataclass(frozen=True)
+class ExplainQuery(Statement):
+    """EXPLAIN query_id: a running persistent query."""
+
+    query_id: str
+
+
+@dataclass(frozen=True)
 class InsertValues(Statement):
     """INSERT INTO s [(cols)] VALUES (...): parsed now; validated by the planner."""
 

@@ -153,6 +153,9 @@ class Builder(Transformer):
     def explain(self, meta, statement):
         return ast.Explain(statement, **_pos(meta))
 
+    def explain_query(self, meta, query_id):
+        return ast.ExplainQuery(str(query_id).upper(), **_pos(meta))
+
     def terminate(self, meta, query_id):
         return ast.TerminateQuery(query_id, **_pos(meta))
 

@@ -255,7 +255,8 @@ class Dialect:
         display = sets["display"]
         words = sorted(display.get(n, n) if display.get(n, "").isidentifier() else f"'{display.get(n, n)}'"
                        for n in rest)
-        items = words + groups
+        lead = [g for g in groups if g == "a statement"]  # EXPLAIN takes a statement or a query id
+        items = lead + words + [g for g in groups if g not in lead]
         if len(items) > limit:
             items = items[:limit] + ["..."]
         return self.expected_list(items)

@@ -26,6 +26,7 @@ HANDLERS = {
     ast.InsertValues: writes.insert_values,
     ast.InsertSelect: writes.insert_select,
     ast.CreateAsSelect: writes.create_as_select,
+    ast.ExplainQuery: writes.explain_query,
 }
 
 __all__ = ["HANDLERS"]

@@ -30,7 +30,6 @@ SHOW = {
     "SOURCES": lambda s: listings.show_relations(s.catalog, "SOURCE"),
     "VIEWS": lambda s: listings.show_relations(s.catalog, "VIEW"),
     "TOPICS": lambda s: listings.show_topics([(t.name, t.partitions) for t in admin.list_topics(s.bootstrap_servers)]),
-    "QUERIES": lambda s: listings.show_queries(list(s.queries.values())),
     "PROPERTIES": lambda s: listings.show_properties(clientconf.shown(s.settings, s.bootstrap_servers,
                                                                       s.schema_registry_url)),
     "VARIABLES": lambda s: listings.show_variables(s.variables),
@@ -38,10 +37,23 @@ SHOW = {
 
 
 def show(session, stmt: ast.Show, text, timeout):
+    if stmt.what == "QUERIES":
+        return _show_queries(session, stmt.extended)
     listing = SHOW.get(stmt.what)
     if listing is None:
         raise StatementError(f"SHOW {stmt.what} is not supported.")
     return listing(session)
+
+
+def _show_queries(session, extended: bool):
+    """Persistent queries first (with rates, lag and processing-log counts when EXTENDED),
+    then the transient push queries running in this session."""
+    import pandas as pd
+
+    persistent = session.persistent.show(extended=extended)
+    if not session.queries:
+        return persistent
+    return pd.concat([persistent, listings.show_queries(list(session.queries.values()))], ignore_index=True)
 
 
 def print_topic(session, stmt: ast.Print, text, timeout):

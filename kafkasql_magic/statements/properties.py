@@ -34,6 +34,11 @@ def undefine(session, stmt: ast.Undefine, text, timeout):
 
 
 def terminate(session, stmt: ast.TerminateQuery, text, timeout):
+    if stmt.query_id is None:
+        session.persistent.terminate(None)
+    elif stmt.query_id.upper() not in {q.upper() for q in session.queries}:
+        session.persistent.terminate(stmt.query_id)
+        return None
     ids = {query_id.upper(): query_id for query_id in session.queries}  # ids match case-insensitively
     targets = list(session.queries) if stmt.query_id is None else [ids.get(stmt.query_id.upper(), stmt.query_id)]
     for query_id in targets:

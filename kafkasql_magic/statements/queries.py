@@ -36,13 +36,15 @@ class Prepared:
     build_batch: Callable | None
 
 
-def prepare(session, stmt: ast.Select, reset: str | None = None) -> Prepared:
+def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False) -> Prepared:
+    """`keep_headers`: read every record's headers (a persistent query forwards them to its
+    output records), not only when a header column is selected."""
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
 
     def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
-        headers = bool(source.header_columns)
+        headers = keep_headers or bool(source.header_columns)
         if not streaming:
             return reads.bounded(bootstrap, source.topic, include_headers=headers)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,

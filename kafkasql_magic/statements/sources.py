@@ -9,6 +9,7 @@ from ..errors import StatementError
 from ..dialects import limits
 from ..kafka import admin
 from ..kafka.reach import ensure_reachable
+from ..sinks.schemas import delete_subjects
 from ..sql import ast
 
 
@@ -58,7 +59,10 @@ def create_view(session, stmt: ast.CreateView, text, timeout):
 
 
 def drop(session, stmt: ast.Drop, text, timeout):
+    if stmt.name in session.catalog:
+        session.persistent.check_drop(session.catalog.get(stmt.name).name)
     source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
     if source is not None and stmt.delete_topic:
         admin.delete_topic(session.bootstrap_servers, source.topic)
+        delete_subjects(session.schema_registry_url, source.topic)
     return None

@@ -1,13 +1,11 @@
-"""INSERT VALUES (one record, produced now) and the persistent queries still to come."""
+"""INSERT VALUES (one record, produced now) and persistent queries (sinks/ runs them)."""
 
 from __future__ import annotations
 
-from ..engine.analysis import check_persistent
-from ..errors import StatementError
 from ..kafka.producer import produce
 from ..kafka.reach import ensure_reachable
 from ..sql import ast
-from .records import check_insert_select, record_from_insert
+from .records import record_from_insert
 
 
 def insert_values(session, stmt: ast.InsertValues, text, timeout):
@@ -18,11 +16,12 @@ def insert_values(session, stmt: ast.InsertValues, text, timeout):
 
 
 def insert_select(session, stmt: ast.InsertSelect, text, timeout):
-    check_insert_select(session.catalog.get(stmt.target))
-    check_persistent(stmt.query)
-    raise StatementError("Persistent queries (INSERT INTO ... SELECT) are not supported yet by kafkasql_magic.")
+    return session.persistent.insert_select(stmt, text)
 
 
 def create_as_select(session, stmt: ast.CreateAsSelect, text, timeout):
-    check_persistent(stmt.query)
-    raise StatementError("Persistent queries (CREATE ... AS SELECT) are not supported yet by kafkasql_magic.")
+    return session.persistent.create_as_select(stmt, text)
+
+
+def explain_query(session, stmt: ast.ExplainQuery, text, timeout):
+    return session.persistent.explain(stmt.query_id)

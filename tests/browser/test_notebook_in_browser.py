@@ -22,7 +22,7 @@ def produce_elsewhere(start, count, pause=0.0):
     """Produce from another process, `pause` seconds between records."""
     code = textwrap.dedent(f"""
         import json, time
-        from kafkasql_magic.local.producer import produce
+        from kafkasql_magic.kafka.producer import produce
         for i in range({start}, {start + count}):
             produce({bootstrap!r}, "clicks", [{{"key": str(i).encode(), "value": json.dumps({{"n": i}}),
                                                "partition": 0}}], create_partitions=1)
@@ -42,7 +42,7 @@ CELLS = [
     "feeder = produce_elsewhere(3, 60, pause=0.1)",
     "%%kstream --timeout 300\nSELECT * FROM clicks WHERE n < 0 EMIT CHANGES LIMIT 5;",
     "from pyspark.sql import SparkSession\n"
-    "from kafkasql_magic.local.producer import produce\n"
+    "from kafkasql_magic.kafka.producer import produce\n"
     "produce(bootstrap, 'clicks', [{'value': '{\"n\": 1000}', 'partition': 0}])  # the broker still answers\n"
     "print('active spark queries:', len(SparkSession.getActiveSession().streams.active))",
     "%kstream schema clicks",

@@ -13,7 +13,8 @@ from ...sql import ast
 from ...sql.render import render
 from .. import aggregates
 from ..analysis.plan import QueryPlan
-from ..columns import DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_KEY, RAW_VALUE, TOPIC, result_column
+from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
+                       TOMBSTONE, TOPIC, result_column)
 from .expressions import Compiler, Scope
 
 #: Window kind (analysis.grouping.WINDOW_KINDS) -> Spark's grouping window over the staged
@@ -69,5 +70,7 @@ def aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Col
     values = [Compiler(groups).compile(expr).alias(result_column(i)) for i, expr in enumerate(grouping.outputs)]
     meta = [F.lit(None).cast("string").alias(ERROR), F.lit(False).alias(DROP), F.lit(None).cast("string").alias(TOPIC),
             F.lit(None).cast("int").alias(PARTITION), F.lit(None).cast("bigint").alias(OFFSET),
-            F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE)]
+            F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),
+            F.lit(None).cast("array<struct<key:string,value:binary>>").alias(RAW_HEADERS),
+            F.lit(None).cast("timestamp").alias(RAW_TIMESTAMP), F.lit(False).alias(TOMBSTONE)]
     return grouped.select(*values, *meta)

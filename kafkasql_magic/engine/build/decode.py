@@ -14,7 +14,8 @@ from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, 
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Field
 from ...kafka.headers import unreadable_error
-from ..columns import DROP, ERROR, OFFSET, PARTITION, RAW_KEY, RAW_VALUE, ROWOFFSET, ROWPARTITION, ROWTIME, TOPIC
+from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
+                       ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC)
 
 #: Pseudocolumn -> its value from the raw Kafka record.
 PSEUDOCOLUMN_VALUES: dict[str, Callable[[], Column]] = {
@@ -104,6 +105,8 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         error.alias(ERROR), error.isNotNull().alias(DROP), F.col("topic").alias(TOPIC),
         F.col("partition").alias(PARTITION), F.col("offset").alias(OFFSET),
         F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
+        F.col("headers").alias(RAW_HEADERS), F.col("timestamp").alias(RAW_TIMESTAMP),
+        F.col("value").isNull().alias(TOMBSTONE),
     ]
     return raw.select(*columns, *pseudo, *meta)
 

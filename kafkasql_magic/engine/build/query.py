@@ -19,7 +19,7 @@ from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
-from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, ROWTIME, result_column
+from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, RECORD, ROWTIME, result_column
 from .aggregate import aggregated, computing_error
 from .decode import latest_per_key, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
@@ -162,7 +162,7 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs) -> 
     error = F.coalesce(*errors)
     origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) else F.col(c)
               for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
-    return frame.select(*values, error.alias(ERROR), drop.alias(DROP), *origin)
+    return frame.select(*values, error.alias(ERROR), drop.alias(DROP), *origin, *[F.col(c) for c in RECORD])
 
 
 def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tuple[list[str], DataFrame]:

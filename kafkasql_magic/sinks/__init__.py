@@ -1,0 +1,1 @@
+"""Persistent queries: sink planning, record encoding, query lifecycle."""

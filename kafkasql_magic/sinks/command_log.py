@@ -1,0 +1,77 @@
+"""The command topic: every successful DDL and persistent-query statement, replayed at connect.
+
+As ksqlDB's command topic, `_kafkasql_<service id>_command_topic` holds the statements in the
+order they succeeded, each with the session properties it ran under and, for a persistent
+query, its id. A new session with the same service id replays them: the catalog comes back,
+and the queries that were still running restart from their checkpoints (same ids, so the
+same checkpoint folders under the state directory).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..kafka import admin
+from ..sql import ast
+
+#: Statements the command topic keeps.
+LOGGED = (ast.CreateSource, ast.CreateKafkaSource, ast.CreateView, ast.Drop, ast.CreateAsSelect,
+          ast.InsertSelect, ast.TerminateQuery)
+TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
+
+
+def topic_name(service_id: str) -> str:
+    return f"_kafkasql_{service_id}_command_topic"
+
+
+@dataclass(frozen=True)
+class Command:
+    statement: str
+    dialect: str
+    settings: dict
+    query_id: str | None = None
+
+    def to_json(self) -> bytes:
+        return json.dumps({"statement": self.statement, "dialect": self.dialect, "settings": self.settings,
+                           "query_id": self.query_id}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "Command":
+        d = json.loads(data)
+        return cls(d["statement"], d.get("dialect", "ksql"), d.get("settings") or {}, d.get("query_id"))
+
+
+def still_running(commands: list[Command], parse) -> set[str]:
+    """Ids of the persistent queries not terminated later in the log (`parse(command)` -> AST)."""
+    running: list[str] = []
+    for command in commands:
+        stmt = parse(command)
+        if isinstance(stmt, (ast.CreateAsSelect, ast.InsertSelect)) and command.query_id:
+            running.append(command.query_id)
+        elif isinstance(stmt, ast.TerminateQuery):
+            running = [] if stmt.query_id is None else [q for q in running if q != stmt.query_id.upper()]
+    return set(running)
+
+
+class CommandLog:
+    def __init__(self, bootstrap: str, service_id: str, conf: dict | None = None):
+        self.bootstrap = bootstrap
+        self.topic = topic_name(service_id)
+        self.conf = conf
+
+    def ensure(self) -> None:
+        admin.create_topic(self.bootstrap, self.topic, 1, config=TOPIC_CONFIG, exist_ok=True, conf=self.conf)
+
+    def append(self, command: Command) -> None:
+        from ..local.producer import produce
+
+        produce(self.bootstrap, self.topic, [{"value": command.to_json()}], conf=self.conf)
+
+    def read(self, timeout: float = 10.0) -> list[Command]:
+        """Every command, in order (the log is one partition)."""
+        from ..kafka.peek import fetch_records
+
+        records = fetch_records(self.bootstrap, self.topic, from_beginning=True, limit=None,
+                                timeout_s=timeout, until_end=True, conf=self.conf)
+        return [Command.from_json(r["value"]) for r in sorted(records, key=lambda r: r["offset"]) if r["value"]]

@@ -1,0 +1,201 @@
+"""Sink columns -> record bytes, per format, as Spark expressions wherever Spark can.
+
+KAFKA (INT, BIGINT, STRING, BYTES), JSON, DELIMITED and NONE are Spark expressions; KAFKA
+DOUBLE, AVRO and JSON_SR run a vectorized Arrow UDF. Schemas for AVRO and JSON_SR are
+registered on the driver before the query starts (`sinks.registry`), so executors only frame
+bytes with a known schema id and never talk to the registry.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..errors import StatementError
+from ..formats import Field, FormatSpec
+from ..sql import ast
+
+#: ksql types Spark's JSON/CSV writers spell differently from ksqlDB: converted first.
+_JSON_READY: dict[str, Callable[[Column], Column]] = {
+    "TIMESTAMP": F.unix_millis,
+    "DATE": F.unix_date,
+    "TIME": lambda c: (F.hour(c) * 3_600_000 + F.minute(c) * 60_000
+                       + (F.second(c) * 1000).cast("bigint")),
+    "BYTES": F.base64,
+}
+
+
+@dataclass(frozen=True)
+class Registered:
+    """The schema a sink writes one role with: its registry id and text."""
+
+    schema_id: int
+    text: str
+
+
+def anonymous(fields: Sequence[Field], spec: FormatSpec, role: str) -> bool:
+    """One column written bare (not in a record): every single key, or WRAP_SINGLE_VALUE=false."""
+    return len(fields) == 1 and (
+        role == "key" or str(spec.options.get("WRAP_SINGLE_VALUE", "true")).lower() == "false")
+
+
+def _json_ready(column: Column, t: ast.Type) -> Column:
+    convert = _JSON_READY.get(t.name)
+    return convert(column) if convert else column
+
+
+def _utf8(text: Column) -> Column:
+    return F.encode(text, "UTF-8")
+
+
+# ---------------------------------------------------------------- KAFKA
+def _fixed_width(width: int) -> Callable[[Column], Column]:
+    """Big-endian two's complement of an integer column in `width` bytes."""
+    def build(column: Column) -> Column:
+        digits = F.lpad(F.hex(column.cast("bigint")), 16, "0")
+        return F.unhex(F.substring(digits, 17 - 2 * width, 2 * width))
+    return build
+
+
+def _double_bytes(column: Column) -> Column:
+    def pack(values):
+        import struct
+
+        import pyarrow as pa
+
+        return pa.array([None if v is None else struct.pack(">d", v) for v in values.to_pylist()],
+                        pa.binary())
+
+    import pyarrow as pa
+
+    pack.__annotations__ = {"values": pa.Array, "return": pa.Array}
+    return F.arrow_udf(pack, T.BinaryType())(column.cast("double"))
+
+
+KAFKA_ENCODERS: dict[str, Callable[[Column], Column]] = {
+    "INT": _fixed_width(4),
+    "BIGINT": _fixed_width(8),
+    "DOUBLE": _double_bytes,
+    "STRING": _utf8,
+    "BYTES": lambda c: c,
+}
+
+
+def _kafka(columns, fields, spec, role, registered):
+    (column,), (field,) = columns, fields
+    encode = KAFKA_ENCODERS.get(field.type.name)
+    if encode is None:
+        raise StatementError(f"The 'KAFKA' format does not support type '{field.type.name}'")
+    return encode(column)
+
+
+# ---------------------------------------------------------------- JSON, DELIMITED, NONE
+_JSON_OPTIONS = {"ignoreNullFields": "false"}
+
+
+def _json(columns, fields, spec, role, registered):
+    ready = [_json_ready(c, f.type).alias(f.name) for c, f in zip(columns, fields)]
+    if anonymous(fields, spec, role):
+        wrapped = F.to_json(F.array(ready[0]), _JSON_OPTIONS)
+        bare = F.substring(wrapped, F.lit(2), F.length(wrapped) - 2)  # [x] -> x
+        return F.when(columns[0].isNotNull(), _utf8(bare))
+    return _utf8(F.to_json(F.struct(*ready), _JSON_OPTIONS))
+
+
+def _delimited(columns, fields, spec, role, registered):
+    from ..formats.delimited import delimiter
+
+    ready = [_json_ready(c, f.type).alias(f"_{i}") for i, (c, f) in enumerate(zip(columns, fields))]
+    return _utf8(F.to_csv(F.struct(*ready), {"sep": delimiter(spec, role), "nullValue": ""}))
+
+
+def _none(columns, fields, spec, role, registered):
+    return F.lit(None).cast("binary")
+
+
+# ---------------------------------------------------------------- AVRO, JSON_SR (Arrow UDF)
+def _framed_udf(kind: str, fields: Sequence[Field], bare: bool, registered: Registered):
+    """An Arrow UDF: struct of the role's columns -> Confluent-framed AVRO or JSON_SR bytes."""
+    import pyarrow as pa
+
+    names = [f.name for f in fields]
+    types_ = [f.type for f in fields]
+    schema_id, text = registered.schema_id, registered.text
+
+    def encode(rows):
+        return pa.array(frame_rows(kind, rows.to_pylist(), names, types_, bare, schema_id, text), pa.binary())
+
+    encode.__annotations__ = {"rows": pa.Array, "return": pa.Array}
+    return F.arrow_udf(encode, T.BinaryType())
+
+
+def frame_rows(kind, rows, names, types_, bare, schema_id, text) -> list:
+    """Rows (dicts or None) -> framed payloads; runs on the executors."""
+    import io
+    import struct
+
+    header = struct.pack(">bI", 0, schema_id)
+    if kind == "AVRO":
+        import fastavro
+
+        from ..formats.avro import avro_value
+
+        parsed = fastavro.parse_schema(json.loads(text))
+
+        def payload(row):
+            datum = (avro_value(row[names[0]], types_[0]) if bare
+                     else {n: avro_value(row[n], t) for n, t in zip(names, types_)})
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, parsed, datum)
+            return out.getvalue()
+    else:
+        from ..formats.json_sr import json_value
+
+        def payload(row):
+            datum = (json_value(row[names[0]], types_[0]) if bare
+                     else {n: json_value(row[n], t) for n, t in zip(names, types_)})
+            return json.dumps(datum, separators=(",", ":")).encode()
+
+    out = []
+    for row in rows:
+        if row is None or (bare and row[names[0]] is None):
+            out.append(None)
+        else:
+            out.append(header + payload(row))
+    return out
+
+
+def _registry_format(kind: str):
+    def build(columns, fields, spec, role, registered):
+        if registered is None:
+            raise StatementError(f"Internal error: no registered {kind} schema for the sink's {role}")
+        struct = F.struct(*[c.alias(f.name) for c, f in zip(columns, fields)])
+        return _framed_udf(kind, fields, anonymous(fields, spec, role), registered)(struct)
+    return build
+
+
+#: Format name -> builder(columns, fields, spec, role, registered) -> binary Column.
+ENCODERS = {
+    "KAFKA": _kafka,
+    "JSON": _json,
+    "DELIMITED": _delimited,
+    "NONE": _none,
+    "AVRO": _registry_format("AVRO"),
+    "JSON_SR": _registry_format("JSON"),
+}
+
+
+def encode(columns: Sequence[Column], fields: Sequence[Field], spec: FormatSpec, role: str,
+           registered: Registered | None = None) -> Column:
+    """The binary Column holding `columns` serialized as `spec` for `role` ("key" / "value")."""
+    if not fields:
+        return F.lit(None).cast("binary")
+    build = ENCODERS.get(spec.name.upper())
+    if build is None:
+        raise StatementError(f"Sinks cannot write the '{spec.name.upper()}' format yet.")
+    return build(list(columns), list(fields), spec, role, registered)

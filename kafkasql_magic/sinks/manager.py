@@ -1,0 +1,246 @@
+"""Persistent queries of a session: start (CSAS, CTAS, INSERT INTO ... SELECT), list, terminate,
+and the checks other statements make against them (DROP while a query reads or writes).
+
+The session hands statements here through three calls (`create_as_select`, `insert_select`,
+`terminate`); everything else a persistent query needs lives in this package.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from .. import types
+from ..engine.columns import result_column
+from ..errors import StatementError
+from ..formats import Field
+from ..kafka import admin
+from ..sql import ast
+from . import plan as sink_plan
+from . import schemas
+from .runner import WINDOW_BOUNDS, PersistentQuery, SinkWrite
+QUERY_COLUMNS = ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String"]
+EXTENDED_COLUMNS = ["Records In/s", "Records Out/s", "Records Written", "Consumer Lag", "Processing Log"]
+
+
+def default_state_dir(cluster: str, service_id: str) -> str:
+    """A per-user folder keyed by the Kafka cluster id and the service id."""
+    base = os.environ.get("KAFKASQL_STATE_DIR") or os.path.join(Path.home(), ".kafkasql_magic", "state")
+    return os.path.join(base, cluster or "unknown-cluster", service_id)
+
+
+class PersistentQueries:
+    def __init__(self, session, state_dir: str | None = None):
+        self.session = session
+        self._state_dir = state_dir
+        self.queries: dict[str, PersistentQuery] = {}
+        self._numbers = itertools.count(1)
+
+    @property
+    def state_dir(self) -> str:
+        if self._state_dir is None:
+            try:
+                cluster = admin.cluster_id(self.session.bootstrap_servers)
+            except Exception:  # noqa: BLE001 - a folder per session rather than no folder
+                cluster = None
+            self._state_dir = (default_state_dir(cluster, self.session.settings.get("ksql.service.id", "default_"))
+                               if cluster else tempfile.mkdtemp(prefix="kafkasql-state-"))
+        return self._state_dir
+
+    # ------------------------------------------------------------ statements
+    def create_as_select(self, stmt: ast.CreateAsSelect, text: str, *, resume: bool = False,
+                         query_id: str | None = None, start: bool = True) -> PersistentQuery | None:
+        """Plan, create the sink (catalog entry, topic, schemas) and start the query; a replay
+        passes the logged `query_id`, and `start=False` for a query terminated since."""
+        catalog = self.session.catalog
+        if stmt.name in catalog and not stmt.or_replace:
+            if stmt.if_not_exists:
+                return None
+            existing = catalog.get(stmt.name)
+            raise StatementError(f"Cannot add {stmt.kind.lower()} '{stmt.name}': A {existing.kind.lower()} "
+                                 "with the same name already exists")
+        props = sink_plan.properties(stmt.properties)
+        query, prepared, outputs, window = self._planned(stmt.query)
+        plan = prepared.plan
+        leftmost = plan.source
+        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query)
+        settings = self.session.settings
+        sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
+                                     self.session.schema_registry_url, text)
+        if not start:
+            catalog.add(sink, or_replace=True)
+            return None
+        if stmt.or_replace:
+            for running in [q for q in self.queries.values() if q.sink == sink.name]:
+                self.terminate(running.id)
+        partitions = int(props.get("PARTITIONS") or len(admin.topic_partitions(self.session.bootstrap_servers, leftmost.topic)))
+        config = {"cleanup.policy": "compact"} if plan.aggregating else None
+        admin.create_topic(self.session.bootstrap_servers, sink.topic, partitions,
+                           replication_factor=int(props.get("REPLICAS") or 1), config=config, exist_ok=True)
+        registered = {role: schemas.register(self.session.schema_registry_url, sink.topic, fields, spec, role)
+                      for role, fields, spec in self._roles(sink, window)}
+        query_id = query_id or sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
+        write = SinkWrite(sink, registered, window.get("WINDOWSTART"), tuple(window.values()),
+                          props.get("TIMESTAMP"), self.session.bootstrap_servers)
+        catalog.add(sink, or_replace=stmt.or_replace)
+        return self._start(query_id, stmt.kind, text, prepared, write, query, resume)
+
+    def insert_select(self, stmt: ast.InsertSelect, text: str, *, resume: bool = False,
+                      query_id: str | None = None) -> PersistentQuery:
+        from ..statements.records import check_insert_select
+
+        target = self.session.catalog.get(stmt.target)
+        check_insert_select(target)
+        query, prepared, outputs, window = self._planned(stmt.query)
+        sink_plan.check_insert(target, outputs)
+        registered = {role: schemas.register(self.session.schema_registry_url, target.topic, fields, spec, role)
+                      for role, fields, spec in self._roles(target, window)}
+        write = SinkWrite(target, registered, window.get("WINDOWSTART"), tuple(window.values()), None,
+                          self.session.bootstrap_servers)
+        query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
+        return self._start(query_id, "INSERT", text, prepared, write, query, resume)
+
+    def _planned(self, select: ast.Select):
+        from ..engine.analysis import check_persistent
+        from ..statements.queries import prepare
+
+        check_persistent(select)
+        query = replace(select, emit_changes=True)
+        prepared = prepare(self.session, query, keep_headers=True)
+        plan, planned = prepared.plan, prepared.built.frame
+        key_names = set(plan.key_names)
+        window = _window_outputs(select) if select.window is not None else {}
+        if select.window is not None and "WINDOWSTART" not in window:
+            raise StatementError("A windowed persistent query must select WINDOWSTART: kafkasql_magic writes "
+                                 "it into the record key, as ksqlDB serializes windowed keys.")
+        outputs = [sink_plan.Output(name, types.from_spark(planned.schema[result_column(i)].dataType),
+                                    name in key_names and name not in window.values())
+                   for i, name in enumerate(plan.names)]
+        return query, prepared, outputs, window
+
+    @staticmethod
+    def _roles(sink, window: dict):
+        keys = [Field(c.name, c.type) for c in sink.key_columns]
+        values = [Field(c.name, c.type) for c in sink.value_columns if c.name not in window.values()]
+        return (("key", keys, sink.key_format), ("value", values, sink.value_format))
+
+    def _start(self, query_id, kind, text, prepared, write, query: ast.Select, resume: bool) -> PersistentQuery:
+        checkpoint = os.path.join(self.state_dir, query_id)
+        if not resume:
+            shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
+        sources = [query.source.name] + [j.source.name for j in query.joins]
+        frame = prepared.raw if prepared.plan.per_batch else prepared.built.frame
+        running = PersistentQuery(query_id, kind, text, prepared.plan, frame, write, sources=sources,
+                                  log=self.session.log, checkpoint=checkpoint,
+                                  trigger_interval=self.session.trigger_interval,
+                                  build_batch=prepared.build_batch,
+                                  on_stopped=lambda q: self.queries.pop(q.id, None))
+        self.queries[query_id] = running.start()
+        return running
+
+    # ------------------------------------------------------------ restart
+    def restore(self, commands) -> str:
+        """Replay the command topic: the catalog, then the queries still running, each from its
+        checkpoint. Returns what was restored (a statement that fails now is reported, not fatal)."""
+        from ..errors import KStreamError
+        from .command_log import still_running
+
+        def parse(command):
+            from .. import sql as sqlparse
+
+            return sqlparse.parse_statement(command.statement, dialect=command.dialect)
+
+        running = still_running(commands, parse)
+        failures = []
+        for command in commands:
+            stmt = parse(command)
+            saved = dict(self.session.settings)
+            self.session.settings.update(command.settings)
+            try:
+                if isinstance(stmt, ast.CreateAsSelect):
+                    self.create_as_select(stmt, command.statement, resume=True, query_id=command.query_id,
+                                          start=command.query_id in running)
+                elif isinstance(stmt, ast.InsertSelect):
+                    if command.query_id in running:
+                        self.insert_select(stmt, command.statement, resume=True, query_id=command.query_id)
+                elif not isinstance(stmt, ast.TerminateQuery):
+                    self.session.replay(stmt, command.statement)
+            except KStreamError as exc:
+                failures.append(f"{command.statement.splitlines()[0][:60]}: {exc}")
+            finally:
+                self.session.settings = saved
+        numbers = [int(q.rsplit("_", 1)[1]) for q in (c.query_id for c in commands) if q and q.rsplit("_", 1)[1].isdigit()]
+        self._numbers = itertools.count(max(numbers, default=0) + 1)
+        message = (f"Restored {len(list(self.session.catalog))} source(s) and restarted "
+                   f"{len(self.queries)} persistent quer{'y' if len(self.queries) == 1 else 'ies'}"
+                   f"{' (' + ', '.join(self.queries) + ')' if self.queries else ''} from {len(commands)} command(s)")
+        if failures:
+            message += f"; {len(failures)} command(s) failed: " + "; ".join(failures)
+        return message
+
+    # ------------------------------------------------------------ lifecycle
+    def terminate(self, query_id: str | None) -> list[str]:
+        """Stop `query_id` (or every persistent query); the ids stopped."""
+        ids = list(self.queries) if query_id is None else [query_id]
+        for qid in ids:
+            query = self.queries.get(qid) or self.queries.get(qid.upper())
+            if query is None:
+                raise StatementError(f"Unknown queryId: {qid}")
+            query.terminate()
+        return ids
+
+    def check_drop(self, name: str) -> None:
+        """ksqlDB refuses to drop a source that running queries read or write."""
+        readers = [q.id for q in self.queries.values() if any(s.upper() == name.upper() for s in q.sources)]
+        writers = [q.id for q in self.queries.values() if q.sink.upper() == name.upper()]
+        if readers or writers:
+            raise StatementError(
+                f"Cannot drop {name}.\nThe following queries read from this source: [{', '.join(readers)}].\n"
+                f"The following queries write into this source: [{', '.join(writers)}].\n"
+                f"You need to terminate them before dropping {name}.")
+
+    def show(self, extended: bool = False) -> pd.DataFrame:
+        rows = []
+        for q in self.queries.values():
+            row = [q.id, "PERSISTENT", q.state, q.sink, q.sink_topic, q.sql]
+            if extended:
+                s = q.status()
+                row += [s.records_in_per_s, s.records_out_per_s, q.records_out, s.lag, s.errors]
+            rows.append(row)
+        return pd.DataFrame(rows, columns=QUERY_COLUMNS + (EXTENDED_COLUMNS if extended else []))
+
+    def explain(self, query_id: str) -> pd.DataFrame:
+        query = self.queries.get(query_id) or self.queries.get(query_id.upper())
+        if query is None:
+            raise StatementError(f"Query with id:{query_id} does not exist, use SHOW QUERIES to view the full set "
+                                 "of running queries.")
+        sink = query.write.sink
+        rows = [("Query ID", query.id), ("Query Type", "PERSISTENT"), ("Status", query.state),
+                ("Query String", query.sql), ("Sources", ", ".join(query.sources)),
+                ("Sink", sink.name), ("Sink Kafka Topic", sink.topic),
+                ("Formats", f"key {sink.key_format.name}, value {sink.value_format.name}"),
+                ("Columns", ", ".join(f"{c.name} {types.display(c.type)}{' KEY' if c.role == 'KEY' else ''}"
+                                      for c in sink.columns)),
+                ("Checkpoint", query.checkpoint)]
+        return pd.DataFrame(rows, columns=["Property", "Value"])
+
+    def stop_all(self) -> None:
+        """Stop the queries (checkpoints stay): the session is closing."""
+        for q in list(self.queries.values()):
+            q.terminate()
+
+
+def _window_outputs(select: ast.Select) -> dict[str, str]:
+    """WINDOWSTART / WINDOWEND -> the output column selecting it (its alias, or its own name)."""
+    found = {}
+    for item in select.items:
+        if isinstance(item, ast.SelectItem) and isinstance(item.expr, ast.ColumnRef) \
+                and item.expr.name.upper() in WINDOW_BOUNDS:
+            found[item.expr.name.upper()] = item.alias or item.expr.name.upper()
+    return found

@@ -1,0 +1,156 @@
+"""A persistent query's sink: its columns, topic and formats (KLIP 33's inheritance), as pure
+functions of the statement, the query's output columns and the leftmost source.
+
+Formats come from the WITH clause, else from the leftmost source; a NONE key format is
+replaced by the default key format when the query introduces a key, and a key format must
+be able to hold the key (ksqlDB's messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import formats, types
+from ..catalog import KEY, VALUE, Column, SourceDef
+from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT
+from ..errors import StatementError
+from ..formats import Field, FormatSpec
+from ..sql import ast
+
+#: Format options a sink inherits with the format itself (schema ids belong to the source's topic).
+INHERITED_OPTIONS = {"key": ("KEY_DELIMITER",), "value": ("VALUE_DELIMITER", "WRAP_SINGLE_VALUE")}
+#: Statement kind -> ksqlDB's query id prefix.
+QUERY_PREFIXES = {"STREAM": "CSAS", "TABLE": "CTAS", "INSERT": "INSERTQUERY"}
+KEY_MISSING = "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS."
+
+
+@dataclass(frozen=True)
+class Output:
+    """One result column of the query: name, ksql type, and whether it is part of the key."""
+
+    name: str
+    type: ast.Type
+    key: bool = False
+
+
+def query_id(kind: str, sink: str, number: int) -> str:
+    """ksqlDB's ids: CSAS_<SINK>_<n>, CTAS_<SINK>_<n>, INSERTQUERY_<n>."""
+    prefix = QUERY_PREFIXES[kind]
+    return f"{prefix}_{number}" if kind == "INSERT" else f"{prefix}_{sink.upper()}_{number}"
+
+
+#: WITH properties a persistent query's sink takes.
+SINK_PROPERTIES = frozenset({
+    "KAFKA_TOPIC", "PARTITIONS", "REPLICAS", "KEY_FORMAT", "VALUE_FORMAT", "FORMAT", "KEY_DELIMITER",
+    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE", "KEY_SCHEMA_ID", "VALUE_SCHEMA_ID", "TIMESTAMP"})
+
+
+def properties(props: Sequence[ast.Property]) -> dict:
+    """WITH (...) as {NAME: value}; unknown names refused as ksqlDB does."""
+    out = {p.name.upper(): p.value.value for p in props}
+    unknown = sorted(set(out) - SINK_PROPERTIES)
+    if unknown:
+        raise StatementError(f"Invalid config variable(s) in the WITH clause: {','.join(unknown)}")
+    return out
+
+
+def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select) -> None:
+    """ksqlDB requires a persistent query to keep the key: the source's key, or the grouping."""
+    if any(o.key for o in outputs) or stmt.joins:
+        return
+    if stmt.group_by:
+        from ..sql.render import render
+
+        missing = render(stmt.group_by[0])
+        raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the grouping "
+                             f"expression {missing} in its projection (eg, SELECT {missing}...).")
+    if leftmost.key_columns and not stmt.partition_by:
+        missing = leftmost.key_columns[0].name
+        raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the key column "
+                             f"{missing} in its projection (eg, SELECT {missing}...).")
+
+
+def _listed(fields: Sequence[Field], key: bool) -> str:
+    suffix = " KEY" if key else ""
+    return "[" + ", ".join(f"`{f.name}` {types.display(f.type)}{suffix}" for f in fields) + "]"
+
+
+def _check_format(spec: FormatSpec, fields: Sequence[Field], role: str, kind: str) -> None:
+    if spec.name == "NONE":
+        if fields:
+            raise StatementError("The 'NONE' format can only be used when no columns are defined. "
+                                 f"Got: {_listed(fields, role == 'key')}")
+        return
+    try:
+        formats.lookup(spec.name).validate(fields, role, kind)
+    except StatementError as exc:
+        if role != "key":
+            raise
+        reason = str(exc).split(" Got: ")[0] + f" Got: {_listed(fields, True)}" if " Got: " in str(exc) else str(exc)
+        raise StatementError(f"Key format does not support schema.\nformat: {spec.name}\nschema: "
+                             f"Persistence{{columns={_listed(fields, True)}, features=[]}}\nreason: {reason}") from None
+
+
+def sink_formats(props: dict, leftmost: SourceDef, keyed: bool, settings: dict) -> tuple[FormatSpec, FormatSpec]:
+    """(key, value) formats: WITH's, else the leftmost source's (KLIP 33)."""
+    both = props.get("FORMAT")
+    for part in ("KEY_FORMAT", "VALUE_FORMAT"):
+        if both is not None and part in props:
+            raise StatementError(
+                f"Cannot supply both '{part}' and 'FORMAT' properties, as 'FORMAT' sets both key and "
+                "value formats. Either use just 'FORMAT', or use 'KEY_FORMAT' and 'VALUE_FORMAT'.")
+    specs = []
+    for role, source_spec in (("key", leftmost.key_format), ("value", leftmost.value_format)):
+        given = both or props.get(f"{role.upper()}_FORMAT")
+        if given is not None:
+            name, inherited = str(given).upper(), {}
+        else:
+            name = source_spec.name
+            inherited = {k: v for k, v in source_spec.options.items() if k in INHERITED_OPTIONS[role]}
+            if role == "key" and name == "NONE" and keyed:
+                name = str(settings.get(DEFAULT_KEY_FORMAT) or "KAFKA").upper()
+        formats.lookup(name)
+        own = {k: v for k, v in props.items()
+               if k.startswith(f"{role.upper()}_") and not k.endswith("_FORMAT")
+               or (role == "value" and k == "WRAP_SINGLE_VALUE")}
+        specs.append(FormatSpec(name, {**inherited, **own}))
+    return specs[0], specs[1]
+
+
+def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], leftmost: SourceDef,
+                settings: dict, registry_url: str | None, statement: str) -> SourceDef:
+    """The catalog entry of a CREATE STREAM|TABLE ... AS SELECT sink, checked against its formats."""
+    topic = str(props.get("KAFKA_TOPIC") or name.upper())  # unquoted names are upper-cased in ksqlDB
+    keys = [Field(o.name, o.type) for o in outputs if o.key]
+    values = [Field(o.name, o.type) for o in outputs if not o.key]
+    key_spec, value_spec = sink_formats(props, leftmost, bool(keys), settings)
+    shared = {"KAFKA_TOPIC": topic, "SCHEMA_REGISTRY_URL": registry_url}
+    key_spec = FormatSpec(key_spec.name, {**key_spec.options, **shared})
+    value_spec = FormatSpec(value_spec.name, {**value_spec.options, **shared})
+    _check_format(key_spec, keys, "key", kind)
+    _check_format(value_spec, values, "value", kind)
+    stamp = props.get("TIMESTAMP")
+    if stamp is not None:
+        column = next((o for o in outputs if o.name.upper() == str(stamp).upper()), None)
+        if column is None:
+            raise StatementError(f"The TIMESTAMP column set in the WITH clause does not exist in the schema: "
+                                 f"'{str(stamp).upper()}'")
+        if column.type.name not in ("BIGINT", "TIMESTAMP"):
+            raise StatementError(f"Timestamp column, `{column.name}`, should be LONG(INT64), TIMESTAMP, or a "
+                                 "String with a timestamp_format specified.")
+    columns = tuple(Column(o.name, o.type, KEY if o.key else VALUE) for o in outputs)
+    return SourceDef(kind, name, topic, key_spec, value_spec, columns, statement=statement,
+                     properties=dict(props))
+
+
+def check_insert(target: SourceDef, outputs: Sequence[Output]) -> None:
+    """INSERT INTO ... SELECT: the result must have the target's columns, names and types."""
+    want = [(c.name, types.display(c.type), c.role == KEY) for c in target.star_columns]
+    got = [(o.name, types.display(o.type), o.key) for o in outputs]
+    if sorted(want) != sorted(got):
+        def schema(cols):
+            return ", ".join(f"`{n}` {t}{' KEY' if k else ''}" for n, t, k in cols)
+        raise StatementError(
+            f"Incompatible schema between results and sink.\nResult schema is {schema(got)}\n"
+            f"Sink schema is {schema(want)}")

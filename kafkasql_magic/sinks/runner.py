@@ -1,0 +1,238 @@
+"""A running persistent query: every micro-batch's rows encoded and produced to the sink topic.
+
+Spark's foreachBatch hands each micro-batch to `_on_batch` on the driver, which logs the
+records that failed (processing log), encodes the good rows as Spark expressions and writes
+them with the `kafkasql_sink` data source, so records are produced on the executors. The
+checkpoint under the state directory makes a restarted query resume where the last committed
+micro-batch ended: at-least-once, duplicates limited to the batch in flight at a crash.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ..catalog import KEY, SourceDef
+from ..formats import Field
+from ..engine.analysis.plan import CAPTURE_METRICS
+from ..engine.columns import DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, result_column
+from ..runtime import ProcessingLog, observed_errors, split_batch
+from .encode import encode
+
+WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
+
+
+@dataclass(frozen=True)
+class QueryStatus:
+    """What a query card shows: a snapshot of one persistent query."""
+
+    id: str
+    status: str
+    records_in_per_s: float | None
+    records_out_per_s: float | None
+    lag: int | None
+    errors: int
+    sink: str
+    sink_topic: str
+
+
+@dataclass
+class SinkWrite:
+    """How output rows become records: the sink, its registered schemas and the record time."""
+
+    sink: SourceDef
+    registered: dict  # role -> Registered | None
+    window_start: str | None = None  # the output column holding WINDOWSTART: the key ends with it
+    window_columns: tuple[str, ...] = ()  # WINDOWSTART / WINDOWEND outputs: in the key, not the value
+    timestamp_column: str | None = None
+    bootstrap: str = ""
+    kafka_conf: dict | None = None
+
+    def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
+        """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
+        column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        by_role = {KEY: [], "VALUE": []}
+        for c in self.sink.columns:
+            if c.name in self.window_columns:
+                continue
+            by_role[KEY if c.role == KEY else "VALUE"].append(c)
+        key = encode([column[c.name] for c in by_role[KEY]], [Field(c.name, c.type) for c in by_role[KEY]],
+                     self.sink.key_format, "key", self.registered.get("key"))
+        if self.window_start is not None:  # ksqlDB's windowed key: the inner key, then the window start (8 bytes)
+            start = F.unhex(F.lpad(F.hex(column[self.window_start].cast("bigint")), 16, "0"))
+            key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")), start)
+        value = encode([column[c.name] for c in by_role["VALUE"]], [Field(c.name, c.type) for c in by_role["VALUE"]],
+                       self.sink.value_format, "value", self.registered.get("value"))
+        value = F.when(~F.col(TOMBSTONE), value)  # a tombstone stays one
+        return rows.select(key.alias("key"), value.alias("value"), F.col(RAW_HEADERS).alias("headers"),
+                           self._timestamp(column).alias("timestamp"))
+
+    def _timestamp(self, column: dict[str, Column]) -> Column:
+        if self.timestamp_column is None:
+            return F.col(RAW_TIMESTAMP)
+        chosen = next(c for c in self.sink.columns if c.name.upper() == self.timestamp_column.upper())
+        value = column[chosen.name]
+        return F.timestamp_millis(value) if chosen.type.name == "BIGINT" else value
+
+    def options(self) -> dict[str, str]:
+        extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
+        return {"bootstrap.servers": self.bootstrap, "topic": self.sink.topic, **extra}
+
+
+class PersistentQuery:
+    """CREATE ... AS SELECT / INSERT INTO ... SELECT, running until terminated."""
+
+    def __init__(self, query_id: str, kind: str, sql: str, plan, planned: DataFrame, write: SinkWrite, *,
+                 sources: list[str], log: ProcessingLog, checkpoint: str, trigger_interval: str,
+                 build_batch: Callable | None = None,
+                 on_stopped: Callable[["PersistentQuery"], None] | None = None):
+        """`planned` is the built frame, or (a per-batch plan) the raw stream that
+        `build_batch` turns into a Built per micro-batch."""
+        self.id = query_id
+        self.kind = kind  # STREAM | TABLE | INSERT
+        self.sql = sql
+        self.plan = plan
+        self.write = write
+        self.sources = sources
+        self.checkpoint = checkpoint
+        self._planned = planned
+        self._build_batch = build_batch
+        self._log = log
+        self._trigger = trigger_interval
+        self._query = None
+        self._errors = 0
+        self._out = 0
+        self._out_rate: float | None = None
+        self._failure: BaseException | None = None
+        self._observed_through = -1
+        self._stopped = threading.Event()
+        self._on_stopped = on_stopped
+
+    @property
+    def sink(self) -> str:
+        return self.write.sink.name
+
+    @property
+    def sink_topic(self) -> str:
+        return self.write.sink.topic
+
+    def start(self) -> "PersistentQuery":
+        self._query = (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
+                       .foreachBatch(self._on_batch).option("checkpointLocation", self.checkpoint)
+                       .trigger(processingTime=self._trigger).start())
+        threading.Thread(target=self._watch, name=f"{self.id}-watch", daemon=True).start()
+        return self
+
+    def _watch(self) -> None:
+        try:
+            while not self._query.awaitTermination(0.5):
+                self._log_observed()
+        except Exception as exc:  # the Spark query failed: keep the reason for SHOW QUERIES
+            self._failure = exc
+        finally:
+            self._stopped.set()
+
+    def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        built = self._build_batch(batch) if self._build_batch is not None else None
+        if built is not None:
+            batch = built.frame
+        batch = batch.persist()
+        try:
+            failed = batch.where(F.col(ERROR).isNotNull()).select(DROP, ERROR, *ORIGIN)
+            errors = split_batch(failed.toArrow(), 0, self.id, self.plan.source.name).errors
+            if built is not None:
+                metrics = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
+                errors += observed_errors(metrics, self.plan.observed_sources, self.id, base64_bytes=False)
+            if errors:
+                self._log.add(errors)
+                self._errors += len(errors)
+            good = batch.where(~F.col(DROP))
+            count = good.count()
+            if count:
+                records = self.write.records(good, self.plan.names)
+                records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
+            self._out += count
+            self._out_rate = count / max(time.monotonic() - started, 1e-3)
+        finally:
+            batch.unpersist()
+
+    def _log_observed(self) -> None:
+        """Records that failed before an aggregation arrive in each batch's progress metrics."""
+        if self.plan.capture != CAPTURE_METRICS or self._query is None:
+            return
+        for progress in self._query.recentProgress:
+            if progress["batchId"] <= self._observed_through:
+                continue
+            self._observed_through = progress["batchId"]
+            entries = observed_errors(progress.get("observedMetrics") or {}, self.plan.observed_sources, self.id,
+                                      base64_bytes=True)
+            if entries:
+                self._log.add(entries)
+                self._errors += len(entries)
+
+    # ------------------------------------------------------------ status
+    @property
+    def state(self) -> str:
+        if self._failure is not None:
+            return "ERROR"
+        if self._query is None:
+            return "PENDING"
+        return "RUNNING" if not self._stopped.is_set() else "TERMINATED"
+
+    @property
+    def failure(self) -> BaseException | None:
+        return self._failure
+
+    @property
+    def records_out(self) -> int:
+        return self._out
+
+    def lag(self) -> int | None:
+        progress = self._query.lastProgress if self._query is not None else None
+        if not progress:
+            return None
+        total = 0
+        for source in progress.get("sources", []):
+            latest, end = _offsets(source.get("latestOffset")), _offsets(source.get("endOffset"))
+            if latest is None or end is None:
+                return None
+            total += sum(max(0, latest[p] - end.get(p, 0)) for p in latest)
+        return total
+
+    def status(self) -> QueryStatus:
+        progress = (self._query.lastProgress if self._query is not None else None) or {}
+        return QueryStatus(self.id, self.state, progress.get("inputRowsPerSecond"), self._out_rate, self.lag(),
+                           self._errors, self.sink, self.sink_topic)
+
+    def terminate(self) -> None:
+        """Stop the query (its checkpoint stays, so the same query can resume)."""
+        if self._query is not None and self._query.isActive:
+            self._query.stop()
+        self._stopped.wait(timeout=30)
+        if self._on_stopped is not None:
+            self._on_stopped(self)
+
+    def __repr__(self) -> str:
+        return f"Created query with ID {self.id} ({self.state}, writing {self.sink_topic})"
+
+    def wait_for_records(self, count: int, timeout: float) -> bool:
+        """True once `count` records were written (tests, notebooks)."""
+        deadline = time.monotonic() + timeout
+        while self._out < count and time.monotonic() < deadline and self.state == "RUNNING":
+            time.sleep(0.1)
+        return self._out >= count
+
+
+def _offsets(value) -> dict[str, int] | None:
+    import json
+
+    if value is None:
+        return None
+    parsed = json.loads(value) if isinstance(value, str) else value
+    return {str(k): int(v) for k, v in parsed.items()} if isinstance(parsed, dict) else None

@@ -1,0 +1,72 @@
+"""Sink planning as pure functions: KLIP 33 format inheritance, ksqlDB's messages, query ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkasql_magic.catalog import KEY, VALUE, Column, SourceDef
+from kafkasql_magic.errors import StatementError
+from kafkasql_magic.formats import FormatSpec
+from kafkasql_magic.sinks.plan import Output, check_insert, query_id, sink_formats, sink_source
+from kafkasql_magic.sql import ast
+
+INT, STRING, BIGINT = ast.Type("INT"), ast.Type("STRING"), ast.Type("BIGINT")
+SETTINGS = {"ksql.persistence.default.format.key": "KAFKA"}
+
+
+def source(key_format="KAFKA", value_format="JSON", keyed=True, **value_options):
+    columns = ((Column("ID", INT, KEY),) if keyed else ()) + (Column("V", STRING, VALUE),)
+    return SourceDef("STREAM", "S", "s", FormatSpec(key_format), FormatSpec(value_format, value_options), columns)
+
+
+def test_query_ids_follow_ksqldb():
+    assert query_id("STREAM", "out", 3) == "CSAS_OUT_3"
+    assert query_id("TABLE", "T", 1) == "CTAS_T_1"
+    assert query_id("INSERT", "T", 7) == "INSERTQUERY_7"
+
+
+def test_formats_inherited_from_leftmost_source_with_delimiter():
+    key, value = sink_formats({}, source("KAFKA", "DELIMITED", VALUE_DELIMITER="TAB"), True, SETTINGS)
+    assert (key.name, value.name, value.options) == ("KAFKA", "DELIMITED", {"VALUE_DELIMITER": "TAB"})
+
+
+def test_with_clause_overrides_one_side_only():
+    key, value = sink_formats({"KEY_FORMAT": "avro"}, source(), True, SETTINGS)
+    assert (key.name, value.name) == ("AVRO", "JSON")
+    key, value = sink_formats({"FORMAT": "JSON"}, source(), True, SETTINGS)
+    assert (key.name, value.name) == ("JSON", "JSON")
+
+
+def test_inherited_none_key_becomes_the_default_when_a_key_is_introduced():
+    keyless = source("NONE", keyed=False)
+    assert sink_formats({}, keyless, True, {"ksql.persistence.default.format.key": "JSON"})[0].name == "JSON"
+    assert sink_formats({}, keyless, False, SETTINGS)[0].name == "NONE"
+
+
+def test_conflicting_format_properties():
+    with pytest.raises(StatementError, match="Cannot supply both 'VALUE_FORMAT' and 'FORMAT' properties"):
+        sink_formats({"FORMAT": "JSON", "VALUE_FORMAT": "AVRO"}, source(), True, SETTINGS)
+
+
+def test_sink_source_topic_columns_and_messages():
+    outputs = [Output("ID", INT, True), Output("V", STRING), Output("TS", BIGINT)]
+    sink = sink_source("STREAM", "OUT", {"TIMESTAMP": "ts"}, outputs, source(), SETTINGS, None, "sql")
+    assert sink.topic == "OUT" and [c.role for c in sink.columns] == [KEY, VALUE, VALUE]
+    assert sink.key_format.options["KAFKA_TOPIC"] == "OUT"
+    with pytest.raises(StatementError, match="The TIMESTAMP column set in the WITH clause does not exist"):
+        sink_source("STREAM", "OUT", {"TIMESTAMP": "nope"}, outputs, source(), SETTINGS, None, "sql")
+    with pytest.raises(StatementError, match=r"Timestamp column, `V`, should be LONG\(INT64\)"):
+        sink_source("STREAM", "OUT", {"TIMESTAMP": "V"}, outputs, source(), SETTINGS, None, "sql")
+    with pytest.raises(StatementError, match=r"^The 'NONE' format can only be used when no columns are defined. "
+                                             r"Got: \[`V` STRING, `TS` BIGINT\]$"):
+        sink_source("STREAM", "OUT", {"VALUE_FORMAT": "NONE"}, outputs, source(), SETTINGS, None, "sql")
+
+
+def test_insert_needs_the_targets_schema():
+    target = source()
+    check_insert(target, [Output("V", STRING), Output("ID", INT, True)])
+    with pytest.raises(StatementError) as refused:
+        check_insert(target, [Output("ID", INT, True), Output("V", BIGINT)])
+    assert str(refused.value) == ("Incompatible schema between results and sink.\n"
+                                  "Result schema is `ID` INTEGER KEY, `V` BIGINT\n"
+                                  "Sink schema is `ID` INTEGER KEY, `V` STRING")
