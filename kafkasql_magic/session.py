@@ -167,11 +167,16 @@ class Session:
     def raw_frame(self, read: TopicRead):
         """The raw Kafka records `read` describes: a stream, or a bounded read of the topic as it
         is now (a table joined to a stream is read so, afresh for every micro-batch)."""
-        options = {**read.options(), **clientconf.source_options(read.bootstrap)}  # SASL/SSL for executors
+        reader = self.spark.readStream if read.streaming else self.spark.read
+        return reader.format(RAW_SOURCE).options(**self.source_options(read)).load()
+
+    def source_options(self, read: TopicRead) -> dict[str, str]:
+        """The Kafka source's options for `read`: offsets, and the client properties (SASL, SSL)
+        the consumers on the executors need."""
+        options = {**read.options(), **clientconf.source_options(read.bootstrap)}
         if outage.PROPERTY in self.settings:
             options[outage.OPTION] = self.settings[outage.PROPERTY]
-        reader = self.spark.readStream if read.streaming else self.spark.read
-        return reader.format(RAW_SOURCE).options(**options).load()
+        return options
 
     def use_registry(self, url: str | None) -> None:
         """Point later statements at the Schema Registry at `url` (credentials in it are masked)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Mapping, Sequence
 
-from . import admin
+from . import admin, offsets
 from .offsets import EndOffsets
 
 SCAN_GROUP = "kafkasql-magic-time-index"
@@ -23,7 +23,7 @@ def first_offsets_at_or_after(bootstrap: str, topic: str, partitions: Sequence[i
     """{partition: first offset with timestamp >= timestamp_ms} (the partition's end if none)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    starts = admin.offsets_for_time(bootstrap, topic, partitions, timestamp_ms, conf=conf, timeout=timeout)
+    starts = offsets.offsets_for_time(bootstrap, topic, partitions, timestamp_ms, conf=conf, timeout=timeout)
     ends = EndOffsets(bootstrap, conf, timeout=timeout).latest(topic, partitions)
     found = {p: ends[p] for p in partitions}
     pending = {p for p in partitions if starts[p] < ends[p]}

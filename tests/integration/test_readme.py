@@ -2,7 +2,8 @@
 
 The ```sql blocks are `%%kstream` cells: their statements run in one session. The ```python
 blocks that call `ks.connect(...)` run as they are, with `connect` handing back the test
-session (the README's address is a placeholder).
+session (the README's address is a placeholder). A ```py block shows settings that need a
+secured cluster the embedded stack cannot be, and is not run.
 """
 
 from __future__ import annotations

@@ -171,7 +171,9 @@ def test_client_properties_reach_the_broker_clients(spark, broker):
     from kafkasql_magic.kafka import admin
 
     assert admin.client_conf(broker.bootstrap_servers)["client.id"] == "kafkasql-secured-test"
-    options = s._raw_options(topic, bounded=True)
+    from kafkasql_magic.kafka import reads
+
+    options = s.source_options(reads.bounded(broker.bootstrap_servers, topic))
     assert options["kafka.client.id"] == "kafkasql-secured-test"
     from kafkasql_magic import clientconf
 
