@@ -24,7 +24,7 @@ import kafkasql_magic as ks
 from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.catalog import Catalog
 from kafkasql_magic.errors import StatementError
-from kafkasql_magic.formats import avro as avro_format
+from kafkasql_magic.formats import avro_decode as avro_format
 from kafkasql_magic.formats import schema_registry as sr
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.engine.analysis import analyse

@@ -11,7 +11,8 @@ import pytest
 
 from kafkasql_magic.formats import avro_types as at
 from kafkasql_magic.formats import schema_registry as sr
-from kafkasql_magic.formats.avro import Layout, avro_value, decode_batch
+from kafkasql_magic.formats.avro import avro_value
+from kafkasql_magic.formats.avro_decode import Layout, decode_batch
 from kafkasql_magic.formats.base import Field
 from kafkasql_magic.sql import ast
 
@@ -156,7 +157,7 @@ def fake_registry(monkeypatch):
         return sr.Registered("AVRO", schemas[schema_id])
 
     monkeypatch.setattr(sr, "schema_by_id", lookup)
-    from kafkasql_magic.formats import avro
+    from kafkasql_magic.formats import avro_decode as avro
 
     avro._readers.clear()
     yield
