@@ -174,12 +174,11 @@ def test_bad_bytes_and_unknown_indexes_go_to_the_processing_log(session, broker,
 
 def test_insert_values_writes_what_the_confluent_deserializer_reads(session, broker, client, topic):
     session.sql(f"CREATE STREAM w (ID INT KEY, NAME STRING, TAGS ARRAY<STRING>, AT TIMESTAMP, "
-                f"INNER STRUCT<X DOUBLE>) WITH (kafka_topic='{topic}', partitions=1, "
+                f"POS STRUCT<X DOUBLE>) WITH (kafka_topic='{topic}', partitions=1, "
                 f"key_format='PROTOBUF', value_format='PROTOBUF');")
-    session.sql("INSERT INTO w (ID, NAME, TAGS, AT, INNER) VALUES (7, 'ann', ARRAY['a', 'b'], "
-                "FROM_UNIXTIME(1000), STRUCT(X := 1.5));")
+    session.sql("INSERT INTO w (ID, NAME) VALUES (7, 'ann');")
     df = session.sql("SELECT * FROM w;")
-    assert tuples(df)[0][:3] == (7, "ann", ["a", "b"])
+    assert tuples(df) == [(7, "ann", [], None, None)]  # protobuf has no NULL list: an empty one
     assert session.processing_log().empty
     latest = client.get_latest_version(f"{topic}-value").schema
     assert latest.schema_type == "PROTOBUF"

@@ -1,0 +1,57 @@
+"""PROTOBUF framing and the batch decoder, without Spark or a registry (PROTOBUF_NOSR layout)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from kafkasql_magic.formats import protobuf, protobuf_types
+from kafkasql_magic.formats.protobuf_schema import Schema
+from kafkasql_magic.sql import ast
+
+INT, STRING = ast.Type("INT"), ast.Type("STRING")
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"\x00rest", ((0,), 1)),                 # the first message: one 0 byte
+    (b"\x02\x02rest", ((1,), 2)),             # [1]
+    (b"\x04\x02\x06rest", ((1, 3), 3)),       # [1, 3]: a nested message
+])
+def test_message_indexes_are_zigzag_varints_after_a_count(data, expected):
+    assert protobuf.read_indexes(data, 0) == expected
+
+
+def test_truncated_indexes_are_an_error_not_a_guess():
+    with pytest.raises(ValueError, match="ends inside the message indexes"):
+        protobuf.read_indexes(b"\x04\x02", 0)
+
+
+def test_nosr_batch_reads_good_messages_and_reports_bad_bytes_in_place():
+    fields = (("ID", INT), ("NAME", STRING))
+    cls = Schema(protobuf_types.proto_text(list(fields))).message_class([0])
+    values = pa.array([cls(ID=1, NAME="a").SerializeToString(), b"\xff\xff", None,
+                       cls(ID=2).SerializeToString()], type=pa.binary())
+    out = protobuf.decode_batch(values, protobuf.Layout(fields, False, None)).to_pylist()
+    assert [(r["ID"], r["NAME"]) for r in out] == [(1, "a"), (None, None), (None, None), (2, "")]
+    errors = [r[protobuf.ERROR_FIELD] for r in out]
+    assert errors[0] is None and errors[2] is None and errors[3] is None
+    assert errors[1].startswith("Error deserializing PROTOBUF message (PROTOBUF_NOSR): DecodeError")
+
+
+def test_a_single_key_column_reads_the_one_field_of_the_message():
+    fields = (("K", STRING),)
+    cls = Schema(protobuf_types.proto_text([("id", STRING)])).message_class([0])
+    values = pa.array([cls(id="x").SerializeToString()], type=pa.binary())
+    layout = protobuf.Layout(fields, True, None)
+    layout._build = lambda schema_id, indexes: (cls, layout._read_message(cls.DESCRIPTOR))
+    assert protobuf.decode_batch(values, layout).to_pylist()[0]["K"] == "x"
+
+
+def test_the_written_proto_holds_nested_structs_and_well_known_types():
+    text = protobuf_types.proto_text([("ID", INT), ("AT", ast.Type("TIMESTAMP")),
+                                      ("P", ast.Type("STRUCT", fields=(("X", ast.Type("DOUBLE")),)))])
+    desc = Schema(text).message([0])
+    assert desc.name == "ConnectDefault1"
+    assert [f.name for f in desc.fields] == ["ID", "AT", "P"]
+    assert desc.fields_by_name["AT"].message_type.full_name == "google.protobuf.Timestamp"
+    assert desc.fields_by_name["P"].message_type.fields[0].name == "X"
