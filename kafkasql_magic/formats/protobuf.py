@@ -78,11 +78,14 @@ class ProtobufFormat(Format):
         if anonymous and fields[0].type.name == "STRUCT":
             pairs, values = list(fields[0].type.fields), [
                 _field_of(values[0] or {}, n) for n, _ in fields[0].type.fields]
-        text = protobuf_types.proto_text(pairs)
-        schema = compiled(text)
-        msg = schema.message_class([0])()
+        named = {n: v for (n, _), v in zip(pairs, values)}
+        if self.framed:
+            existing = _with_registered_schema(spec, self.name, role, named)
+            if existing is not None:
+                return existing
+        msg = compiled(protobuf_types.proto_text(pairs)).message_class([0])()
         try:
-            protobuf_types.fill(msg, {n: v for (n, _), v in zip(pairs, values)})
+            protobuf_types.fill(msg, named)
         except (protobuf_types.ProtobufTypeError, TypeError, ValueError) as exc:
             raise StatementError(f"Failed to serialize {role} as {self.name}: {exc}") from None
         if not self.framed:
@@ -98,6 +101,22 @@ class ProtobufNosrFormat(ProtobufFormat):
 def _field_of(value: dict, name: str):
     by_lower = {str(k).lower(): v for k, v in value.items()}
     return value.get(name, by_lower.get(name.lower()))
+
+
+def _with_registered_schema(spec, format_name: str, role: str, named: dict) -> bytes | None:
+    """The record framed with the subject's latest schema (its first message) when the values
+    fit it, as ksqlDB writes with the registered schema; None when there is none or they do not."""
+    url, topic = sr.registry_url(spec, format_name), sr.topic_of(spec, format_name)
+    try:
+        latest = sr.client(url).get_latest_version(sr.subject(topic, role))
+        if (latest.schema.schema_type or "AVRO").upper() != "PROTOBUF":
+            return None
+        schema = compiled(latest.schema.schema_str, _named_references(sr.client(url), latest.schema.references or []))
+        msg = schema.message_class([0])()
+        protobuf_types.fill(msg, named)
+    except Exception:  # noqa: BLE001 - no subject yet, or values it cannot hold: write our own schema
+        return None
+    return sr.frame(latest.schema_id, b"\x00" + msg.SerializeToString())
 
 
 def _serialize_framed(spec, format_name: str, role: str, msg) -> bytes:

@@ -270,8 +270,12 @@ def _proto_type(fname: str, t: ast.Type, imports: set, nested: list, indent: str
 def fill(msg, values: dict) -> None:
     """Set a message's fields from Python values (names matched case-insensitively)."""
     by_lower = {fd.name.lower(): fd for fd in msg.DESCRIPTOR.fields}
+    oneofs = {oneof_column(o).lower() for o in _real_oneofs(msg.DESCRIPTOR)}
     for key, value in values.items():
         fd = by_lower.get(str(key).lower())
+        if fd is None and str(key).lower() in oneofs:  # the STRUCT of a oneof: its one set member
+            fill(msg, {k: v for k, v in (value or {}).items() if v is not None})
+            continue
         if fd is None:
             raise ProtobufTypeError(f"message {msg.DESCRIPTOR.full_name} has no field `{key}`")
         if value is None:
@@ -292,8 +296,14 @@ def fill(msg, values: dict) -> None:
                     target.append(v)
                 else:
                     _set_message(target.add(), fd, v)
+        elif fd.enum_type is not None and isinstance(value, str):
+            number = fd.enum_type.values_by_name.get(value)
+            if number is None:
+                raise ProtobufTypeError(f"`{value}` is not a value of enum {fd.enum_type.full_name}")
+            setattr(msg, name, number.number)
         elif fd.message_type is None:
-            setattr(msg, name, float(value) if fd.cpp_type in (5, 6) else value)
+            floating = fd.cpp_type in (fd.CPPTYPE_DOUBLE, fd.CPPTYPE_FLOAT)
+            setattr(msg, name, float(value) if floating else value)
         else:
             _set_message(getattr(msg, name), fd, value)
 

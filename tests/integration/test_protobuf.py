@@ -184,6 +184,18 @@ def test_insert_values_writes_what_the_confluent_deserializer_reads(session, bro
     assert latest.schema_type == "PROTOBUF"
 
 
+def test_insert_values_into_an_inferred_stream_writes_with_the_registered_schema(session, client, topic):
+    proto = ORDER_PROTO.replace("message Ping { string at = 1; }\n", "")
+    schema_id = client.register_schema(f"{topic}-value", Schema(proto, "PROTOBUF"))
+    session.sql(f"CREATE STREAM o WITH (kafka_topic='{topic}', partitions=1, value_format='PROTOBUF');")
+    session.sql("INSERT INTO o (ID, STATUS, TS) VALUES (5, 'SHIPPED', 1000);")
+    assert client.get_versions(f"{topic}-value") == [1]  # no schema of our own registered
+    rows = session.sql("SELECT ID, STATUS, PAYMENT_0, TS FROM o;").to_dict("records")
+    assert [(r["ID"], r["STATUS"], r["PAYMENT_0"]) for r in rows] == [(5, "SHIPPED", {"CARD": None, "VOUCHER": None})]
+    assert rows[0]["TS"].to_pydatetime() == dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
+    assert schema_id == client.get_latest_version(f"{topic}-value").schema_id
+
+
 def test_protobuf_nosr_needs_no_registry_and_reads_the_declared_message(broker, spark, topic):
     s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
     s.sql("SET 'auto.offset.reset'='earliest';")

@@ -55,3 +55,15 @@ def test_the_written_proto_holds_nested_structs_and_well_known_types():
     assert [f.name for f in desc.fields] == ["ID", "AT", "P"]
     assert desc.fields_by_name["AT"].message_type.full_name == "google.protobuf.Timestamp"
     assert desc.fields_by_name["P"].message_type.fields[0].name == "X"
+
+
+def test_filling_a_message_sets_enums_by_name_and_the_chosen_member_of_a_oneof():
+    desc = Schema('''syntax = "proto3"; message M { S s = 1; oneof pick { string a = 2; int64 b = 3; }
+        enum S { X = 0; Y = 1; } }''').message([0])
+    from google.protobuf import message_factory
+
+    msg = message_factory.GetMessageClass(desc)()
+    protobuf_types.fill(msg, {"S": "Y", "PICK_0": {"A": None, "B": 9}})
+    assert (msg.s, msg.WhichOneof("pick"), msg.b) == (1, "b", 9)
+    with pytest.raises(protobuf_types.ProtobufTypeError, match="`Z` is not a value of enum M.S"):
+        protobuf_types.fill(msg, {"S": "Z"})
