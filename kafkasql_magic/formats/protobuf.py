@@ -46,8 +46,10 @@ class ProtobufFormat(Format):
 
     def validate(self, fields, role, kind):
         super().validate(fields, role, kind)
-        if not self.framed and fields:  # NOSR: the declared columns must make a message
+        try:  # the declared columns must make a message (NOSR reads, every INSERT writes one)
             protobuf_types.proto_text([(f.name, f.type) for f in fields])
+        except protobuf_types.ProtobufTypeError as exc:
+            raise StatementError(f"The '{self.name}' format cannot hold the {role} columns: {exc}") from None
 
     def decode(self, raw, fields, spec, role):
         if not fields:

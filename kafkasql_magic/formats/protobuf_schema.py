@@ -15,7 +15,6 @@ file's top-level messages, then nested messages.
 from __future__ import annotations
 
 import base64
-import binascii
 import os
 import re
 import tempfile
@@ -46,7 +45,7 @@ def as_file_proto(text: str, name: str):
     try:
         data = base64.b64decode(stripped, validate=True)
         proto = descriptor_pb2.FileDescriptorProto.FromString(data)
-    except (binascii.Error, ValueError, Exception):  # noqa: BLE001 - DecodeError: not a descriptor
+    except Exception:  # noqa: BLE001 - not base64, or not a FileDescriptorProto (DecodeError)
         return None
     if not proto.name:
         proto.name = name

@@ -67,3 +67,13 @@ def test_filling_a_message_sets_enums_by_name_and_the_chosen_member_of_a_oneof()
     assert (msg.s, msg.WhichOneof("pick"), msg.b) == (1, "b", 9)
     with pytest.raises(protobuf_types.ProtobufTypeError, match="`Z` is not a value of enum M.S"):
         protobuf_types.fill(msg, {"S": "Z"})
+
+
+def test_columns_protobuf_cannot_hold_are_refused_at_create():
+    from kafkasql_magic.errors import StatementError
+    from kafkasql_magic.formats import Field, lookup
+
+    nested = ast.Type("ARRAY", element=ast.Type("ARRAY", element=INT))
+    with pytest.raises(StatementError, match="'PROTOBUF_NOSR' format cannot hold the value columns: "
+                                             "column `XS`: PROTOBUF cannot hold an ARRAY of ARRAY"):
+        lookup("PROTOBUF_NOSR").validate([Field("XS", nested)], "value", "STREAM")
