@@ -10,21 +10,17 @@ from .json import JsonDocumentFormat, JsonFormat
 from .json_sr import JsonSrFormat
 from .kafka import KafkaFormat
 from .none import NoneFormat
+from .protobuf import ProtobufFormat, ProtobufNosrFormat
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat(), JsonSrFormat(), AvroFormat(),
-    JsonDocumentFormat())}
-
-#: Formats ksqlDB knows but this build cannot read yet (issue: key and value formats).
-PLANNED = {"PROTOBUF", "PROTOBUF_NOSR"}
+    JsonDocumentFormat(), ProtobufFormat(), ProtobufNosrFormat())}
 
 
 def lookup(name: str) -> Format:
     fmt = FORMATS.get(name.upper())
     if fmt is not None:
         return fmt
-    if name.upper() in PLANNED:
-        raise StatementError(f"The '{name.upper()}' format is not supported yet by kafkasql_magic.")
     raise StatementError(f"Unknown format: {name.upper()}")
 
 

@@ -6,7 +6,7 @@ docs.ksqldb.io "Schema Registry integration" / "Schema Inference With ID"):
 
 - Subjects follow TopicNameStrategy (`<topic>-key`, `<topic>-value`); the latest version is used
   unless KEY_SCHEMA_ID / VALUE_SCHEMA_ID pin an id.
-- Only AVRO and JSON_SR (and PROTOBUF, not supported here yet) are inferable; KAFKA, JSON,
+- Only AVRO, JSON_SR and PROTOBUF are inferable; KAFKA, JSON,
   DELIMITED and NONE contribute no columns (partial inference: declare those yourself).
 - Value: a record / object schema gives one column per field, names upper-cased (ksqlDB's
   default UPPERCASE_FIELD_NAME policy, nested STRUCT fields too). Any other schema is an
@@ -14,7 +14,8 @@ docs.ksqldb.io "Schema Registry integration" / "Schema Inference With ID"):
   otherwise; we infer it and say so in the statement).
 - Key: always unwrapped (ksqlDB wraps the key schema into one column): ROWKEY of the key
   schema's type, so a record key is ONE column `ROWKEY STRUCT<...>`.
-- Types: see `formats/avro_types.py` (Avro) and `registry/json_schema_types.py` (JSON Schema).
+- Types: see `formats/avro_types.py` (Avro), `registry/json_schema_types.py` (JSON Schema) and
+  `formats/protobuf_types.py` (Protobuf: the first message of the schema's file).
   A type without a ksql equivalent is an error naming the field (ksqlDB drops such fields
   with a log line; an error is clearer in a notebook).
 
@@ -40,7 +41,7 @@ from .guess import Guess, guess  # noqa: F401 - re-exported: `inference.guess(re
 SCHEMA_TYPES = {"AVRO": "AVRO", "JSON_SR": "JSON", "PROTOBUF": "PROTOBUF"}
 #: registry schema type -> ksql format.
 FORMATS = {v: k for k, v in SCHEMA_TYPES.items()}
-NOT_INFERABLE = frozenset({"KAFKA", "JSON", "DELIMITED", "NONE"})
+NOT_INFERABLE = frozenset({"KAFKA", "JSON", "DELIMITED", "NONE", "PROTOBUF_NOSR"})
 ROWKEY, ROWVAL = "ROWKEY", "ROWVAL"
 CLIENT_CONF = {"timeout": 5, "max.retries": 0, "cache.latest.ttl.sec": 1}
 
@@ -55,6 +56,8 @@ class RegisteredVersion:
     schema_type: str
     text: str
     references: tuple[str, ...] = ()
+    #: the import names of `references` (Protobuf compiles them under these names)
+    reference_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,17 +155,26 @@ def _fail(url: str, exc: Exception, missing: StatementError) -> StatementError:
     return StatementError(f"Schema registry request to {url} failed: {type(exc).__name__}: {exc}")
 
 
-def _references(c, refs, seen=None) -> list[str]:
+def _references(c, refs, seen=None) -> list[tuple[str, str]]:
+    """(name, text) of every reference, transitively, dependencies first."""
     seen = set() if seen is None else seen
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     for ref in refs or []:
         if (ref.subject, ref.version) in seen:
             continue
         seen.add((ref.subject, ref.version))
         registered = c.get_version(ref.subject, ref.version).schema
         out += _references(c, registered.references, seen)
-        out.append(registered.schema_str)
+        out.append((ref.name, registered.schema_str))
     return out
+
+
+def _texts(refs) -> tuple[str, ...]:
+    return tuple(text for _, text in refs)
+
+
+def _names(refs) -> tuple[str, ...]:
+    return tuple(name for name, _ in refs)
 
 
 def subjects(url: str) -> list[str]:
@@ -179,11 +191,11 @@ def fetch_latest(url: str, topic: str, role: str) -> RegisteredVersion:
     c = registry_client(url)
     try:
         r = c.get_latest_version(name)
-        refs = tuple(_references(c, r.schema.references))
+        refs = _references(c, r.schema.references)
     except Exception as exc:  # noqa: BLE001
         raise _fail(url, exc, _not_found(url, topic, role)) from None
     return RegisteredVersion(name, r.schema_id, r.version, r.schema.schema_type or "AVRO",
-                             r.schema.schema_str, refs)
+                             r.schema.schema_str, _texts(refs), _names(refs))
 
 
 def fetch_by_id(url: str, topic: str, role: str, schema_id: int) -> RegisteredVersion:
@@ -192,7 +204,7 @@ def fetch_by_id(url: str, topic: str, role: str, schema_id: int) -> RegisteredVe
     missing = StatementError(f"Schema id {schema_id} not found in the Schema Registry at {url}")
     try:
         s = c.get_schema(int(schema_id))
-        refs = tuple(_references(c, s.references))
+        refs = _references(c, s.references)
         versions = c.get_schema_versions(int(schema_id))
     except Exception as exc:  # noqa: BLE001
         raise _fail(url, exc, missing) from None
@@ -200,7 +212,7 @@ def fetch_by_id(url: str, topic: str, role: str, schema_id: int) -> RegisteredVe
     mine = [v for v in versions if v.subject == name]
     where = mine[0] if mine else (versions[0] if versions else None)
     return RegisteredVersion(where.subject if where else None, int(schema_id), where.version if where else None,
-                             s.schema_type or "AVRO", s.schema_str, refs)
+                             s.schema_type or "AVRO", s.schema_str, _texts(refs), _names(refs))
 
 
 def latest_schema_of(url: str, topic: str, role: str):
@@ -234,22 +246,31 @@ def upper_fields(t: ast.Type) -> ast.Type:
     return t
 
 
-def schema_type_of(schema_type: str, text: str, references: tuple[str, ...] = ()) -> ast.Type:
-    """The ksql type of a registered schema (record / object -> STRUCT, names upper-cased)."""
+def schema_type_of(schema_type: str, text: str, references: tuple[str, ...] = (),
+                   reference_names: tuple[str, ...] = ()) -> ast.Type:
+    """The ksql type of a registered schema (record / object / message -> STRUCT, names upper-cased)."""
     if schema_type == "AVRO":
         expanded = avro_types.parse_writer(text, references)[1]
         return upper_fields(avro_types.to_ksql(expanded))
     if schema_type == "JSON":
         return json_schema_types.to_ksql(json.loads(text))
+    if schema_type == "PROTOBUF":
+        from ..formats import protobuf_schema, protobuf_types
+
+        schema = protobuf_schema.Schema(text, tuple(zip(reference_names, references)))
+        return upper_fields(protobuf_types.to_ksql(schema.message([0])))
     raise StatementError(f"{schema_type} schema inference is not supported yet: declare the columns "
                          "in the statement")
 
 
-def columns_of(schema_type: str, text: str, role: str,
-               references: tuple[str, ...] = ()) -> tuple[list[tuple[str, ast.Type]], bool]:
+def columns_of(schema_type: str, text: str, role: str, references: tuple[str, ...] = (),
+               reference_names: tuple[str, ...] = ()) -> tuple[list[tuple[str, ast.Type]], bool]:
     """(columns, wrapped) of a registered schema: key -> [ROWKEY <type>]; record value -> its
-    fields (wrapped); any other value -> [ROWVAL <type>] (not wrapped)."""
-    t = schema_type_of(schema_type, text, references)
+    fields (wrapped); any other value -> [ROWVAL <type>] (not wrapped). A Protobuf key is a
+    message: one field is that field's type (ksqlDB unwraps single-field keys), more a STRUCT."""
+    t = schema_type_of(schema_type, text, references, reference_names)
+    if role == "key" and schema_type == "PROTOBUF" and len(t.fields) == 1:
+        return [(ROWKEY, t.fields[0][1])], False
     if role == "key":
         return [(ROWKEY, t)], False
     if t.name == "STRUCT":
@@ -267,7 +288,7 @@ def _columns(reg: RegisteredVersion, role: str, fmt: str, topic: str):
             f"'{actual}'.\ntopic: {topic}\nsubject: {reg.subject}\nexpected format: {fmt}\n"
             f"actual format: {actual}")
     try:
-        return columns_of(reg.schema_type, reg.text, role, reg.references)
+        return columns_of(reg.schema_type, reg.text, role, reg.references, reg.reference_names)
     except StatementError:
         raise
     except Exception as exc:  # noqa: BLE001 - AvroTypeError, JsonSchemaTypeError, parse errors
@@ -297,9 +318,6 @@ def infer_from(topic: str, *, key_format: str, value_format: str,
 
 def check_format(fmt: str, role: str) -> str:
     fmt = (fmt or "").upper()
-    if fmt == "PROTOBUF":
-        raise StatementError(
-            f"PROTOBUF schema inference is not supported yet: declare the {role} columns in the statement")
     if fmt not in SCHEMA_TYPES and fmt not in NOT_INFERABLE:
         raise StatementError(f"Unknown {role} format '{fmt}'")
     return fmt

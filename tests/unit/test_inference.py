@@ -206,12 +206,37 @@ def test_schema_type_mismatch_suggests_the_format():
         inf.infer_from("t", key_format="JSON_SR", value_format="KAFKA", key=reg('"int"', subject="t-key"))
 
 
-def test_protobuf_is_not_supported_yet():
-    with pytest.raises(StatementError, match="PROTOBUF schema inference is not supported yet"):
-        inf.infer("http://127.0.0.1:1", "t", key_format="KAFKA", value_format="PROTOBUF")
-    with pytest.raises(StatementError, match="PROTOBUF schema inference is not supported yet"):
+def test_protobuf_message_fields_become_columns_as_ksqldb_maps_them():
+    proto = """syntax = "proto3";
+    import "google/protobuf/timestamp.proto";
+    message M { int32 a = 1; uint32 u = 2; repeated string tags = 3; map<string, int64> m = 4;
+      google.protobuf.Timestamp ts = 5; Inner inner = 6; oneof pick { string s = 7; bool b = 8; }
+      E e = 9; float f = 10;
+      message Inner { bytes raw = 1; }
+      enum E { X = 0; } }"""
+    got = inf.infer_from("t", key_format="KAFKA", value_format="PROTOBUF", value=reg(proto, "PROTOBUF"))
+    assert got.value_columns == [
+        ("A", INT), ("U", BIGINT), ("TAGS", ast.Type("ARRAY", element=STRING)),
+        ("M", ast.Type("MAP", key=STRING, value=BIGINT)), ("TS", ast.Type("TIMESTAMP")),
+        ("INNER", ast.Type("STRUCT", fields=(("RAW", ast.Type("BYTES")),))),
+        ("PICK_0", ast.Type("STRUCT", fields=(("S", STRING), ("B", BOOLEAN)))),
+        ("E", STRING), ("F", ast.Type("DOUBLE"))]
+    assert got.value_wrapped
+
+
+def test_a_protobuf_key_of_one_field_is_that_fields_type_and_references_compile_by_name():
+    dep = 'syntax = "proto3"; package acme; message Id { string v = 1; }'
+    key = reg('syntax = "proto3"; import "acme/id.proto"; message K { acme.Id id = 1; }', "PROTOBUF",
+              subject="t-key")
+    key = inf.RegisteredVersion(key.subject, 1, 1, "PROTOBUF", key.text, (dep,), ("acme/id.proto",))
+    got = inf.infer_from("t", key_format="PROTOBUF", value_format="KAFKA", key=key)
+    assert got.key_columns == [("ROWKEY", ast.Type("STRUCT", fields=(("V", STRING),)))]
+
+
+def test_a_protobuf_schema_that_does_not_compile_names_the_line():
+    with pytest.raises(StatementError, match=r"does not compile: .*:1:\d+: Expected"):
         inf.infer_from("t", key_format="KAFKA", value_format="PROTOBUF",
-                       value=reg('syntax = "proto3"; message M { int32 a = 1; }', "PROTOBUF"))
+                       value=reg('syntax = "proto3"; message M { int32 a = 1 }', "PROTOBUF"))
 
 
 class FakeClient:

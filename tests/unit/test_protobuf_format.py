@@ -1,0 +1,79 @@
+"""PROTOBUF framing and the batch decoder, without Spark or a registry (PROTOBUF_NOSR layout)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from kafkasql_magic.formats import protobuf, protobuf_types
+from kafkasql_magic.formats.protobuf_schema import Schema
+from kafkasql_magic.sql import ast
+
+INT, STRING = ast.Type("INT"), ast.Type("STRING")
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"\x00rest", ((0,), 1)),                 # the first message: one 0 byte
+    (b"\x02\x02rest", ((1,), 2)),             # [1]
+    (b"\x04\x02\x06rest", ((1, 3), 3)),       # [1, 3]: a nested message
+])
+def test_message_indexes_are_zigzag_varints_after_a_count(data, expected):
+    assert protobuf.read_indexes(data, 0) == expected
+
+
+def test_truncated_indexes_are_an_error_not_a_guess():
+    with pytest.raises(ValueError, match="ends inside the message indexes"):
+        protobuf.read_indexes(b"\x04\x02", 0)
+
+
+def test_nosr_batch_reads_good_messages_and_reports_bad_bytes_in_place():
+    fields = (("ID", INT), ("NAME", STRING))
+    cls = Schema(protobuf_types.proto_text(list(fields))).message_class([0])
+    values = pa.array([cls(ID=1, NAME="a").SerializeToString(), b"\xff\xff", None,
+                       cls(ID=2).SerializeToString()], type=pa.binary())
+    out = protobuf.decode_batch(values, protobuf.Layout(fields, False, None)).to_pylist()
+    assert [(r["ID"], r["NAME"]) for r in out] == [(1, "a"), (None, None), (None, None), (2, "")]
+    errors = [r[protobuf.ERROR_FIELD] for r in out]
+    assert errors[0] is None and errors[2] is None and errors[3] is None
+    assert errors[1].startswith("Error deserializing PROTOBUF message (PROTOBUF_NOSR): DecodeError")
+
+
+def test_a_single_key_column_reads_the_one_field_of_the_message():
+    fields = (("K", STRING),)
+    cls = Schema(protobuf_types.proto_text([("id", STRING)])).message_class([0])
+    values = pa.array([cls(id="x").SerializeToString()], type=pa.binary())
+    layout = protobuf.Layout(fields, True, None)
+    layout._build = lambda schema_id, indexes: (cls, layout._read_message(cls.DESCRIPTOR))
+    assert protobuf.decode_batch(values, layout).to_pylist()[0]["K"] == "x"
+
+
+def test_the_written_proto_holds_nested_structs_and_well_known_types():
+    text = protobuf_types.proto_text([("ID", INT), ("AT", ast.Type("TIMESTAMP")),
+                                      ("P", ast.Type("STRUCT", fields=(("X", ast.Type("DOUBLE")),)))])
+    desc = Schema(text).message([0])
+    assert desc.name == "ConnectDefault1"
+    assert [f.name for f in desc.fields] == ["ID", "AT", "P"]
+    assert desc.fields_by_name["AT"].message_type.full_name == "google.protobuf.Timestamp"
+    assert desc.fields_by_name["P"].message_type.fields[0].name == "X"
+
+
+def test_filling_a_message_sets_enums_by_name_and_the_chosen_member_of_a_oneof():
+    desc = Schema('''syntax = "proto3"; message M { S s = 1; oneof pick { string a = 2; int64 b = 3; }
+        enum S { X = 0; Y = 1; } }''').message([0])
+    from google.protobuf import message_factory
+
+    msg = message_factory.GetMessageClass(desc)()
+    protobuf_types.fill(msg, {"S": "Y", "PICK_0": {"A": None, "B": 9}})
+    assert (msg.s, msg.WhichOneof("pick"), msg.b) == (1, "b", 9)
+    with pytest.raises(protobuf_types.ProtobufTypeError, match="`Z` is not a value of enum M.S"):
+        protobuf_types.fill(msg, {"S": "Z"})
+
+
+def test_columns_protobuf_cannot_hold_are_refused_at_create():
+    from kafkasql_magic.errors import StatementError
+    from kafkasql_magic.formats import Field, lookup
+
+    nested = ast.Type("ARRAY", element=ast.Type("ARRAY", element=INT))
+    with pytest.raises(StatementError, match="'PROTOBUF_NOSR' format cannot hold the value columns: "
+                                             "column `XS`: PROTOBUF cannot hold an ARRAY of ARRAY"):
+        lookup("PROTOBUF_NOSR").validate([Field("XS", nested)], "value", "STREAM")
