@@ -142,3 +142,16 @@ def test_the_plan_is_plain_data():
     """Nothing Spark in it: every field is AST, catalog entries or plain values."""
     plan = plan_of("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;")
     assert json.dumps([plan.names, plan.key_names, plan.kind, plan.capture, plan.per_batch, list(plan.observed)])
+
+
+@pytest.mark.parametrize("text, retracts", [
+    ("SELECT item, COUNT(*) FROM items GROUP BY item EMIT CHANGES;", True),
+    ("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", False),  # a stream only adds
+    ("SELECT item, COUNT(*) FROM items WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT CHANGES;", False),
+    ("SELECT * FROM items EMIT CHANGES;", False),
+])
+def test_a_push_aggregation_over_a_table_retracts_per_micro_batch(text, retracts):
+    plan = plan_of(text)
+    assert plan.retracts is retracts
+    if retracts:
+        assert plan.per_batch and plan.capture == CAPTURE_FRAMES and plan.kind == "TABLE"

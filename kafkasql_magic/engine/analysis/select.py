@@ -45,7 +45,9 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql")
     if duplicates and dialect.refuses_duplicate_names:
         raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
     grouping = grouping_of(stmt, outputs) if aggregating else None
-    per_batch = stmt.emit_changes and bool(stmt.joins) and not aggregating and all(i.kind == TABLE for i in inputs[1:])
+    retracts = retracting(stmt, first, aggregating)
+    per_batch = retracts or (stmt.emit_changes and bool(stmt.joins) and not aggregating
+                             and all(i.kind == TABLE for i in inputs[1:]))
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
@@ -55,11 +57,18 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql")
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
-        seek=seek_of(stmt.where) if seekable else Seek())
+        seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts)
     for clause, expr in expressions(plan):
         for check in EXPRESSION_CHECKS:
             check(clause, expr, plan, catalog)
     return plan
+
+
+def retracting(stmt: ast.Select, first: Input, aggregating: bool) -> bool:
+    """A push aggregation over one TABLE (not windowed, not through a view) retracts a row's
+    old version from its group before adding the new one, as ksqlDB's table aggregations do."""
+    return (aggregating and stmt.emit_changes and not stmt.joins and stmt.window is None
+            and first.kind == TABLE and first.view is None)
 
 
 def _capture(observed, per_batch: bool, push: bool) -> str:
@@ -157,5 +166,5 @@ def partitioned_star(outputs, partition_by, source: SourceDef, naming):
     return keys + [o for o in rest if o[0].lower() not in old_keys] + [o for o in rest if o[0].lower() in old_keys]
 
 
-__all__ = ["EXPRESSION_CHECKS", "analyse", "check_persistent", "expressions", "key_names", "outputs_of",
+__all__ = ["EXPRESSION_CHECKS", "analyse", "retracting", "check_persistent", "expressions", "key_names", "outputs_of",
            "partitioned_star"]
