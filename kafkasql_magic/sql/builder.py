@@ -52,6 +52,15 @@ def _positive(ms: int, what: str, meta) -> int:
     return ms
 
 
+def _assignments(entries, meta) -> bool:
+    """Whether MAP(...) / STRUCT(...) entries are `k := v` (a constructor) or plain arguments."""
+    assigned = {value is not None for _, value in entries}
+    if len(assigned) > 1:
+        raise Invalid("Every entry of a constructor needs `:=` (MAP(k := v, ...), STRUCT(f := v, ...)).",
+                      meta.line, meta.column)
+    return assigned == {True}
+
+
 def _flag(self, meta, *children):
     return True
 
@@ -330,6 +339,29 @@ class Builder(Transformer):
 
     def function_call(self, meta, name, *args):
         return ast.FunctionCall(name.upper(), tuple(a for a in args if a is not None), **_pos(meta))
+
+    def array_constructor(self, meta, *items):
+        return ast.FunctionCall("ARRAY", tuple(i for i in items if i is not None), **_pos(meta))
+
+    def map_constructor(self, meta, *entries):
+        """MAP(k := v, ...) -> MAP(k, v, ...): the function table pairs them up."""
+        entries = [e for e in entries if e is not None]
+        if not _assignments(entries, meta):
+            return ast.FunctionCall("MAP", tuple(k for k, _ in entries), **_pos(meta))
+        return ast.FunctionCall("MAP", tuple(x for e in entries for x in e), **_pos(meta))
+
+    def struct_constructor(self, meta, *entries):
+        entries = [e for e in entries if e is not None]
+        if not _assignments(entries, meta):
+            return ast.FunctionCall("STRUCT", tuple(k for k, _ in entries), **_pos(meta))
+        for name, _ in entries:
+            if not isinstance(name, ast.ColumnRef) or name.qualifier is not None:
+                raise Invalid("A STRUCT field name must be an identifier (STRUCT(name := value)).",
+                              name.line, name.column)
+        return ast.StructConstructor(tuple((n.name, v) for n, v in entries), **_pos(meta))
+
+    def entry(self, meta, key, value=None):
+        return (key, value)
 
     def count_star(self, meta, name):
         return ast.FunctionCall(name.upper(), (), True, **_pos(meta))

@@ -170,6 +170,7 @@ SCALAR: dict[str, list[str]] = {
     "MAP_KEYS": ["MAP_KEYS(MAP<K, V> input) -> ARRAY<K>"],
     "MAP_VALUES": ["MAP_VALUES(MAP<K, V> input) -> ARRAY<V>"],
     "ARRAY": ["ARRAY(T... elements) -> ARRAY<T>"],
+    "MAP": ["MAP(K key, V value) -> MAP<K, V>"],  # MAP(k := v, ...): the checker types it pair by pair
     "EXTRACTJSONFIELD": ["EXTRACTJSONFIELD(STRING input, STRING path) -> STRING"],
     "UNIX_TIMESTAMP": ["UNIX_TIMESTAMP() -> BIGINT", "UNIX_TIMESTAMP(TIMESTAMP timestamp) -> BIGINT"],
     "UNIX_DATE": ["UNIX_DATE() -> INT", "UNIX_DATE(DATE date) -> INT"],

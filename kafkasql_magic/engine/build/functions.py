@@ -166,6 +166,7 @@ FUNCTIONS: dict[str, Function] = {
     "MAP_KEYS": Function(_simple(F.map_keys), 1, 1),
     "MAP_VALUES": Function(_simple(F.map_values), 1, 1),
     "ARRAY": Function(_simple(F.array), 0, None),
+    "MAP": Function(_simple(F.create_map), 0, None),  # MAP(k := v, ...) parses as MAP(k, v, ...)
     "EXTRACTJSONFIELD": Function(lambda ctx, a, e: F.get_json_object(
         a[0], str(_literal_required(e[1], "EXTRACTJSONFIELD's path"))), 2, 2),
     "UNIX_TIMESTAMP": Function(lambda ctx, a, e: F.unix_millis(a[0]) if a else F.unix_millis(F.current_timestamp()), 0, 1),
