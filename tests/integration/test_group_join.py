@@ -180,7 +180,7 @@ def test_stream_table_join_with_each_sides_pseudocolumns(shop):
     for oid, p, item, qty, region in ORDERS:
         r = got[oid]
         price = ITEMS.get(item)
-        assert (r["ITEM"], r["PRICE"], r["COST"], r["O_OFFSET"], r["I_OFFSET"], r["REGION"]) == (
+        assert (r["O_ITEM"], r["PRICE"], r["COST"], r["O_OFFSET"], r["I_OFFSET"], r["REGION"]) == (
             item, price, qty * price if price else None, offsets[p], item_offsets.get(item), region), r
         offsets[p] += 1
     log = shop.processing_log()
@@ -233,7 +233,7 @@ def test_stream_stream_join_within_a_window(shop):
     rows = shop.sql("SELECT o.id, p.amount, o.ROWOFFSET AS o_offset, p.ROWOFFSET AS p_offset, "
                     "p.ROWTIME - o.ROWTIME AS delay FROM orders o JOIN payments p WITHIN 1 HOUR ON o.id = p.id "
                     "EMIT CHANGES LIMIT 3;")
-    assert sorted(map(tuple, rows[["ID", "AMOUNT", "P_OFFSET", "DELAY"]].values.tolist())) == [
+    assert sorted(map(tuple, rows[["O_ID", "AMOUNT", "P_OFFSET", "DELAY"]].values.tolist())) == [
         (1, 10, 0, 500), (2, 20, 1, 500), (4, 40, 2, 500)]  # order 6 paid outside the window
 
 

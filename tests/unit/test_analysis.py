@@ -155,3 +155,23 @@ def test_a_push_aggregation_over_a_table_retracts_per_micro_batch(text, retracts
     assert plan.retracts is retracts
     if retracts:
         assert plan.per_batch and plan.capture == CAPTURE_FRAMES and plan.kind == "TABLE"
+
+
+def test_a_column_several_joined_sources_have_is_named_after_its_source():
+    plan = plan_of("SELECT o.item, i.item, qty, price FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;")
+    assert plan.names == ["O_ITEM", "I_ITEM", "QTY", "PRICE"]
+    plan = plan_of("SELECT orders.item, qty FROM orders JOIN items ON orders.item = items.item EMIT CHANGES;")
+    assert plan.names == ["ORDERS_ITEM", "QTY"]
+    assert plan_of("SELECT o.item FROM orders o JOIN items i ON o.item = i.item", "materialize").names == ["item"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT item, SUM(qty) FROM orders GROUP BY SUM(qty) EMIT CHANGES;",
+     "GROUP BY does not support aggregate functions: SUM is an aggregate function."),
+    ("SELECT item, qty, NOPE(qty) FROM orders GROUP BY item EMIT CHANGES;",
+     "Can't find any functions with the name 'NOPE'"),  # before the non-aggregate column's message
+])
+def test_grouping_messages_in_ksqldb_words(text, message):
+    with pytest.raises(StatementError) as caught:
+        plan_of(text)
+    assert str(caught.value) == message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...errors import StatementError
 from ...sql import ast
+from ...typecheck import signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
 from .grouping import WINDOW_KINDS, aggregate_calls
 from .plan import Input
@@ -20,7 +21,28 @@ PULL_CLAUSES = (("GROUP BY", lambda s: s.group_by), ("HAVING", lambda s: s.havin
                 ("PARTITION BY", lambda s: s.partition_by), ("JOIN", lambda s: s.joins))
 
 
+def check_functions(stmt: ast.Select) -> None:
+    """ksqlDB names an unknown function before it checks anything about grouping."""
+    exprs = [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)] + list(stmt.group_by) + \
+        [e for e in (stmt.where, stmt.having) if e is not None]
+    for expr in exprs:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name):
+                raise StatementError(f"Can't find any functions with the name '{node.name}'")
+
+
+def check_grouping_keys(stmt: ast.Select) -> None:
+    for expr in stmt.group_by:
+        calls = aggregate_calls(expr)
+        if calls:
+            raise StatementError(f"GROUP BY does not support aggregate functions: {calls[0].name} is an "
+                                 "aggregate function.")
+
+
 def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql_rules: bool) -> None:
+    if ksql_rules:
+        check_functions(stmt)
+    check_grouping_keys(stmt)
     if not stmt.emit_changes and ksql_rules:
         check_pull(stmt)
     if stmt.partition_by and aggregating:

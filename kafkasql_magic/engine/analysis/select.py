@@ -109,10 +109,12 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                prefixed: bool = False) -> list[tuple[str, ast.Expr]]:
     """(output name, expression) per result column, with the dialect's naming rules. `inputs`
     are the FROM items (anything with `qualifiers` and `columns`); `prefixed` names a join's
-    `*` columns as ksqlDB does (`A_ID`, after the source's alias or name)."""
+    `*` columns, and a column several sources have, as ksqlDB does (`A_ID`, after the source's alias or name)."""
     outputs: list[tuple[str, ast.Expr]] = []
     generated = 0
     joined = len(inputs) > 1
+    seen = [c.lower() for side in inputs for c in dict.fromkeys(side.columns)]
+    common = {c for c in seen if seen.count(c) > 1}  # columns more than one joined source has
     for item in stmt.items:
         if isinstance(item, ast.Star):
             for side in inputs:
@@ -129,6 +131,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                     f"`{item.alias.upper()}` is a reserved column name. You cannot use it as an alias for a column."
                 )
             outputs.append((item.alias, item.expr))
+        elif isinstance(item.expr, ast.ColumnRef) and prefixed and item.expr.name.lower() in common:
+            outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
             outputs.append((naming.fold(item.expr.name), item.expr))
         elif isinstance(item.expr, ast.Dereference):
@@ -137,6 +141,16 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
             outputs.append((naming.generated(generated, item.expr), item.expr))
             generated += 1
     return outputs
+
+
+def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
+    """ksqlDB names a column that several joined sources have after the source it comes from:
+    `t.id` -> `T_ID` (its alias, else its name)."""
+    side = next((s for s in inputs if ref.qualifier is not None
+                 and ref.qualifier.lower() in {q.lower() for q in s.qualifiers}), None)
+    if side is None:
+        return naming.fold(ref.name)  # unqualified: the type checker reports it as ambiguous
+    return f"{naming.fold(side.qualifiers[0])}_{naming.fold(ref.name)}"
 
 
 def key_names(stmt: ast.Select, outputs, first: Input, aggregating: bool) -> list[str]:
