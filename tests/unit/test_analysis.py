@@ -175,3 +175,18 @@ def test_grouping_messages_in_ksqldb_words(text, message):
     with pytest.raises(StatementError) as caught:
         plan_of(text)
     assert str(caught.value) == message
+
+
+def test_a_windowed_source_is_not_re_keyed():
+    cat = catalog()
+    cat.add(ddl.source_from_create(parse_statement(
+        "CREATE STREAM counts (item STRING KEY, n BIGINT) WITH (kafka_topic='w', value_format='JSON', "
+        "window_type='TUMBLING', window_size='1 SECOND');"), SETTINGS))
+    message = ("Implicit repartitioning of windowed sources is not supported. "
+               "See https://github.com/confluentinc/ksql/issues/4385.")
+    for text in ("SELECT * FROM counts PARTITION BY n EMIT CHANGES;",
+                 "SELECT * FROM counts c JOIN items i ON c.n = i.price EMIT CHANGES;"):
+        with pytest.raises(StatementError) as caught:
+            plan_of(text, cat=cat)
+        assert str(caught.value) == message
+    assert plan_of("SELECT * FROM counts PARTITION BY item EMIT CHANGES;", cat=cat).keys == ("ITEM",)

@@ -39,9 +39,40 @@ def check_grouping_keys(stmt: ast.Select) -> None:
                                  "aggregate function.")
 
 
+#: ksqlDB's refusal to re-key a source whose key holds a window (issue 4385 in its tracker).
+WINDOWED_REPARTITION = ("Implicit repartitioning of windowed sources is not supported. "
+                        "See https://github.com/confluentinc/ksql/issues/4385.")
+
+
+def _windowed(side: Input) -> bool:
+    return side.view is None and bool(side.source.properties.get("WINDOW_TYPE"))
+
+
+def _key_columns(side: Input) -> set[str]:
+    return {c.name.lower() for c in side.source.key_columns}
+
+
+def check_windowed_keys(stmt: ast.Select, inputs: list[Input]) -> None:
+    """A windowed source keeps its key: PARTITION BY or a join on anything else would re-key it."""
+    first = inputs[0]
+    if _windowed(first) and stmt.partition_by and not all(
+            isinstance(e, ast.ColumnRef) and e.name.lower() in _key_columns(first) for e in stmt.partition_by):
+        raise StatementError(WINDOWED_REPARTITION)
+    for join in stmt.joins:
+        for side in inputs:
+            if not _windowed(side):
+                continue
+            names = {q.lower() for q in side.qualifiers}
+            used = [n for n in ast.walk(join.on) if isinstance(n, ast.ColumnRef)
+                    and (n.qualifier or "").lower() in names]
+            if any(n.name.lower() not in _key_columns(side) for n in used):
+                raise StatementError(WINDOWED_REPARTITION)
+
+
 def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql_rules: bool) -> None:
     if ksql_rules:
         check_functions(stmt)
+        check_windowed_keys(stmt, inputs)
     check_grouping_keys(stmt)
     if not stmt.emit_changes and ksql_rules:
         check_pull(stmt)
