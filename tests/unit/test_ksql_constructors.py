@@ -57,3 +57,24 @@ def test_malformed_constructors_say_where(text, message):
 def test_map_entries_of_clashing_types_are_refused():
     with pytest.raises(ExpressionTypeError):
         check_expression(item("MAP('a' := 1, 'b' := v)"), COLUMNS, "ksql")
+
+
+def test_every_scalar_function_has_a_signature_of_a_matching_arity():
+    functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
+    from kafkasql_magic.typecheck import signatures
+    assert set(functions.FUNCTIONS) <= set(signatures.SCALAR)
+    for name, fn in functions.FUNCTIONS.items():
+        sigs = signatures.SIGNATURES[name]
+        low = min(len(s.params) - s.variadic for s in sigs)
+        assert low >= fn.min_args, name
+        if fn.max_args is not None:
+            assert max(len(s.params) for s in sigs) <= fn.max_args, name
+
+
+@pytest.mark.parametrize("text, typed", [
+    ("ATAN2(id, x)", T("DOUBLE")), ("ARRAY_MAX(ARRAY[id, 2])", T("INT")),
+    ("SLICE(ARRAY[v], 1, 1)", T("ARRAY", element=T("STRING"))), ("ELT(1, v, 'b')", T("STRING")),
+    ("AS_MAP(ARRAY[v], ARRAY[x])", T("MAP", key=T("STRING"), value=T("DOUBLE"))), ("AS_VALUE(id)", T("INT")),
+])
+def test_added_functions_are_typed(text, typed):
+    assert check_expression(item(text), COLUMNS, "ksql") == typed
