@@ -124,6 +124,15 @@ def _split(s: Column, delimiter: Column) -> Column:
     return F.split(s, F.concat(F.lit("\\Q"), delimiter, F.lit("\\E")))
 
 
+def _array_concat(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+    """ksqlDB: one NULL side gives the other side (a NULL literal has no array type to concat)."""
+    a, b = args
+    null = [isinstance(e, ast.Literal) and e.value is None for e in exprs]
+    if null[0] or null[1]:
+        return b if null[0] else a
+    return F.when(a.isNull(), b).when(b.isNull(), a).otherwise(F.concat(a, b))
+
+
 def _timestamp_to_string(ms: Column, fmt: Column, tz: Column | None = None) -> Column:
     ts = F.timestamp_millis(ms)
     if tz is not None:
@@ -212,10 +221,9 @@ FUNCTIONS: dict[str, Function] = {
     "ARRAY_MIN": Function(_simple(F.array_min), 1, 1),
     "ARRAY_REMOVE": Function(_simple(F.array_remove), 2, 2),
     "ARRAY_SORT": Function(_simple(F.array_sort), 1, 1),
-    "ARRAY_CONCAT": Function(_simple(lambda a, b: F.when(a.isNull(), b).when(b.isNull(), a)
-                                     .otherwise(F.concat(a, b))), 2, 2),  # one NULL side: the other
-    "ARRAY_JOIN": Function(_simple(lambda a, d=None: F.array_join(a.cast("array<string>"),
-                                                                  F.lit(",") if d is None else d)), 1, 2),
+    "ARRAY_CONCAT": Function(_array_concat, 2, 2),
+    "ARRAY_JOIN": Function(_simple(lambda a, d=None: F.call_function(
+        "array_join", a.cast("array<string>"), F.lit(",") if d is None else d)), 1, 2),
     "SLICE": Function(_simple(lambda a, start, end: F.slice(a, start, end - start + 1)), 3, 3),  # `to` inclusive
     "ELT": Function(_simple(F.elt), 2, None),
     "AS_MAP": Function(_simple(F.map_from_arrays), 2, 2),
