@@ -340,27 +340,32 @@ class Builder(Transformer):
     def function_call(self, meta, name, *args):
         return ast.FunctionCall(name.upper(), tuple(a for a in args if a is not None), **_pos(meta))
 
-    def array_constructor(self, meta, *items):
-        return ast.FunctionCall("ARRAY", tuple(i for i in items if i is not None), **_pos(meta))
+    def subscript_or_array(self, meta, base, *items):
+        """`ARRAY[a, b]` constructs an array (as in ksqlDB); any other `x[i]` is a subscript."""
+        items = tuple(i for i in items if i is not None)
+        if base == ast.ColumnRef("ARRAY"):
+            return ast.FunctionCall("ARRAY", items, **_pos(meta))
+        if len(items) != 1:
+            raise Invalid("A subscript takes one index: x[i].", meta.line, meta.column)
+        return ast.Subscript(base, items[0], **_pos(meta))
 
-    def map_constructor(self, meta, *entries):
-        """MAP(k := v, ...) -> MAP(k, v, ...): the function table pairs them up."""
-        entries = [e for e in entries if e is not None]
+    def call_or_constructor(self, meta, name, *entries):
+        """f(a, b), or the constructors MAP(k := v, ...) (as MAP(k, v, ...): the function table
+        pairs them) and STRUCT(f := v, ...)."""
+        entries = [e if isinstance(e, tuple) else (e, None) for e in entries if e is not None]
         if not _assignments(entries, meta):
-            return ast.FunctionCall("MAP", tuple(k for k, _ in entries), **_pos(meta))
-        return ast.FunctionCall("MAP", tuple(x for e in entries for x in e), **_pos(meta))
-
-    def struct_constructor(self, meta, *entries):
-        entries = [e for e in entries if e is not None]
-        if not _assignments(entries, meta):
-            return ast.FunctionCall("STRUCT", tuple(k for k, _ in entries), **_pos(meta))
-        for name, _ in entries:
-            if not isinstance(name, ast.ColumnRef) or name.qualifier is not None:
+            return ast.FunctionCall(name.upper(), tuple(k for k, _ in entries), **_pos(meta))
+        if name.upper() == "MAP":
+            return ast.FunctionCall("MAP", tuple(x for e in entries for x in e), **_pos(meta))
+        if name.upper() != "STRUCT":
+            raise Invalid(f"Only MAP(...) and STRUCT(...) take `:=` entries, not {name}(...).", meta.line, meta.column)
+        for field, _ in entries:
+            if not isinstance(field, ast.ColumnRef) or field.qualifier is not None:
                 raise Invalid("A STRUCT field name must be an identifier (STRUCT(name := value)).",
-                              name.line, name.column)
-        return ast.StructConstructor(tuple((n.name, v) for n, v in entries), **_pos(meta))
+                              field.line, field.column)
+        return ast.StructConstructor(tuple((f.name, v) for f, v in entries), **_pos(meta))
 
-    def entry(self, meta, key, value=None):
+    def assignment(self, meta, key, value):
         return (key, value)
 
     def count_star(self, meta, name):
