@@ -161,6 +161,13 @@ class Cast(Expr):
 
 # ---------------------------------------------------------------- select
 @dataclass(frozen=True)
+class StructConstructor(Expr):
+    """ksql's STRUCT(name := value, ...)."""
+
+    fields: tuple[tuple[str, Expr], ...]
+
+
+@dataclass(frozen=True)
 class Star(Node):
     """`*` or `s.*` in a select list."""
 

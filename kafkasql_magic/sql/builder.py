@@ -52,6 +52,15 @@ def _positive(ms: int, what: str, meta) -> int:
     return ms
 
 
+def _assignments(entries, meta) -> bool:
+    """Whether MAP(...) / STRUCT(...) entries are `k := v` (a constructor) or plain arguments."""
+    assigned = {value is not None for _, value in entries}
+    if len(assigned) > 1:
+        raise Invalid("Every entry of a constructor needs `:=` (MAP(k := v, ...), STRUCT(f := v, ...)).",
+                      meta.line, meta.column)
+    return assigned == {True}
+
+
 def _flag(self, meta, *children):
     return True
 
@@ -333,6 +342,34 @@ class Builder(Transformer):
 
     def function_call(self, meta, name, *args):
         return ast.FunctionCall(name.upper(), tuple(a for a in args if a is not None), **_pos(meta))
+
+    def subscript_or_array(self, meta, base, *items):
+        """`ARRAY[a, b]` constructs an array (as in ksqlDB); any other `x[i]` is a subscript."""
+        items = tuple(i for i in items if i is not None)
+        if base == ast.ColumnRef("ARRAY"):
+            return ast.FunctionCall("ARRAY", items, **_pos(meta))
+        if len(items) != 1:
+            raise Invalid("A subscript takes one index: x[i].", meta.line, meta.column)
+        return ast.Subscript(base, items[0], **_pos(meta))
+
+    def call_or_constructor(self, meta, name, *entries):
+        """f(a, b), or the constructors MAP(k := v, ...) (as MAP(k, v, ...): the function table
+        pairs them) and STRUCT(f := v, ...)."""
+        entries = [e if isinstance(e, tuple) else (e, None) for e in entries if e is not None]
+        if not _assignments(entries, meta):
+            return ast.FunctionCall(name.upper(), tuple(k for k, _ in entries), **_pos(meta))
+        if name.upper() == "MAP":
+            return ast.FunctionCall("MAP", tuple(x for e in entries for x in e), **_pos(meta))
+        if name.upper() != "STRUCT":
+            raise Invalid(f"Only MAP(...) and STRUCT(...) take `:=` entries, not {name}(...).", meta.line, meta.column)
+        for field, _ in entries:
+            if not isinstance(field, ast.ColumnRef) or field.qualifier is not None:
+                raise Invalid("A STRUCT field name must be an identifier (STRUCT(name := value)).",
+                              field.line, field.column)
+        return ast.StructConstructor(tuple((f.name, v) for f, v in entries), **_pos(meta))
+
+    def assignment(self, meta, key, value):
+        return (key, value)
 
     def count_star(self, meta, name):
         return ast.FunctionCall(name.upper(), (), True, **_pos(meta))

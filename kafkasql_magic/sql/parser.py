@@ -45,6 +45,7 @@ MAX_ITEMS = {
     "in_list": (10_000, "values in an IN list"),
     "not_in_list": (10_000, "values in an IN list"),
     "function_call": (1_000, "arguments of a function"),
+    "call_or_constructor": (1_000, "arguments of a function"),
     "searched_case": (1_000, "WHEN branches in a CASE"),
     "simple_case": (1_000, "WHEN branches in a CASE"),
 }

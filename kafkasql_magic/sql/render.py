@@ -27,12 +27,25 @@ def type_text(t: ast.Type) -> str:
     return display(t)
 
 
+def _call(e) -> str:
+    return f"{e.name}({'*' if e.star else ', '.join(render(a) for a in e.args)})"
+
+
+#: Constructors parsed as calls (ARRAY[...], MAP(k := v, ...)), rendered in ksql's syntax.
+CONSTRUCTORS = {
+    "ARRAY": lambda e: f"ARRAY[{', '.join(render(a) for a in e.args)}]",
+    "MAP": lambda e: f"MAP({', '.join(f'{render(k)}:={render(v)}' for k, v in zip(e.args[::2], e.args[1::2]))})"
+    if len(e.args) % 2 == 0 else _call(e),
+}
+
+
 RENDERERS = {
     ast.Literal: _literal,
     ast.ColumnRef: lambda e: (f"{_ident(e.qualifier)}." if e.qualifier else "") + _ident(e.name),
     ast.Dereference: lambda e: f"{render(e.base)}->{_ident(e.field)}",
     ast.Subscript: lambda e: f"{render(e.base)}[{render(e.index)}]",
-    ast.FunctionCall: lambda e: f"{e.name}({'*' if e.star else ', '.join(render(a) for a in e.args)})",
+    ast.FunctionCall: lambda e: CONSTRUCTORS.get(e.name, _call)(e),
+    ast.StructConstructor: lambda e: f"STRUCT({', '.join(f'{_ident(n)}:={render(v)}' for n, v in e.fields)})",
     ast.BinaryOp: lambda e: f"({render(e.left)} {e.op} {render(e.right)})",
     ast.UnaryOp: lambda e: f"{e.op}{render(e.operand)}",
     ast.And: lambda e: f"({render(e.left)} AND {render(e.right)})",

@@ -135,10 +135,26 @@ class Checker:
         args = [self.type_of(a) for a in e.args]
         if e.name == "ARRAY" and (not args or all(a is None for a in args)):
             raise self.error(e, self.messages.empty_array(bool(args)))
+        if e.name == "MAP":
+            return self._map(e, args)
         resolved = signatures.resolve(e.name, args)
         if resolved is None:
             raise self.error(e, self.messages.no_overload(e.name, args, signatures.SIGNATURES[e.name]))
         return resolved.result
+
+    def _map(self, e: ast.FunctionCall, args: list) -> ast.Type | None:
+        """MAP(k := v, ...): every key and every value of one type (numbers widen)."""
+        key = value = None
+        if len(args) % 2:
+            raise self.error(e, self.messages.no_overload(e.name, args, signatures.SIGNATURES[e.name]))
+        for k, v in zip(args[::2], args[1::2]):
+            key, value = widen(key, k), widen(value, v)
+            if key is False or value is False:
+                raise self.error(e, self.messages.no_overload(e.name, args, signatures.SIGNATURES[e.name]))
+        return ast.Type("MAP", key=key, value=value)
+
+    def _StructConstructor(self, e: ast.StructConstructor) -> ast.Type:
+        return ast.Type("STRUCT", fields=tuple((name, self.type_of(value)) for name, value in e.fields))
 
     # ------------------------------------------------------------ operators
     def _BinaryOp(self, e: ast.BinaryOp) -> ast.Type | None:

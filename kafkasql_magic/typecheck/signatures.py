@@ -170,6 +170,7 @@ SCALAR: dict[str, list[str]] = {
     "MAP_KEYS": ["MAP_KEYS(MAP<K, V> input) -> ARRAY<K>"],
     "MAP_VALUES": ["MAP_VALUES(MAP<K, V> input) -> ARRAY<V>"],
     "ARRAY": ["ARRAY(T... elements) -> ARRAY<T>"],
+    "MAP": ["MAP(K key, V value) -> MAP<K, V>"],  # MAP(k := v, ...): the checker types it pair by pair
     "EXTRACTJSONFIELD": ["EXTRACTJSONFIELD(STRING input, STRING path) -> STRING"],
     "UNIX_TIMESTAMP": ["UNIX_TIMESTAMP() -> BIGINT", "UNIX_TIMESTAMP(TIMESTAMP timestamp) -> BIGINT"],
     "UNIX_DATE": ["UNIX_DATE() -> INT", "UNIX_DATE(DATE date) -> INT"],
@@ -190,6 +191,32 @@ SCALAR: dict[str, list[str]] = {
     "FROM_BYTES": ["FROM_BYTES(BYTES bytes, STRING encoding) -> STRING"],
     "TO_BYTES": ["TO_BYTES(STRING string, STRING encoding) -> BYTES"],
     "CONVERT_FROM": ["CONVERT_FROM(BYTES bytes, STRING encoding) -> STRING"],
+    **{name: _each_number(name + "({T} value)", "DOUBLE", ("INT", "BIGINT", "DOUBLE"))
+       for name in ("ACOS", "ASIN", "ATAN", "COS", "COSH", "COT", "SIN", "SINH", "TAN", "TANH", "DEGREES",
+                    "RADIANS", "CBRT")},
+    "ATAN2": ["ATAN2(DOUBLE y, DOUBLE x) -> DOUBLE"],
+    "POWER": ["POWER(DOUBLE base, DOUBLE exponent) -> DOUBLE"],
+    "LOG": ["LOG(DOUBLE value) -> DOUBLE", "LOG(DOUBLE base, DOUBLE value) -> DOUBLE"],
+    "PI": ["PI() -> DOUBLE"],
+    "RANDOM": ["RANDOM() -> DOUBLE"],
+    "CHR": ["CHR(INT decimalCode) -> STRING"],
+    "UUID": ["UUID() -> STRING"],
+    "MASK": ["MASK(STRING input) -> STRING"],
+    **{f"URL_EXTRACT_{part}": [f"URL_EXTRACT_{part}(STRING input) -> STRING"]
+       for part in ("HOST", "PATH", "PROTOCOL", "QUERY", "FRAGMENT")},
+    "URL_EXTRACT_PARAMETER": ["URL_EXTRACT_PARAMETER(STRING input, STRING paramName) -> STRING"],
+    "ARRAY_DISTINCT": ["ARRAY_DISTINCT(ARRAY<T> array) -> ARRAY<T>"],
+    **{name: [f"{name}(ARRAY<T> left, ARRAY<T> right) -> ARRAY<T>"]
+       for name in ("ARRAY_EXCEPT", "ARRAY_INTERSECT", "ARRAY_UNION", "ARRAY_CONCAT")},
+    "ARRAY_MAX": ["ARRAY_MAX(ARRAY<T> array) -> T"],
+    "ARRAY_MIN": ["ARRAY_MIN(ARRAY<T> array) -> T"],
+    "ARRAY_REMOVE": ["ARRAY_REMOVE(ARRAY<T> array, T victim) -> ARRAY<T>"],
+    "ARRAY_SORT": ["ARRAY_SORT(ARRAY<T> array) -> ARRAY<T>"],
+    "ARRAY_JOIN": ["ARRAY_JOIN(ARRAY<T> array) -> STRING", "ARRAY_JOIN(ARRAY<T> array, STRING delimiter) -> STRING"],
+    "SLICE": ["SLICE(ARRAY<T> array, INT from, INT to) -> ARRAY<T>"],
+    "ELT": ["ELT(INT n, STRING arg, STRING... args) -> STRING"],
+    "AS_MAP": ["AS_MAP(ARRAY<K> keys, ARRAY<V> values) -> MAP<K, V>"],
+    "AS_VALUE": ["AS_VALUE(T val) -> T"],
     "HEADERS_TO_MAP": ["HEADERS_TO_MAP(ARRAY<STRUCT> headers) -> MAP<STRING, BYTES>"],
 }
 

@@ -136,3 +136,51 @@ def test_the_plan_is_plain_data():
     """Nothing Spark in it: every field is AST, catalog entries or plain values."""
     plan = plan_of("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;")
     assert json.dumps([plan.names, plan.key_names, plan.kind, plan.capture, plan.per_batch, list(plan.observed)])
+
+
+@pytest.mark.parametrize("text, retracts", [
+    ("SELECT item, COUNT(*) FROM items GROUP BY item EMIT CHANGES;", True),
+    ("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", False),  # a stream only adds
+    ("SELECT item, COUNT(*) FROM items WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT CHANGES;", False),
+    ("SELECT * FROM items EMIT CHANGES;", False),
+])
+def test_a_push_aggregation_over_a_table_retracts_per_micro_batch(text, retracts):
+    plan = plan_of(text)
+    assert plan.retracts is retracts
+    if retracts:
+        assert plan.per_batch and plan.capture == CAPTURE_FRAMES and plan.kind == "TABLE"
+
+
+def test_a_column_several_joined_sources_have_is_named_after_its_source():
+    plan = plan_of("SELECT o.item, i.item, qty, price FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;")
+    assert plan.names == ["O_ITEM", "I_ITEM", "QTY", "PRICE"]
+    plan = plan_of("SELECT orders.item, qty FROM orders JOIN items ON orders.item = items.item EMIT CHANGES;")
+    assert plan.names == ["ORDERS_ITEM", "QTY"]
+    assert plan_of("SELECT o.item FROM orders o JOIN items i ON o.item = i.item", "materialize").names == ["item"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT item, SUM(qty) FROM orders GROUP BY SUM(qty) EMIT CHANGES;",
+     "GROUP BY does not support aggregate functions: SUM is an aggregate function."),
+    ("SELECT item, qty, NOPE(qty) FROM orders GROUP BY item EMIT CHANGES;",
+     "Can't find any functions with the name 'NOPE'"),  # before the non-aggregate column's message
+])
+def test_grouping_messages_in_ksqldb_words(text, message):
+    with pytest.raises(StatementError) as caught:
+        plan_of(text)
+    assert str(caught.value) == message
+
+
+def test_a_windowed_source_is_not_re_keyed():
+    cat = catalog()
+    cat.add(ddl.source_from_create(parse_statement(
+        "CREATE STREAM counts (item STRING KEY, n BIGINT) WITH (kafka_topic='w', value_format='JSON', "
+        "window_type='TUMBLING', window_size='1 SECOND');"), SETTINGS))
+    message = ("Implicit repartitioning of windowed sources is not supported. "
+               "See https://github.com/confluentinc/ksql/issues/4385.")
+    for text in ("SELECT * FROM counts PARTITION BY n EMIT CHANGES;",
+                 "SELECT * FROM counts c JOIN items i ON c.n = i.price EMIT CHANGES;"):
+        with pytest.raises(StatementError) as caught:
+            plan_of(text, cat=cat)
+        assert str(caught.value) == message
+    assert plan_of("SELECT * FROM counts PARTITION BY item EMIT CHANGES;", cat=cat).keys == ("ITEM",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...errors import StatementError
 from ...sql import ast
+from ...typecheck import signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
 from .grouping import WINDOW_KINDS, aggregate_calls
 from .plan import Input
@@ -20,7 +21,59 @@ PULL_CLAUSES = (("GROUP BY", lambda s: s.group_by), ("HAVING", lambda s: s.havin
                 ("PARTITION BY", lambda s: s.partition_by), ("JOIN", lambda s: s.joins))
 
 
+def check_functions(stmt: ast.Select) -> None:
+    """ksqlDB names an unknown function before it checks anything about grouping."""
+    exprs = [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)] + list(stmt.group_by) + \
+        [e for e in (stmt.where, stmt.having) if e is not None]
+    for expr in exprs:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name):
+                raise StatementError(f"Can't find any functions with the name '{node.name}'")
+
+
+def check_grouping_keys(stmt: ast.Select) -> None:
+    for expr in stmt.group_by:
+        calls = aggregate_calls(expr)
+        if calls:
+            raise StatementError(f"GROUP BY does not support aggregate functions: {calls[0].name} is an "
+                                 "aggregate function.")
+
+
+#: ksqlDB's refusal to re-key a source whose key holds a window (issue 4385 in its tracker).
+WINDOWED_REPARTITION = ("Implicit repartitioning of windowed sources is not supported. "
+                        "See https://github.com/confluentinc/ksql/issues/4385.")
+
+
+def _windowed(side: Input) -> bool:
+    return side.view is None and bool(side.source.properties.get("WINDOW_TYPE"))
+
+
+def _key_columns(side: Input) -> set[str]:
+    return {c.name.lower() for c in side.source.key_columns}
+
+
+def check_windowed_keys(stmt: ast.Select, inputs: list[Input]) -> None:
+    """A windowed source keeps its key: PARTITION BY or a join on anything else would re-key it."""
+    first = inputs[0]
+    if _windowed(first) and stmt.partition_by and not all(
+            isinstance(e, ast.ColumnRef) and e.name.lower() in _key_columns(first) for e in stmt.partition_by):
+        raise StatementError(WINDOWED_REPARTITION)
+    for join in stmt.joins:
+        for side in inputs:
+            if not _windowed(side):
+                continue
+            names = {q.lower() for q in side.qualifiers}
+            used = [n for n in ast.walk(join.on) if isinstance(n, ast.ColumnRef)
+                    and (n.qualifier or "").lower() in names]
+            if any(n.name.lower() not in _key_columns(side) for n in used):
+                raise StatementError(WINDOWED_REPARTITION)
+
+
 def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql_rules: bool) -> None:
+    if ksql_rules:
+        check_functions(stmt)
+        check_windowed_keys(stmt, inputs)
+    check_grouping_keys(stmt)
     if not stmt.emit_changes and ksql_rules:
         check_pull(stmt)
     if stmt.partition_by and aggregating:

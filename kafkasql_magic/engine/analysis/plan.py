@@ -77,6 +77,9 @@ class QueryPlan:
     observed: tuple[tuple[str, str], ...]
     capture: str
     seek: Seek  # what the WHERE clause says about where to read (push queries on seekable sources)
+    #: A push aggregation over a TABLE's changelog: a row's new version replaces its old one in
+    #: its group (retracted), so the plan runs per micro-batch with the table's rows as state.
+    retracts: bool = False
 
     @property
     def source(self) -> SourceDef:

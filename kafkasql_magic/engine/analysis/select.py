@@ -42,7 +42,9 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     if duplicates and dialect.refuses_duplicate_names:
         raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
     grouping = grouping_of(stmt, outputs) if aggregating else None
-    per_batch = stmt.emit_changes and bool(stmt.joins) and not aggregating and all(i.kind == TABLE for i in inputs[1:])
+    retracts = retracting(stmt, first, aggregating)
+    per_batch = retracts or (stmt.emit_changes and bool(stmt.joins) and not aggregating
+                             and all(i.kind == TABLE for i in inputs[1:]))
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
@@ -52,9 +54,16 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
-        seek=seek_of(stmt.where) if seekable else Seek())
+        seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts)
     check_types(plan, dialect.name, text)
     return plan
+
+
+def retracting(stmt: ast.Select, first: Input, aggregating: bool) -> bool:
+    """A push aggregation over one TABLE (not windowed, not through a view) retracts a row's
+    old version from its group before adding the new one, as ksqlDB's table aggregations do."""
+    return (aggregating and stmt.emit_changes and not stmt.joins and stmt.window is None
+            and first.kind == TABLE and first.view is None)
 
 
 def _capture(observed, per_batch: bool, push: bool) -> str:
@@ -78,10 +87,12 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                prefixed: bool = False) -> list[tuple[str, ast.Expr]]:
     """(output name, expression) per result column, with the dialect's naming rules. `inputs`
     are the FROM items (anything with `qualifiers` and `columns`); `prefixed` names a join's
-    `*` columns as ksqlDB does (`A_ID`, after the source's alias or name)."""
+    `*` columns, and a column several sources have, as ksqlDB does (`A_ID`, after the source's alias or name)."""
     outputs: list[tuple[str, ast.Expr]] = []
     generated = 0
     joined = len(inputs) > 1
+    seen = [c.lower() for side in inputs for c in dict.fromkeys(side.columns)]
+    common = {c for c in seen if seen.count(c) > 1}  # columns more than one joined source has
     for item in stmt.items:
         if isinstance(item, ast.Star):
             for side in inputs:
@@ -98,6 +109,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                     f"`{item.alias.upper()}` is a reserved column name. You cannot use it as an alias for a column."
                 )
             outputs.append((item.alias, item.expr))
+        elif isinstance(item.expr, ast.ColumnRef) and prefixed and item.expr.name.lower() in common:
+            outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
             outputs.append((naming.fold(item.expr.name), item.expr))
         elif isinstance(item.expr, ast.Dereference):
@@ -106,6 +119,16 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
             outputs.append((naming.generated(generated, item.expr), item.expr))
             generated += 1
     return outputs
+
+
+def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
+    """ksqlDB names a column that several joined sources have after the source it comes from:
+    `t.id` -> `T_ID` (its alias, else its name)."""
+    side = next((s for s in inputs if ref.qualifier is not None
+                 and ref.qualifier.lower() in {q.lower() for q in s.qualifiers}), None)
+    if side is None:
+        return naming.fold(ref.name)  # unqualified: the type checker reports it as ambiguous
+    return f"{naming.fold(side.qualifiers[0])}_{naming.fold(ref.name)}"
 
 
 def key_names(stmt: ast.Select, outputs, first: Input, aggregating: bool) -> list[str]:
@@ -135,5 +158,5 @@ def partitioned_star(outputs, partition_by, source: SourceDef, naming):
     return keys + [o for o in rest if o[0].lower() not in old_keys] + [o for o in rest if o[0].lower() in old_keys]
 
 
-__all__ = ["analyse", "check_persistent", "key_names", "outputs_of",
+__all__ = ["analyse", "retracting", "check_persistent", "key_names", "outputs_of",
            "partitioned_star"]

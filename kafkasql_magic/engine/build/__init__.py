@@ -1,5 +1,6 @@
 """Build: a QueryPlan -> Spark frames (decoding, expressions, joins, aggregation)."""
 
 from .query import Built, RawReader, build, select_over_frame
+from .retract import TableState
 
-__all__ = ["Built", "RawReader", "build", "select_over_frame"]
+__all__ = ["Built", "RawReader", "TableState", "build", "select_over_frame"]

@@ -1,9 +1,11 @@
 """GROUP BY on Spark: group keys and aggregate arguments per record (a record whose
-expressions fail is logged and left out), Spark's aggregation, then SELECT and HAVING over
-the groups (the plan's Grouping has them rewritten over the grouped columns)."""
+expressions fail, or whose group key is NULL, is logged and left out), Spark's aggregation,
+then SELECT and HAVING over the groups (the plan's Grouping has them rewritten over the
+grouped columns)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame
@@ -32,19 +34,36 @@ def computing_error(compiler: Compiler, expr, name: str, index: int | None) -> C
                   F.concat(F.lit(f"Error computing expression {render(expr)}{where}: "), compiler.error()))
 
 
-def aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
-               without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
+def null_key_error(index: int) -> str:
+    """ksqlDB's processing-log text for a record whose GROUP BY expression is NULL."""
+    return (f"Group-by column with index {index} resolved to null. "
+            "The source row will be excluded from the table.")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Records with their group keys (`__g{i}`), aggregate arguments (`__a{i}_{n}`) and arrival
+    order (`__order`) computed; `failed` is why a record cannot count (NULL when it can),
+    `null_key` why it is left out of every group (a NULL group key)."""
+
+    frame: DataFrame
+    keys: list[str]
+    builders: list[tuple[aggregates.Aggregate, list]]
+    failed: Column
+    null_key: Column
+
+
+def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, extra=()) -> Staged:
     grouping = plan.grouping
     errors = [F.col(ERROR), where_error]
-    staged = []
+    staged, keys = [], []
     for index, expr in enumerate(grouping.keys):
         compiler = Compiler(scope)
         staged.append(compiler.compile(expr).alias(f"__g{index}"))
+        keys.append(f"__g{index}")
         errors += [computing_error(compiler, expr, "GROUP BY", index)] if compiler.failures else []
-    keys = [F.col(f"__g{i}") for i in range(len(grouping.keys))]
     if grouping.window is not None:
         staged.append(F.timestamp_millis(Compiler(scope).compile(grouping.rowtime)).alias("__ts"))
-        keys.append(WINDOWS[grouping.window.kind](grouping.window).alias("__window"))
     builders = []
     for index, call in enumerate(grouping.calls):
         aggregate = aggregates.lookup(call.name, len(call.args), call.star)
@@ -54,20 +73,55 @@ def aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Col
         errors += [computing_error(compiler, call, call.name, index)] if compiler.failures else []
         builders.append((aggregate, [scope.type_of(a) for a in args]))
     failed = F.coalesce(*errors)
-    staged = frame.select(*staged, F.col(OFFSET).alias("__order"), failed.alias(ERROR),
-                          *[F.col(c) for c in ORIGIN])
-    good = without_errors(staged, "__errors_aggregate")
-    grouped = good.groupBy(*keys).agg(
-        *[aggregate.build([F.col(f"__a{i}_{n}") for n in range(len(types_))], types_, F.col("__order"))
-          .alias(f"__agg{i}") for i, (aggregate, types_) in enumerate(builders)]) if builders else \
-        good.groupBy(*keys).agg(F.count(F.lit(1)).alias("__n"))
-    if grouping.window is not None:
+    null_key = F.coalesce(*[F.when(F.col(k).isNull(), F.lit(null_key_error(i))) for i, k in enumerate(keys)],
+                          F.lit(None).cast("string"))
+    frame = frame.select(*staged, *extra, F.col(OFFSET).alias("__order"), failed.alias("__FAILED"),
+                         *[F.col(c) for c in ORIGIN])
+    frame = frame.withColumn(ERROR, F.coalesce(F.col("__FAILED"), null_key))
+    return Staged(frame, keys, builders, F.col("__FAILED"), null_key)
+
+
+def aggregate_columns(staged: Staged) -> list[Column]:
+    """The aggregate calls over the staged columns, as `__agg{i}` (a row count when there are none)."""
+    if not staged.builders:
+        return [F.count(F.lit(1)).alias("__n")]
+    return [aggregate.build([F.col(f"__a{i}_{n}") for n in range(len(types_))], types_, F.col("__order"))
+            .alias(f"__agg{i}") for i, (aggregate, types_) in enumerate(staged.builders)]
+
+
+def aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
+               without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
+    staged = stage(plan, frame, scope, where_error)
+    keys = [F.col(k) for k in staged.keys]
+    if plan.grouping.window is not None:
+        keys.append(WINDOWS[plan.grouping.window.kind](plan.grouping.window).alias("__window"))
+    good = without_errors(staged.frame, "__errors_aggregate")
+    grouped = good.groupBy(*keys).agg(*aggregate_columns(staged))
+    if plan.grouping.window is not None:
         grouped = grouped.select("*", F.unix_millis(F.col("__window.start")).alias("__wstart"),
                                  F.unix_millis(F.col("__window.end")).alias("__wend"))
+    return finished(plan, grouped)
+
+
+def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None) -> DataFrame:
+    """SELECT and HAVING over the groups. Without `deleted`, a group failing HAVING yields no
+    row; with it (a retracting aggregation's changelog), a deleted group or one failing HAVING
+    yields a tombstone: its key columns, every other column NULL."""
+    grouping = plan.grouping
     groups = Scope(grouped, set(grouped.columns), set())
+    gone = deleted
     if grouping.having is not None:
-        grouped = grouped.where(Compiler(groups).compile(grouping.having))
-    values = [Compiler(groups).compile(expr).alias(result_column(i)) for i, expr in enumerate(grouping.outputs)]
+        keep = Compiler(groups).compile(grouping.having)
+        if deleted is None:
+            grouped = grouped.where(keep)
+        else:
+            gone = deleted | ~F.coalesce(keep, F.lit(False))
+    values = []
+    for i, expr in enumerate(grouping.outputs):
+        value = Compiler(groups).compile(expr)
+        if gone is not None and plan.names[i] not in plan.keys:
+            value = F.when(~gone, value)
+        values.append(value.alias(result_column(i)))
     meta = [F.lit(None).cast("string").alias(ERROR), F.lit(False).alias(DROP), F.lit(None).cast("string").alias(TOPIC),
             F.lit(None).cast("int").alias(PARTITION), F.lit(None).cast("bigint").alias(OFFSET),
             F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),

@@ -164,8 +164,13 @@ class Compiler:
         fn = functions.lookup(e.name, len(e.args))
         return fn.build(self, [self.compile(a) for a in e.args], e.args)
 
+    def _StructConstructor(self, e: ast.StructConstructor) -> Column:
+        return F.struct(*[self.compile(value).alias(name) for name, value in e.fields])
+
     def _BinaryOp(self, e: ast.BinaryOp) -> Column:
         left, right = self.compile(e.left), self.compile(e.right)
+        if e.op == "+" and T.StringType() in (self.scope.type_of(left), self.scope.type_of(right)):
+            return F.concat(left.cast("string"), right.cast("string"))  # ksql's + joins strings
         if e.op == "/":
             return self._divide(left, right)
         if e.op == "%":

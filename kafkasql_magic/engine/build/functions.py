@@ -8,6 +8,7 @@ into NULL results and processing-log entries instead of a failed query.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
@@ -134,6 +135,15 @@ def _split(s: Column, delimiter: Column) -> Column:
     return F.split(s, F.concat(F.lit("\\Q"), delimiter, F.lit("\\E")))
 
 
+def _array_concat(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+    """ksqlDB: one NULL side gives the other side (a NULL literal has no array type to concat)."""
+    a, b = args
+    null = [isinstance(e, ast.Literal) and e.value is None for e in exprs]
+    if null[0] or null[1]:
+        return b if null[0] else a
+    return F.when(a.isNull(), b).when(b.isNull(), a).otherwise(F.concat(a, b))
+
+
 def _timestamp_to_string(ms: Column, fmt: Column, tz: Column | None = None) -> Column:
     ts = F.timestamp_millis(ms)
     if tz is not None:
@@ -177,6 +187,7 @@ FUNCTIONS: dict[str, Function] = {
     "MAP_KEYS": Function(_simple(F.map_keys), 1, 1),
     "MAP_VALUES": Function(_simple(F.map_values), 1, 1),
     "ARRAY": Function(_simple(F.array), 0, None),
+    "MAP": Function(_simple(F.create_map), 0, None),  # MAP(k := v, ...) parses as MAP(k, v, ...)
     "EXTRACTJSONFIELD": Function(lambda ctx, a, e: F.get_json_object(
         a[0], str(_literal_required(e[1], "EXTRACTJSONFIELD's path"))), 2, 2),
     "UNIX_TIMESTAMP": Function(lambda ctx, a, e: F.unix_millis(a[0]) if a else F.unix_millis(F.current_timestamp()), 0, 1),
@@ -194,6 +205,40 @@ FUNCTIONS: dict[str, Function] = {
     "DOUBLE_FROM_BYTES": Function(_from_bytes(bytes_codec.double_from_bytes, 8), 1, 2),
     "FROM_BYTES": Function(_encoding(0), 2, 2),
     "TO_BYTES": Function(_encoding(1), 2, 2),
+    # math (DOUBLE results, as in ksqlDB)
+    **{name: Function(_simple(fn), 1, 1) for name, fn in (
+        ("ACOS", F.acos), ("ASIN", F.asin), ("ATAN", F.atan), ("COS", F.cos), ("COSH", F.cosh), ("COT", F.cot),
+        ("SIN", F.sin), ("SINH", F.sinh), ("TAN", F.tan), ("TANH", F.tanh), ("DEGREES", F.degrees),
+        ("RADIANS", F.radians), ("CBRT", F.cbrt))},
+    "ATAN2": Function(_simple(F.atan2), 2, 2),
+    "POWER": Function(_simple(F.pow), 2, 2),
+    "LOG": Function(_simple(lambda a, b=None: F.log(a) if b is None else F.log(a, b)), 1, 2),
+    "PI": Function(lambda ctx, a, e: F.lit(math.pi), 0, 0),
+    "RANDOM": Function(lambda ctx, a, e: F.rand(), 0, 0),
+    # strings
+    "CHR": Function(_simple(F.chr), 1, 1),
+    "UUID": Function(lambda ctx, a, e: F.uuid(), 0, 0),
+    "MASK": Function(_simple(lambda s: F.mask(s, F.lit("X"), F.lit("x"), F.lit("n"), F.lit("-"))), 1, 1),
+    **{f"URL_EXTRACT_{part}": Function(_simple(lambda u, _p=spark_part: F.parse_url(u, F.lit(_p))), 1, 1)
+       for part, spark_part in (("HOST", "HOST"), ("PATH", "PATH"), ("PROTOCOL", "PROTOCOL"),
+                                ("QUERY", "QUERY"), ("FRAGMENT", "REF"))},
+    "URL_EXTRACT_PARAMETER": Function(_simple(lambda u, name: F.parse_url(u, F.lit("QUERY"), name)), 2, 2),
+    # collections
+    "ARRAY_DISTINCT": Function(_simple(F.array_distinct), 1, 1),
+    "ARRAY_EXCEPT": Function(_simple(F.array_except), 2, 2),
+    "ARRAY_INTERSECT": Function(_simple(F.array_intersect), 2, 2),
+    "ARRAY_UNION": Function(_simple(F.array_union), 2, 2),
+    "ARRAY_MAX": Function(_simple(F.array_max), 1, 1),
+    "ARRAY_MIN": Function(_simple(F.array_min), 1, 1),
+    "ARRAY_REMOVE": Function(_simple(F.array_remove), 2, 2),
+    "ARRAY_SORT": Function(_simple(F.array_sort), 1, 1),
+    "ARRAY_CONCAT": Function(_array_concat, 2, 2),
+    "ARRAY_JOIN": Function(_simple(lambda a, d=None: F.call_function(
+        "array_join", a.cast("array<string>"), F.lit(",") if d is None else d)), 1, 2),
+    "SLICE": Function(_simple(lambda a, start, end: F.slice(a, start, end - start + 1)), 3, 3),  # `to` inclusive
+    "ELT": Function(_simple(F.elt), 2, None),
+    "AS_MAP": Function(_simple(F.map_from_arrays), 2, 2),
+    "AS_VALUE": Function(_simple(lambda v: v), 1, 1),  # copies a key column into the value: same value here
     # Materialize's helpers from its Kafka headers design.
     "CONVERT_FROM": Function(_encoding(0), 2, 2),
     "HEADERS_TO_MAP": Function(_simple(lambda h: _headers_to_map(h)), 1, 1),

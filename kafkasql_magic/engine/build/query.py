@@ -21,6 +21,7 @@ from ...sql.render import render
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
 from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, RECORD, ROWTIME, result_column
 from .aggregate import aggregated, computing_error
+from .retract import TableState, retracted
 from .decode import latest_per_key, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
 
@@ -67,16 +68,24 @@ class _Captures:
         return frame.where(F.col(ERROR).isNull())
 
 
-def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False) -> Built:
+def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
+          state: TableState | None = None) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
-    column of a per-batch plan before its stream starts (nothing runs)."""
+    column of a per-batch plan before its stream starts (nothing runs). A retracting plan
+    carries its table's rows from batch to batch in `state`."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    return Built(_frame(plan, raw, read, captures), captures.observations, captures.error_frames)
+    return Built(_frame(plan, raw, read, captures, state), captures.observations, captures.error_frames)
 
 
-def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
+def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
+           state: TableState | None = None) -> DataFrame:
     stmt = plan.statement
+    if plan.retracts and state is not None:  # every change of the table, tombstones too
+        first = plan.inputs[0]
+        frame = logical_frame(raw, first.source)
+        return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers)), state,
+                         captures.without_errors)
     frame, scope = _from(plan, raw, read, captures)
     frame, where_error = _filtered(stmt, frame, scope)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve

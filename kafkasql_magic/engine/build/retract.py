@@ -1,0 +1,73 @@
+"""Aggregating a TABLE with retractions (Kafka Streams' KGroupedTable adder and subtractor).
+
+A table's changelog holds several versions of one row; only the latest counts. Spark's
+streaming aggregation has no subtractor, so a retracting aggregation runs per micro-batch
+(`QueryPlan.retracts`): `TableState` keeps the latest staged row per table key (its group
+keys and aggregate arguments) between batches; each batch replaces the rows of the keys it
+carries (a tombstone, a row the WHERE clause now rejects or a NULL group key removes one),
+and only the groups those rows left or joined are aggregated again, from their current
+members, with the same aggregate table as a stream's aggregation. A group left with no
+member comes out as a tombstone (its key columns, the rest NULL): the changelog a sink writes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..analysis.plan import QueryPlan
+from ..columns import ERROR, RAW_KEY, RAW_VALUE
+from .aggregate import aggregate_columns, computing_error, finished, stage
+from .expressions import Compiler, Scope
+
+
+class TableState:
+    """The latest staged row per table key, carried from one micro-batch to the next."""
+
+    def __init__(self):
+        self.rows: DataFrame | None = None
+
+
+def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState,
+              without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
+    """One micro-batch of a table's changelog -> the changed groups' new rows (and tombstones)."""
+    stmt = plan.statement
+    present = F.col(RAW_VALUE).isNotNull()
+    where_error = F.lit(None).cast("string")
+    if stmt.where is not None:
+        where = Compiler(scope)
+        present = present & F.coalesce(where.compile(stmt.where), F.lit(False))
+        if where.failures:
+            where_error = computing_error(where, stmt.where, "WHERE", None)
+    staged = stage(plan, frame, scope, where_error,
+                   extra=[F.col(RAW_KEY).alias("__k"), F.when(F.col(RAW_VALUE).isNotNull(), present)
+                          .otherwise(F.lit(False)).alias("__present")])
+    # a tombstone or a row the WHERE clause rejects removes its key's row, NULL group key or not
+    failed = F.when(F.col("__present"), F.col(ERROR)).otherwise(F.col("__FAILED"))
+    batch = staged.frame.withColumn(ERROR, failed).localCheckpoint()
+    without_errors(batch, "__errors_aggregate")
+    changes = batch.where(F.col("__FAILED").isNull() & F.col("__k").isNotNull())
+    newest = Window.partitionBy("__k").orderBy(F.col("__order").desc())
+    changes = changes.withColumn("__rank", F.row_number().over(newest)).where(F.col("__rank") == 1)
+    members = [c for c in changes.columns if c == "__k" or c.startswith(("__g", "__a")) or c == "__order"]
+    joining = changes.where(F.col("__present") & F.col(ERROR).isNull()).select(*members)
+    leaving_keys = changes.select("__k")
+    if state.rows is None:
+        leaving, kept = joining.limit(0), joining.limit(0)
+    else:
+        leaving = state.rows.join(leaving_keys, "__k", "left_semi")
+        kept = state.rows.join(leaving_keys, "__k", "left_anti")
+    state.rows = kept.unionByName(joining).localCheckpoint()
+    affected = leaving.select(*staged.keys).unionByName(joining.select(*staged.keys)).distinct()
+    current = state.rows.join(affected, staged.keys, "left_semi")
+    grouped = current.groupBy(*staged.keys).agg(*aggregate_columns(staged))
+    emptied = affected.join(grouped.select(*staged.keys), staged.keys, "left_anti")
+    emptied = emptied.select("*", *[F.lit(None).cast(grouped.schema[c].dataType).alias(c)
+                                    for c in grouped.columns if c not in staged.keys])
+    changed = grouped.withColumn("__deleted", F.lit(False)).unionByName(
+        emptied.withColumn("__deleted", F.lit(True)))
+    return finished(plan, changed, deleted=F.col("__deleted"))
+
+

@@ -1,0 +1,96 @@
+"""Aggregating a TABLE retracts (ksqlDB's KGroupedTable adder and subtractor), and a NULL
+GROUP BY key drops the record into the processing log, on a real broker."""
+
+import json
+import time
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka.producer import produce
+
+T0 = 1_700_000_000_000
+
+
+def person(pid, region, score):
+    return {"key": pid.to_bytes(4, "big"), "timestamp": T0 + pid,
+            "value": json.dumps({"region": region, "score": score})}
+
+
+def tombstone(pid):
+    return {"key": pid.to_bytes(4, "big"), "value": None, "timestamp": T0}
+
+
+@pytest.fixture
+def people(broker, spark):
+    topic = f"people_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [person(1, "eu", 10), person(2, "eu", 5), person(3, "us", 7)],
+            create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    s.sql(f"""SET 'auto.offset.reset'='earliest';
+        CREATE TABLE people (id INT PRIMARY KEY, region STRING, score INT)
+          WITH (kafka_topic='{topic}', value_format='JSON');""")
+    s.topic = topic
+    yield s
+    s.stop()
+
+
+def changes(handle, check, timeout=90):
+    """Wait until the changelog's latest row per REGION satisfies `check`; stop the query."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            state = {r["REGION"]: r for r in handle.rows().to_dict("records")}
+            if check(state):
+                return state
+            assert handle.failure is None, handle.failure
+            time.sleep(0.3)
+        raise AssertionError(f"never settled: {handle.rows().to_dict('records')}")
+    finally:
+        handle.stop()
+
+
+def test_a_changed_moved_or_deleted_row_is_retracted_from_its_group(people, broker):
+    handle = people.sql("SELECT region, COUNT(*) AS n, SUM(score) AS total, MIN(score) AS low, MAX(score) AS high, "
+                        "COLLECT_LIST(id) AS ids FROM people GROUP BY region EMIT CHANGES;")
+    assert handle.plan.retracts
+
+    def first(state):
+        return {k: v["N"] for k, v in state.items()} == {"eu": 2, "us": 1}
+
+    deadline = time.monotonic() + 90
+    while not first({r["REGION"]: r for r in handle.rows().to_dict("records")}):
+        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    # person 1 moves to us, person 2 is deleted (eu is left empty), person 3 changes score,
+    # person 4 has no region (dropped and logged)
+    produce(broker.bootstrap_servers, people.topic,
+            [person(1, "us", 20), tombstone(2), person(3, "us", 8), person(4, None, 1)])
+    state = changes(handle, lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
+    us = state["us"]
+    assert (us["TOTAL"], us["LOW"], us["HIGH"], sorted(us["IDS"])) == (28, 8, 20, [1, 3])
+    assert state["eu"] == {"REGION": "eu", "N": None, "TOTAL": None, "LOW": None, "HIGH": None, "IDS": None}
+    assert None not in state  # no NULL group
+    log = people.processing_log(query=handle.id)
+    assert list(log[["PARTITION", "OFFSET"]].itertuples(index=False, name=None)) == [(0, 6)]
+    assert log.MESSAGE[0] == ("Group-by column with index 0 resolved to null. "
+                              "The source row will be excluded from the table.")
+
+
+def test_a_row_the_where_clause_stops_matching_leaves_its_group(people, broker):
+    handle = people.sql("SELECT region, COUNT(*) AS n FROM people WHERE score > 6 GROUP BY region EMIT CHANGES;")
+    deadline = time.monotonic() + 90
+    while {r["REGION"]: r["N"] for r in handle.rows().to_dict("records")} != {"eu": 1, "us": 1}:
+        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    produce(broker.bootstrap_servers, people.topic, [person(1, "eu", 2), person(2, "us", 9)])
+    state = changes(handle, lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
+    assert state["eu"]["N"] is None
+
+
+def test_a_pull_query_over_a_table_counts_each_row_once(people, broker):
+    produce(broker.bootstrap_servers, people.topic, [person(1, "us", 20), tombstone(2)])
+    handle = people.sql("SELECT region, COUNT(*) AS n FROM people GROUP BY region EMIT CHANGES;")
+    state = changes(handle, lambda s: {k: v["N"] for k, v in s.items()} == {"us": 2})
+    assert state["us"]["N"] == 2
