@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import types as T
 
 from .sql import ast
+from .sql.typetext import display  # noqa: F401 - ksqlDB's spelling of a type, shared with the type checker
 
 #: Primitive ksql type -> Spark type.
 SPARK_PRIMITIVES: dict[str, T.DataType] = {
@@ -19,8 +20,6 @@ SPARK_PRIMITIVES: dict[str, T.DataType] = {
     "TIMESTAMP": T.TimestampType(),
 }
 
-#: How ksqlDB names a primitive type in DESCRIBE output and error messages.
-DISPLAY_NAMES: dict[str, str] = {"INT": "INTEGER"}
 
 #: Spark type class -> ksql type, for results of expressions.
 KSQL_FROM_SPARK: dict[type, str] = {
@@ -76,17 +75,3 @@ def from_spark(dt: T.DataType) -> ast.Type:
     if isinstance(dt, T.StructType):
         return ast.Type("STRUCT", fields=tuple((f.name, from_spark(f.dataType)) for f in dt.fields))
     return ast.Type(KSQL_FROM_SPARK[type(dt)])
-
-
-def display(t: ast.Type) -> str:
-    """ksqlDB's spelling: INTEGER, DECIMAL(4, 2), ARRAY<STRUCT<`KEY` STRING, `VALUE` BYTES>>."""
-    if t.name == "DECIMAL":
-        return f"DECIMAL({t.precision}, {t.scale})"
-    if t.name == "ARRAY":
-        return f"ARRAY<{display(t.element)}>"
-    if t.name == "MAP":
-        return f"MAP<{display(t.key)}, {display(t.value)}>"
-    if t.name == "STRUCT":
-        inner = ", ".join(f"`{n}` {display(ft)}" for n, ft in t.fields)
-        return f"STRUCT<{inner}>"
-    return DISPLAY_NAMES.get(t.name, t.name)
