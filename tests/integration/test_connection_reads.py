@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from kafkasql_magic.dialects.connections import Connections
-from kafkasql_magic.kafka import offsets
+from kafkasql_magic.kafka.offsets import watermarks
 from kafkasql_magic.kafka.time_index import first_offsets_at_or_after
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
@@ -34,7 +34,7 @@ def test_start_offset_through_a_connection(spark, broker, new_topic):
     props = connection(broker.bootstrap_servers)
     statement = MATERIALIZE.parse_statement(
         f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (2))")
-    marks = offsets.watermarks(props["bootstrap.servers"], topic)
+    marks = watermarks(props["bootstrap.servers"], topic)
     offsets = start_offsets(statement.topic, sorted(marks), {p: lo for p, (lo, _) in marks.items()},
                             start_offsets=statement.start_offsets)
     assert offsets == {0: 2, 1: 0}
