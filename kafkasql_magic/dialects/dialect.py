@@ -77,6 +77,11 @@ class Dialect:
             return ((NULL_KEY, "Record with a NULL key dropped from table"),)
         return self.stream_envelope_rules
 
+    def show_columns(self, columns) -> list[dict] | None:
+        """SHOW COLUMNS rows for catalog columns, where the dialect's listing differs from
+        ksqlDB's DESCRIBE (None: DESCRIBE's)."""
+        return None
+
     def skips_empty(self, source: SourceDef) -> bool:
         return self.skips_empty_records and source.envelope == "NONE"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..catalog import SourceDef
 from ..sql import ast
 from ..sql.materialize_parser import MATERIALIZE as MATERIALIZE_PARSER
-from . import materialize_sources, naming
+from . import materialize_sources, naming, pg_types
 from .dialect import KEY_WITHOUT_VALUE, Dialect, SourceContext
 
 
@@ -25,6 +25,9 @@ class Materialize(Dialect):
     skips_empty_records = True
     stream_envelope_rules = ((KEY_WITHOUT_VALUE, "record with a key but a NULL value in a source with ENVELOPE NONE"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
+
+    def show_columns(self, columns) -> list[dict]:
+        return pg_types.show_columns_rows(columns)
 
 
 MATERIALIZE = Materialize()

@@ -83,9 +83,9 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     if dialects.get(source.dialect).skips_empty(source):
         raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
     key = formats.lookup(source.key_format.name).decode(
-        F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
+        F.col("key"), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format, "key")
     value = formats.lookup(source.value_format.name).decode(
-        F.col("value"), [Field(c.name, c.type) for c in source.value_columns], source.value_format, "value")
+        F.col("value"), [Field(c.format_field, c.type) for c in source.value_columns], source.value_format, "value")
     for name, expression in key.intermediates + value.intermediates:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
