@@ -55,6 +55,13 @@ class Dialect:
     seeks_pseudocolumns = True
     #: Records with neither key nor value are skipped (sources of this dialect without an envelope).
     skips_empty_records = False
+    #: A record without a header its source includes by key is an error (sources of this dialect).
+    requires_included_headers = False
+    #: Under ENVELOPE UPSERT, NULL is one more key: a record with a NULL key and a NULL value
+    #: retracts the error of the earlier NULL-key records (sources of this dialect).
+    upserts_null_keys = False
+    #: A query that meets a bad record fails (naming it) instead of logging it and going on.
+    fails_on_bad_records = False
     #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
     stream_envelope_rules: tuple[tuple[str, str], ...] = ()
     #: Statement type -> how it becomes a catalog entry.

@@ -23,7 +23,10 @@ class Materialize(Dialect):
     refuses_duplicate_names = False
     seeks_pseudocolumns = False
     skips_empty_records = True
-    stream_envelope_rules = ((KEY_WITHOUT_VALUE, "record with a key but a NULL value in a source with ENVELOPE NONE"),)
+    requires_included_headers = True
+    fails_on_bad_records = True
+    upserts_null_keys = True
+    stream_envelope_rules = ((KEY_WITHOUT_VALUE, "Envelope error: Flat: Value not present for message"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
 
     def show_columns(self, columns) -> list[dict]:

@@ -21,7 +21,8 @@ from ...sql.render import render
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
 from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, ROWTIME, result_column
 from .aggregate import aggregated, computing_error
-from .decode import latest_per_key, logical_frame
+from . import order
+from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
 
 #: (source, streaming) -> that source's raw Kafka records.
@@ -81,9 +82,12 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     frame, where_error = _filtered(stmt, frame, scope)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
+    sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
     if plan.grouping is not None:
-        return aggregated(plan, frame, scope, where_error, captures.without_errors)
-    return _projected(frame, scope, where_error, plan.outputs)
+        frame = aggregated(plan, frame, scope, where_error, captures.without_errors)
+        return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
+    extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+    return order.ordered(_projected(frame, scope, where_error, plan.outputs, extra), extra, keys)
 
 
 def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
@@ -94,7 +98,7 @@ def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captur
         return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
-    return logical_frame(raw if raw.isStreaming or not source.keyed else latest_per_key(raw), source)
+    return logical_frame(raw, source) if raw.isStreaming or not source.keyed else current_rows(raw, source)
 
 
 def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> tuple[DataFrame, Scope]:
@@ -149,7 +153,8 @@ def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope) -> tuple[DataFra
     return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
 
 
-def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs) -> DataFrame:
+def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, extra=()) -> DataFrame:
+    """The result columns (plus `extra` (name, column) pairs, such as sort keys) and bookkeeping."""
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
     for index, (name, expr) in enumerate(outputs):
@@ -162,7 +167,7 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs) -> 
     error = F.coalesce(*errors)
     origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) else F.col(c)
               for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
-    return frame.select(*values, error.alias(ERROR), drop.alias(DROP), *origin)
+    return frame.select(*values, *[c.alias(n) for n, c in extra], error.alias(ERROR), drop.alias(DROP), *origin)
 
 
 def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tuple[list[str], DataFrame]:
