@@ -89,6 +89,17 @@ class Dialect:
         ksqlDB's DESCRIBE (None: DESCRIBE's)."""
         return None
 
+    def function(self, name: str, nargs: int, arg_types: Callable[[], list[ast.Type]]):
+        """The scalar function `name` of this dialect for `nargs` arguments (`arg_types()`
+        gives their types, asked for only to word an error)."""
+        from ..engine.build import functions
+
+        return functions.lookup(name, nargs)
+
+    def text_cast(self, value, source_type: ast.Type):
+        """`value::text` / CAST(value AS STRING) in this dialect's words (None: Spark's cast)."""
+        return None
+
     def skips_empty(self, source: SourceDef) -> bool:
         return self.skips_empty_records and source.envelope == "NONE"
 

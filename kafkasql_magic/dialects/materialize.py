@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..catalog import SourceDef
+from ..errors import StatementError
 from ..sql import ast
 from ..sql.materialize_parser import MATERIALIZE as MATERIALIZE_PARSER
 from . import materialize_sources, naming, pg_types
@@ -31,6 +32,22 @@ class Materialize(Dialect):
 
     def show_columns(self, columns) -> list[dict]:
         return pg_types.show_columns_rows(columns)
+
+    def function(self, name, nargs, arg_types):
+        """PostgreSQL's functions over ksql's; a call none takes fails in Materialize's words."""
+        from ..engine.build.functions import FUNCTIONS
+        from . import pg_functions
+
+        fn = pg_functions.FUNCTIONS.get(name.upper()) or FUNCTIONS.get(name.upper())
+        if fn is None or nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args):
+            shown = [pg_types.materialize_type_name(t) if t is not None else "unknown" for t in arg_types()]
+            raise StatementError(pg_functions.missing_function_message(name, shown))
+        return fn
+
+    def text_cast(self, value, source_type):
+        from . import pg_functions
+
+        return pg_functions.pg_text(value, source_type)
 
 
 MATERIALIZE = Materialize()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...catalog import SourceDef
+from ...dialects import KSQL, Dialect
 from ...sql import ast
 from .seek import Seek
 
@@ -77,6 +78,7 @@ class QueryPlan:
     observed: tuple[tuple[str, str], ...]
     capture: str
     seek: Seek  # what the WHERE clause says about where to read (push queries on seekable sources)
+    dialect: Dialect = KSQL  # the query's (its functions and casts)
 
     @property
     def source(self) -> SourceDef:

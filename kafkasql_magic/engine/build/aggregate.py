@@ -63,7 +63,7 @@ def aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Col
     if grouping.window is not None:
         grouped = grouped.select("*", F.unix_millis(F.col("__window.start")).alias("__wstart"),
                                  F.unix_millis(F.col("__window.end")).alias("__wend"))
-    groups = Scope(grouped, set(grouped.columns), set())
+    groups = Scope(grouped, set(grouped.columns), set(), scope.dialect)
     if grouping.having is not None:
         grouped = grouped.where(Compiler(groups).compile(grouping.having))
     values = [Compiler(groups).compile(expr).alias(result_column(i)) for i, expr in enumerate(grouping.outputs)]

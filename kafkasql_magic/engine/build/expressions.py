@@ -11,11 +11,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ... import types
+from ...dialects import KSQL, Dialect
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
 from .. import aggregates
-from . import functions
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -57,6 +57,7 @@ class Scope:
     frame: DataFrame
     names: set[str]
     qualifiers: set[str]
+    dialect: Dialect = KSQL  # the query's: its functions and casts
 
     def column(self, ref: ast.ColumnRef) -> Column:
         if ref.qualifier is not None and ref.qualifier not in self.qualifiers:
@@ -161,8 +162,15 @@ class Compiler:
         if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
                                  "only in the SELECT list and HAVING clause, and not inside another aggregate.")
-        fn = functions.lookup(e.name, len(e.args))
-        return fn.build(self, [self.compile(a) for a in e.args], e.args)
+        args = [self.compile(a) for a in e.args]
+        fn = self.scope.dialect.function(e.name, len(args), lambda: [self._type_of(a) for a in args])
+        return fn.build(self, args, e.args)
+
+    def _type_of(self, column: Column) -> ast.Type | None:
+        try:
+            return types.from_spark(self.scope.type_of(column))
+        except Exception:  # a type with no ksql name: shown as unknown in the message
+            return None
 
     def _BinaryOp(self, e: ast.BinaryOp) -> Column:
         left, right = self.compile(e.left), self.compile(e.right)
@@ -223,4 +231,10 @@ class Compiler:
         return result.otherwise(self.compile(e.else_)) if e.else_ is not None else result
 
     def _Cast(self, e: ast.Cast) -> Column:
-        return self.compile(e.operand).try_cast(types.to_spark(e.type))
+        value = self.compile(e.operand)
+        if e.type.name == "STRING":
+            source_type = self._type_of(value)
+            text = self.scope.dialect.text_cast(value, source_type) if source_type is not None else None
+            if text is not None:
+                return text
+        return value.try_cast(types.to_spark(e.type))

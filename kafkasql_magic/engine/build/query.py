@@ -107,7 +107,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     first = plan.inputs[0]
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
-        return frame, Scope(frame, set(first.visible), set(first.qualifiers))
+        return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
     sides = []
     for index, side in enumerate(plan.inputs):
         if index:
@@ -125,12 +125,12 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
             continue
         join = stmt.joins[index - 1]
         both = frame.crossJoin(frame_i)  # for typing the condition only
-        condition = Compiler(JoinScope(both, set(), set(), sides=list(sides))).compile(join.on)
+        condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).compile(join.on)
         if join.within is not None:
             condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
-    return frame, JoinScope(frame, set(), set(), sides=sides)
+    return frame, JoinScope(frame, set(), set(), plan.dialect, sides=sides)
 
 
 def _within(window: tuple[int, int], left_time: str | None, right_time: str | None) -> Column:
