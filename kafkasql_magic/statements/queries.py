@@ -7,6 +7,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .. import dialects
 from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, build, select_over_frame
@@ -77,7 +78,7 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     if not stmt.emit_changes:
         rows = collect_bounded(prepared.built, plan, query_id=query_id, log=session.log)
         if session.dialect_now.fails_on_bad_records:
-            _fail_on_bad_records(session, query_id)
+            _fail_on_bad_records(session, query_id, plan)
         return rows
     frame = prepared.raw if plan.per_batch else prepared.built.frame
     query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
@@ -92,10 +93,14 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
         session.queries.pop(query_id, None)
 
 
-def _fail_on_bad_records(session, query_id: str) -> None:
+def _fail_on_bad_records(session, query_id: str, plan: QueryPlan) -> None:
     """Materialize's rule: a source with a bad record is in an error state and a query over it
-    fails, naming the record (which is in the processing log too)."""
+    fails, naming the record (which is in the processing log too). Only sources of a dialect
+    with that rule fail: a ksql source keeps logging and going on."""
+    failing = {name for i in plan.inputs if dialects.get(i.source.dialect).fails_on_bad_records
+               for name in (i.name, i.source.name)}
     failed = session.log.to_pandas(query=query_id)
+    failed = failed[failed.SOURCE.isin(failing)]
     if len(failed):
         first = failed.sort_values(["TOPIC", "PARTITION", "OFFSET"]).iloc[0]
         raise StatementError(f"{first.MESSAGE} (topic {first.TOPIC}, partition {first.PARTITION}, "
