@@ -15,7 +15,6 @@ from . import ast_materialize as mz_ast
 
 PENDING: dict[str, Callable[[ast.Node], bool]] = {
     "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
-    "the map operator ->": lambda n: isinstance(n, mz_ast.MapLookup),
     "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
     "START OFFSET": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_offsets is not None,
     "START TIMESTAMP": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_timestamp is not None,

@@ -47,6 +47,12 @@ def test_postgres_functions_and_text_casts(session, source):
     assert rows.values.tolist() == [["\\x6d65", "6d65", 2, 1, "0"]]
 
 
+def test_the_map_operator(session, source):
+    rows = session.sql("SELECT convert_from(map_build(headers) -> 'h', 'utf8') AS h, map_build(headers) -> 'x' AS x "
+                       "FROM q ORDER BY \"offset\" LIMIT 2", **MZ)
+    assert rows.to_dict("records") == [{"h": "me", "x": None}, {"h": "you", "x": None}]
+
+
 def test_a_missing_function_in_materializes_words(session, source):
     with pytest.raises(ks.StatementError, match=r"^function no_such\(bytea, int8\) does not exist$"):
         session.sql("SELECT no_such(key, \"offset\") FROM q", **MZ)

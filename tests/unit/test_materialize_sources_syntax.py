@@ -406,7 +406,6 @@ def test_ksql_dialect_is_unaffected():
     "text, feature, at",
     [
         ("CREATE VIEW v AS SELECT * FROM (SELECT a FROM s) x", "a subquery in FROM", (1, 32)),
-        ("SELECT m -> 'k' FROM s", "the map operator ->", (1, 8)),
         ("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET (1)) FORMAT TEXT", "START OFFSET", (1, 1)),
         ("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START TIMESTAMP -1) FORMAT TEXT", "START TIMESTAMP",
          (1, 1)),

@@ -158,6 +158,10 @@ class Compiler:
     def _Subscript(self, e: ast.Subscript) -> Column:
         return F.try_element_at(self.compile(e.base), self.compile(e.index))
 
+    def _MapLookup(self, e) -> Column:
+        """Materialize's `map -> key`: the value under `key`, NULL when absent."""
+        return F.try_element_at(self.compile(e.base), self.compile(e.key))
+
     def _FunctionCall(self, e: ast.FunctionCall) -> Column:
         if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
