@@ -20,6 +20,13 @@ class Column:
     type: ast.Type
     role: str = VALUE
     header_key: str | None = None
+    #: The name the key or value format knows this column by, when the column was renamed
+    #: (Materialize's column list, INCLUDE KEY AS over a one-field record key).
+    field: str | None = None
+
+    @property
+    def format_field(self) -> str:
+        return self.field or self.name
 
 
 @dataclass(frozen=True)

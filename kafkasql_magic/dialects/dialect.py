@@ -59,6 +59,13 @@ class Dialect:
     #: skip it (its transient-query queue drops them); a stream of only key and header columns
     #: has nothing to decode from the value and keeps every record. Tables treat it as a delete.
     skips_stream_tombstones = True
+    #: A record without a header its source includes by key is an error (sources of this dialect).
+    requires_included_headers = False
+    #: Under ENVELOPE UPSERT, NULL is one more key: a record with a NULL key and a NULL value
+    #: retracts the error of the earlier NULL-key records (sources of this dialect).
+    upserts_null_keys = False
+    #: A query that meets a bad record fails (naming it) instead of logging it and going on.
+    fails_on_bad_records = False
     #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
     stream_envelope_rules: tuple[tuple[str, str], ...] = ()
     #: Statement type -> how it becomes a catalog entry.
@@ -80,6 +87,22 @@ class Dialect:
         if source.kind == "TABLE":
             return ((NULL_KEY, "Record with a NULL key dropped from table"),)
         return self.stream_envelope_rules
+
+    def show_columns(self, columns) -> list[dict] | None:
+        """SHOW COLUMNS rows for catalog columns, where the dialect's listing differs from
+        ksqlDB's DESCRIBE (None: DESCRIBE's)."""
+        return None
+
+    def function(self, name: str, nargs: int, arg_types: Callable[[], list[ast.Type]]):
+        """The scalar function `name` of this dialect for `nargs` arguments (`arg_types()`
+        gives their types, asked for only to word an error)."""
+        from ..engine.build import functions
+
+        return functions.lookup(name, nargs)
+
+    def text_cast(self, value, source_type: ast.Type):
+        """`value::text` / CAST(value AS STRING) in this dialect's words (None: Spark's cast)."""
+        return None
 
     def skips_empty(self, source: SourceDef) -> bool:
         return self.skips_empty_records and source.envelope == "NONE"

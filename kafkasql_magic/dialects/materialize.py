@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ..catalog import SourceDef
+from ..errors import StatementError
 from ..sql import ast
 from ..sql.materialize_parser import MATERIALIZE as MATERIALIZE_PARSER
-from . import materialize_sources, naming
+from . import materialize_sources, naming, pg_types
 from .dialect import KEY_WITHOUT_VALUE, Dialect, SourceContext
 
 
@@ -24,8 +25,30 @@ class Materialize(Dialect):
     seeks_pseudocolumns = False
     skips_empty_records = True
     skips_stream_tombstones = False
-    stream_envelope_rules = ((KEY_WITHOUT_VALUE, "record with a key but a NULL value in a source with ENVELOPE NONE"),)
+    requires_included_headers = True
+    fails_on_bad_records = True
+    upserts_null_keys = True
+    stream_envelope_rules = ((KEY_WITHOUT_VALUE, "Envelope error: Flat: Value not present for message"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
+
+    def show_columns(self, columns) -> list[dict]:
+        return pg_types.show_columns_rows(columns)
+
+    def function(self, name, nargs, arg_types):
+        """PostgreSQL's functions over ksql's; a call none takes fails in Materialize's words."""
+        from ..engine.build.functions import FUNCTIONS
+        from . import pg_functions
+
+        fn = pg_functions.FUNCTIONS.get(name.upper()) or FUNCTIONS.get(name.upper())
+        if fn is None or nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args):
+            shown = [pg_types.materialize_type_name(t) if t is not None else "unknown" for t in arg_types()]
+            raise StatementError(pg_functions.missing_function_message(name, shown))
+        return fn
+
+    def text_cast(self, value, source_type):
+        from . import pg_functions
+
+        return pg_functions.pg_text(value, source_type)
 
 
 MATERIALIZE = Materialize()

@@ -14,6 +14,7 @@ from .. import types
 from ..catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
 from ..errors import StatementError
 from ..formats import FormatSpec
+from ..formats.avro import RECORD_FIELDS
 from ..sql import ast
 from . import limits
 from .ksql_sources import check_formats
@@ -68,6 +69,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
         options["SCHEMA_REGISTRY_URL"] = url
         schema = latest_schema(url, context["KAFKA_TOPIC"], role)
     record = avro_types.is_record(schema)
+    options[RECORD_FIELDS] = record
     columns = [(name.lower() if record else ("key" if role == "key" else "value"), t)
                for name, t in avro_types.columns(schema)]
     return Decoding(FormatSpec("AVRO", options), columns, record)
@@ -104,13 +106,9 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
     key_spec = FormatSpec("NONE")
     if key_format is not None and ("KEY" in includes or stmt.envelope == "UPSERT"):
         key = FORMATS[key_format.name](key_format, "key", context, latest_schema)
-        key_spec = key.spec
         alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
-        if alias is not None and key.record:  # the whole record key as one column
-            columns.insert(0, Column(alias, ast.Type("STRUCT", fields=tuple(key.columns)), KEY))
-        else:
-            names = [alias] if alias is not None else [n for n, _ in key.columns]
-            columns[:0] = [Column(n, t, KEY) for n, (_, t) in zip(names, key.columns)]
+        key_spec, key_columns = _key_columns(key, alias)
+        columns[:0] = key_columns
     for item in stmt.includes:
         if item.what == "KEY":
             continue
@@ -129,13 +127,28 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
                      dialect="materialize")
 
 
+def _key_columns(key: Decoding, alias: str | None) -> tuple[FormatSpec, list[Column]]:
+    """The key's format and columns. A record key is flattened into its fields, unless it is
+    named (INCLUDE KEY AS name): then a one-field record gives that field's value under `name`
+    and a record of several fields stays one record column (Materialize's rule)."""
+    if alias is None:
+        return key.spec, [Column(n, t, KEY) for n, t in key.columns]
+    if not key.record:
+        return key.spec, [Column(alias, key.columns[0][1], KEY)]
+    if len(key.columns) == 1:
+        ((field, t),) = key.columns
+        return key.spec, [Column(alias, t, KEY, field=field)]
+    whole = FormatSpec(key.spec.name, {**key.spec.options, RECORD_FIELDS: False})
+    return whole, [Column(alias, ast.Type("STRUCT", fields=tuple(key.columns)), KEY)]
+
+
 def _renamed(columns: list[Column], names: tuple[str, ...]) -> list[Column]:
     if not names:
         return columns
     if len(names) != len(columns):
         raise StatementError(f"the column list names {len(names)} columns but the source has {len(columns)}: "
                              + ", ".join(c.name for c in columns))
-    return [Column(n, c.type, c.role, c.header_key) for n, c in zip(names, columns)]
+    return [Column(n, c.type, c.role, c.header_key, c.format_field) for n, c in zip(names, columns)]
 
 
 def _rename_hint(columns: list[Column]) -> str:

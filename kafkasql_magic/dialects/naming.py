@@ -29,10 +29,22 @@ class Naming:
 KSQL = Naming(fold=str.upper, generated=lambda i, e: f"KSQL_COL_{i}", clash_key=lambda n: n,
               duplicate=lambda n, hint: f"Duplicate column names: {n}")
 
-#: Materialize lower-cases names, names an expression after its function (else ?column?) and
-#: compares column names case-insensitively.
+def _postgres_name(e: ast.Expr) -> str:
+    """PostgreSQL's name for an unnamed expression: a cast keeps its operand's name, a column
+    its own, a call its function's; anything else is ?column?."""
+    while isinstance(e, ast.Cast):
+        e = e.operand
+    if isinstance(e, ast.ColumnRef):
+        return e.name.lower()
+    if isinstance(e, ast.Dereference):
+        return e.field.lower()
+    return e.name.lower() if isinstance(e, ast.FunctionCall) else "?column?"
+
+
+#: Materialize lower-cases names, names an expression as PostgreSQL does and compares column
+#: names case-insensitively.
 MATERIALIZE = Naming(
     fold=str.lower,
-    generated=lambda i, e: e.name.lower() if isinstance(e, ast.FunctionCall) else "?column?",
+    generated=lambda i, e: _postgres_name(e),
     clash_key=str.lower,
     duplicate=lambda n, hint: f'column "{n}" specified more than once{hint}')

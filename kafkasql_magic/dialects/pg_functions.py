@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from ..engine.aggregates import Aggregate
 from ..errors import StatementError
-from ..engine.build.functions import Builder, Context, Function, _literal_text, _simple
+from ..engine.build.functions import Context, Function, _literal_text, _simple
 from ..sql import ast
 
 #: PostgreSQL wraps base64 text at 76 characters.

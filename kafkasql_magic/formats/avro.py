@@ -37,10 +37,13 @@ from .base import Decoded, Field, Format, deserialization_error
 INLINE_SCHEMA = "AVRO_SCHEMA"
 #: FormatSpec option: False when records under an inline schema carry no Confluent header.
 WIRE_FORMAT = "CONFLUENT_WIRE_FORMAT"
+#: Option: the declared fields are fields of a record, even one field of a key (Materialize
+#: flattens a record key into columns; ksql reads a one-column key as the whole key).
+RECORD_FIELDS = "RECORD_FIELDS"
 
 
 def _anonymous(fields: Sequence[Field], spec, role: str) -> bool:
-    return len(fields) == 1 and (
+    return len(fields) == 1 and not spec.options.get(RECORD_FIELDS) and (
         role == "key" or str(spec.options.get("WRAP_SINGLE_VALUE", "true")).lower() == "false")
 
 

@@ -14,9 +14,7 @@ from . import ast
 from . import ast_materialize as mz_ast
 
 PENDING: dict[str, Callable[[ast.Node], bool]] = {
-    "ORDER BY": lambda n: isinstance(n, ast.Select) and bool(n.order_by),
     "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
-    "the map operator ->": lambda n: isinstance(n, mz_ast.MapLookup),
     "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
     "START OFFSET": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_offsets is not None,
     "START TIMESTAMP": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_timestamp is not None,

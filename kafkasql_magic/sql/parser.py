@@ -23,7 +23,7 @@ from ..errors import SqlSyntaxError
 from .builder import BUILDER, Invalid
 from .split import check_terminated, excerpt, split_statements
 
-__all__ = ["Dialect", "KSQL", "parse", "parse_statement", "reserved_words", "FUTURE_RESERVED"]
+__all__ = ["Dialect", "KSQL", "FUTURE_RESERVED"]
 
 GRAMMAR = Path(__file__).with_name("ksql.lark")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import ast
+from . import ast, ast_materialize
 from .typetext import display
 
 
@@ -44,6 +44,7 @@ RENDERERS = {
     ast.ColumnRef: lambda e: (f"{_ident(e.qualifier)}." if e.qualifier else "") + _ident(e.name),
     ast.Dereference: lambda e: f"{render(e.base)}->{_ident(e.field)}",
     ast.Subscript: lambda e: f"{render(e.base)}[{render(e.index)}]",
+    ast_materialize.MapLookup: lambda e: f"{render(e.base)} -> {render(e.key)}",
     ast.FunctionCall: lambda e: CONSTRUCTORS.get(e.name, _call)(e),
     ast.StructConstructor: lambda e: f"STRUCT({', '.join(f'{_ident(n)}:={render(v)}' for n, v in e.fields)})",
     ast.BinaryOp: lambda e: f"({render(e.left)} {e.op} {render(e.right)})",

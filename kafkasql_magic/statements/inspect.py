@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from .. import clientconf, types
-from ..catalog import ViewDef
+from ..catalog import Column, ViewDef
+from ..dialects.pg_types import SHOW_COLUMNS_HEADER
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..kafka import admin, peek
@@ -13,14 +16,22 @@ from .queries import prepare
 
 
 def describe(session, stmt: ast.Describe, text, timeout):
+    """DESCRIBE (ksql) or SHOW COLUMNS (Materialize), in the words of the statement's dialect."""
     relation = session.catalog.get(stmt.name)
+    columns = _view_columns(session, relation) if isinstance(relation, ViewDef) else relation.star_columns
+    rows = session.dialect_now.show_columns(columns)
+    if rows is not None:
+        return pd.DataFrame(rows, columns=list(SHOW_COLUMNS_HEADER))
     if not isinstance(relation, ViewDef):
         return listings.describe(relation)
-    prepared = prepare(session, ast.Select(items=(ast.Star(),), source=ast.SourceRef(relation.name)))
+    return listings.describe_columns(relation.name, [(c.name, types.display(c.type)) for c in columns])
+
+
+def _view_columns(session, view: ViewDef) -> list[Column]:
+    prepared = prepare(session, ast.Select(items=(ast.Star(),), source=ast.SourceRef(view.name)))
     schema = prepared.built.frame.schema
-    return listings.describe_columns(relation.name, [
-        (n, types.display(types.from_spark(schema[result_column(i)].dataType)))
-        for i, n in enumerate(prepared.plan.names)])
+    return [Column(n, types.from_spark(schema[result_column(i)].dataType), role=None)
+            for i, n in enumerate(prepared.plan.names)]
 
 
 #: SHOW <what> -> its listing.
@@ -48,7 +59,6 @@ def show(session, stmt: ast.Show, text, timeout):
 def _show_queries(session, extended: bool):
     """Persistent queries first (with rates, lag and processing-log counts when EXTENDED),
     then the transient push queries running in this session."""
-    import pandas as pd
 
     persistent = session.persistent.show(extended=extended)
     if not session.queries:

@@ -7,6 +7,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.seek import Seek
@@ -83,7 +84,10 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     if plan.seek.empty:  # contradictory bounds: nothing can match
         return to_pandas([], plan.names)
     if not stmt.emit_changes:
-        return collect_bounded(prepared.built, plan, query_id=query_id, log=session.log)
+        rows = collect_bounded(prepared.built, plan, query_id=query_id, log=session.log)
+        if session.dialect_now.fails_on_bad_records:
+            _fail_on_bad_records(session, query_id, plan)
+        return rows
     frame = prepared.raw if plan.per_batch else prepared.built.frame
     query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
                       max_rows=session.max_rows, trigger_interval=session.trigger_interval,
@@ -98,10 +102,28 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
         session.queries.pop(query_id, None)
 
 
+def _fail_on_bad_records(session, query_id: str, plan: QueryPlan) -> None:
+    """Materialize's rule: a source with a bad record is in an error state and a query over it
+    fails, naming the record (which is in the processing log too). Only sources of a dialect
+    with that rule fail: a ksql source keeps logging and going on."""
+    failing = {name for i in plan.inputs if dialects.get(i.source.dialect).fails_on_bad_records
+               for name in (i.name, i.source.name)}
+    failed = session.log.to_pandas(query=query_id)
+    failed = failed[failed.SOURCE.isin(failing)]
+    if len(failed):
+        first = failed.sort_values(["TOPIC", "PARTITION", "OFFSET"]).iloc[0]
+        raise StatementError(f"{first.MESSAGE} (topic {first.TOPIC}, partition {first.PARTITION}, "
+                             f"offset {first.OFFSET})")
+
+
 def subscribe(session, stmt: ast.Subscribe, text, timeout):
     """Materialize's SUBSCRIBE: the current rows, then every change (it starts at the earliest
     offsets whatever 'auto.offset.reset' says, as Materialize emits the snapshot first)."""
     query = stmt.query or ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.name))
+    if query.order_by:
+        key = query.order_by[0]
+        raise StatementError(f"line {key.line}:{key.column}: ORDER BY orders snapshot queries (SELECT) only, "
+                             "not SUBSCRIBE")
     return select(session, replace(query, emit_changes=True), text, timeout, reset="earliest")
 
 

@@ -108,6 +108,16 @@ class Checker:
             raise self.error(e, f"Could not find field '{e.field}' in '{render(e.base)}'.")
         return names[match[0]]
 
+    def _MapLookup(self, e) -> ast.Type | None:
+        """Materialize's `map -> key`: the map's value type."""
+        base, key = self.type_of(e.base), self.type_of(e.key)
+        if base is None:
+            return None
+        if base.name != "MAP" or widen(base.key, key) is False:
+            shown = [self.messages.type_name(t) if t is not None else "unknown" for t in (base, key)]
+            raise self.error(e, f"operator does not exist: {shown[0]} -> {shown[1]}")
+        return base.value
+
     def _Subscript(self, e: ast.Subscript) -> ast.Type | None:
         base, index = self.type_of(e.base), self.type_of(e.index)
         if base is None:

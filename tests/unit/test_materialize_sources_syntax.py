@@ -405,10 +405,7 @@ def test_ksql_dialect_is_unaffected():
 @pytest.mark.parametrize(
     "text, feature, at",
     [
-        ("SELECT a FROM s ORDER BY a", "ORDER BY", (1, 1)),
         ("CREATE VIEW v AS SELECT * FROM (SELECT a FROM s) x", "a subquery in FROM", (1, 32)),
-        ("SUBSCRIBE (SELECT a FROM s ORDER BY a)", "ORDER BY", (1, 12)),
-        ("SELECT m -> 'k' FROM s", "the map operator ->", (1, 8)),
         ("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET (1)) FORMAT TEXT", "START OFFSET", (1, 1)),
         ("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START TIMESTAMP -1) FORMAT TEXT", "START TIMESTAMP",
          (1, 1)),

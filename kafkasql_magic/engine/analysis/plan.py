@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...catalog import SourceDef
+from ...dialects import KSQL, Dialect
 from ...sql import ast
 from .seek import Seek
 
@@ -80,6 +81,7 @@ class QueryPlan:
     #: A push aggregation over a TABLE's changelog: a row's new version replaces its old one in
     #: its group (retracted), so the plan runs per micro-batch with the table's rows as state.
     retracts: bool = False
+    dialect: Dialect = KSQL  # the query's (its functions and casts)
 
     @property
     def source(self) -> SourceDef:

@@ -54,7 +54,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
-        seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts)
+        seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect)
     check_types(plan, dialect.name, text)
     return plan
 

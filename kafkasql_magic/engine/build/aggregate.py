@@ -108,7 +108,7 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
     row; with it (a retracting aggregation's changelog), a deleted group or one failing HAVING
     yields a tombstone: its key columns, every other column NULL."""
     grouping = plan.grouping
-    groups = Scope(grouped, set(grouped.columns), set())
+    groups = Scope(grouped, set(grouped.columns), set(), plan.dialect)
     gone = deleted
     if grouping.having is not None:
         keep = Compiler(groups).compile(grouping.having)

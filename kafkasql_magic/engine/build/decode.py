@@ -45,16 +45,28 @@ def _headers(c) -> Column:
     return F.col("headers").cast(types.to_spark(c.type))
 
 
+def _matching_headers(c) -> Column:
+    return F.filter(F.col("headers"), lambda h: h["key"] == F.lit(c.header_key))
+
+
 def _last_header(c) -> Column:
-    matching = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(c.header_key))
-    return F.try_element_at(matching, F.lit(-1))["value"]
+    return F.try_element_at(_matching_headers(c), F.lit(-1))["value"]
 
 
 def _header_text_error(c) -> Column:
-    """A HEADER column typed as text must hold UTF-8 (Materialize's INCLUDE HEADER 'k' AS name)."""
+    """A HEADER column typed as text must hold UTF-8 (Materialize's INCLUDE HEADER 'k' AS name),
+    in Materialize's words: the bytes as `[c3, 28]`."""
     raw = _last_header(c)
+    shown = F.regexp_replace(F.lower(F.hex(raw)), "(..)(?!$)", "$1, ")
     return F.when(raw.isNotNull() & ~F.is_valid_utf8(raw.cast("string")),
-                  F.concat(F.lit(f"Header '{c.header_key}' is not valid UTF-8: "), F.hex(raw)))
+                  F.concat(F.lit(f"Found ill-formed byte sequence in header '{c.header_key}' that cannot be decoded "
+                                 "as valid utf-8 (original bytes: ["), shown, F.lit("])")))
+
+
+def _header_missing_error(c) -> Column:
+    """Materialize's error for a record without a header its source INCLUDEs by key."""
+    return F.when(F.size(_matching_headers(c)) == 0,
+                  F.lit(f"A header with key '{c.header_key}' was not found in the message headers"))
 
 
 def _column(c, decoded: dict[str, Column]) -> Column:
@@ -82,19 +94,22 @@ def _barrier(error: Column) -> Column:
 
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
-    if dialects.get(source.dialect).skips_empty(source):
+    dialect = dialects.get(source.dialect)
+    if dialect.skips_empty(source):
         raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
     if dialects.get(source.dialect).skips_null_value(source):
         raw = raw.where(F.col("value").isNotNull())
     key = formats.lookup(source.key_format.name).decode(
-        F.col("key"), [Field(c.name, c.type) for c in source.key_columns], source.key_format, "key")
+        F.col("key"), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format, "key")
     value = formats.lookup(source.value_format.name).decode(
-        F.col("value"), [Field(c.name, c.type) for c in source.value_columns], source.value_format, "value")
+        F.col("value"), [Field(c.format_field, c.type) for c in source.value_columns], source.value_format, "value")
     for name, expression in key.intermediates + value.intermediates:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
     decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
     checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
+    if dialect.requires_included_headers:
+        checks += [_header_missing_error(c) for c in source.columns if c.role == HEADER]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
     checks += [unreadable_error(F.col("headers"))] if source.header_columns else []
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
@@ -111,10 +126,17 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     return raw.select(*columns, *pseudo, *meta)
 
 
-def latest_per_key(raw: DataFrame) -> DataFrame:
-    """A keyed source as it is now: the newest record per key, deleted keys (a NULL value,
-    a tombstone) gone. Records without a key are kept, to be reported as errors."""
-    newest_first = Window.partitionBy("key").orderBy(F.col("timestamp").desc(), F.col("offset").desc())
-    keyed = (raw.where(F.col("key").isNotNull()).withColumn("__rank", F.row_number().over(newest_first))
-             .where((F.col("__rank") == 1) & F.col("value").isNotNull()).drop("__rank"))
-    return keyed.unionByName(raw.where(F.col("key").isNull()))
+def current_rows(raw: DataFrame, source: SourceDef) -> DataFrame:
+    """A keyed source as it is now, from all its records read bounded: the newest good record
+    per key, deleted keys (a NULL value, a tombstone) gone. A record that fails to decode takes
+    no part (it stays, to be reported): a bad record never deletes a good row. Records without
+    a key stay, each an error, unless the source's dialect treats NULL as one more key
+    (Materialize's UPSERT: only the newest counts, and a NULL value retracts its error)."""
+    rows = logical_frame(raw, source)
+    null_is_a_key = dialects.get(source.dialect).upserts_null_keys and source.envelope == "UPSERT"
+    keyed, good = F.col(RAW_KEY).isNotNull(), F.col(ERROR).isNull()
+    ranked_null_keys, kept_null_keys = (~keyed, F.lit(False)) if null_is_a_key else (F.lit(False), ~keyed)
+    newest_first = Window.partitionBy(RAW_KEY).orderBy(F.col(ROWTIME).desc(), F.col(OFFSET).desc())
+    latest = (rows.where((keyed & good) | ranked_null_keys).withColumn("__rank", F.row_number().over(newest_first))
+              .where((F.col("__rank") == 1) & F.col(RAW_VALUE).isNotNull()).drop("__rank"))
+    return latest.unionByName(rows.where((keyed & ~good) | kept_null_keys))

@@ -11,11 +11,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ... import types
+from ...dialects import KSQL, Dialect
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
 from .. import aggregates
-from . import functions
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -57,6 +57,7 @@ class Scope:
     frame: DataFrame
     names: set[str]
     qualifiers: set[str]
+    dialect: Dialect = KSQL  # the query's: its functions and casts
 
     def column(self, ref: ast.ColumnRef) -> Column:
         if ref.qualifier is not None and ref.qualifier not in self.qualifiers:
@@ -157,12 +158,23 @@ class Compiler:
     def _Subscript(self, e: ast.Subscript) -> Column:
         return F.try_element_at(self.compile(e.base), self.compile(e.index))
 
+    def _MapLookup(self, e) -> Column:
+        """Materialize's `map -> key`: the value under `key`, NULL when absent."""
+        return F.try_element_at(self.compile(e.base), self.compile(e.key))
+
     def _FunctionCall(self, e: ast.FunctionCall) -> Column:
         if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
                                  "only in the SELECT list and HAVING clause, and not inside another aggregate.")
-        fn = functions.lookup(e.name, len(e.args))
-        return fn.build(self, [self.compile(a) for a in e.args], e.args)
+        args = [self.compile(a) for a in e.args]
+        fn = self.scope.dialect.function(e.name, len(args), lambda: [self._type_of(a) for a in args])
+        return fn.build(self, args, e.args)
+
+    def _type_of(self, column: Column) -> ast.Type | None:
+        try:
+            return types.from_spark(self.scope.type_of(column))
+        except Exception:  # a type with no ksql name: shown as unknown in the message
+            return None
 
     def _StructConstructor(self, e: ast.StructConstructor) -> Column:
         return F.struct(*[self.compile(value).alias(name) for name, value in e.fields])
@@ -228,4 +240,10 @@ class Compiler:
         return result.otherwise(self.compile(e.else_)) if e.else_ is not None else result
 
     def _Cast(self, e: ast.Cast) -> Column:
-        return self.compile(e.operand).try_cast(types.to_spark(e.type))
+        value = self.compile(e.operand)
+        if e.type.name == "STRING":
+            source_type = self._type_of(value)
+            text = self.scope.dialect.text_cast(value, source_type) if source_type is not None else None
+            if text is not None:
+                return text
+        return value.try_cast(types.to_spark(e.type))

@@ -17,12 +17,12 @@ from pyspark.sql import functions as F
 from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
-from ...sql.render import render
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
 from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, RECORD, ROWTIME, result_column
 from .aggregate import aggregated, computing_error
+from . import order
 from .retract import TableState, retracted
-from .decode import latest_per_key, logical_frame
+from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
 
 #: (source, streaming) -> that source's raw Kafka records.
@@ -84,15 +84,18 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
         frame = logical_frame(raw, first.source)
-        return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers)), state,
+        return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors)
     frame, scope = _from(plan, raw, read, captures)
     frame, where_error = _filtered(stmt, frame, scope)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
+    sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
     if plan.grouping is not None:
-        return aggregated(plan, frame, scope, where_error, captures.without_errors)
-    return _projected(frame, scope, where_error, plan.outputs)
+        frame = aggregated(plan, frame, scope, where_error, captures.without_errors)
+        return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
+    extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+    return order.ordered(_projected(frame, scope, where_error, plan.outputs, extra), extra, keys)
 
 
 def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
@@ -103,7 +106,7 @@ def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captur
         return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
-    return logical_frame(raw if raw.isStreaming or not source.keyed else latest_per_key(raw), source)
+    return logical_frame(raw, source) if raw.isStreaming or not source.keyed else current_rows(raw, source)
 
 
 def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> tuple[DataFrame, Scope]:
@@ -112,7 +115,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     first = plan.inputs[0]
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
-        return frame, Scope(frame, set(first.visible), set(first.qualifiers))
+        return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
     sides = []
     for index, side in enumerate(plan.inputs):
         if index:
@@ -130,12 +133,12 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
             continue
         join = stmt.joins[index - 1]
         both = frame.crossJoin(frame_i)  # for typing the condition only
-        condition = Compiler(JoinScope(both, set(), set(), sides=list(sides))).compile(join.on)
+        condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).compile(join.on)
         if join.within is not None:
             condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
-    return frame, JoinScope(frame, set(), set(), sides=sides)
+    return frame, JoinScope(frame, set(), set(), plan.dialect, sides=sides)
 
 
 def _within(window: tuple[int, int], left_time: str | None, right_time: str | None) -> Column:
@@ -158,7 +161,8 @@ def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope) -> tuple[DataFra
     return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
 
 
-def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs) -> DataFrame:
+def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, extra=()) -> DataFrame:
+    """The result columns (plus `extra` (name, column) pairs, such as sort keys) and bookkeeping."""
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
     for index, (name, expr) in enumerate(outputs):
@@ -171,7 +175,8 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs) -> 
     error = F.coalesce(*errors)
     origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) else F.col(c)
               for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
-    return frame.select(*values, error.alias(ERROR), drop.alias(DROP), *origin, *[F.col(c) for c in RECORD])
+    return frame.select(*values, *[c.alias(n) for n, c in extra], error.alias(ERROR), drop.alias(DROP), *origin,
+                        *[F.col(c) for c in RECORD])
 
 
 def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tuple[list[str], DataFrame]:
