@@ -93,6 +93,10 @@ class Dialect:
         ksqlDB's DESCRIBE (None: DESCRIBE's)."""
         return None
 
+    def untyped_functions(self) -> frozenset[str]:
+        """Functions of this dialect the type checker's signature table does not cover."""
+        return frozenset()
+
     def function(self, name: str, nargs: int, arg_types: Callable[[], list[ast.Type]]):
         """The scalar function `name` of this dialect for `nargs` arguments (`arg_types()`
         gives their types, asked for only to word an error)."""

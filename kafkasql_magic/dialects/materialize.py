@@ -34,6 +34,11 @@ class Materialize(Dialect):
     def show_columns(self, columns) -> list[dict]:
         return pg_types.show_columns_rows(columns)
 
+    def untyped_functions(self) -> frozenset[str]:
+        from . import pg_functions
+
+        return frozenset(pg_functions.FUNCTIONS)
+
     def function(self, name, nargs, arg_types):
         """PostgreSQL's functions over ksql's; a call none takes fails in Materialize's words."""
         from ..engine.build.functions import FUNCTIONS

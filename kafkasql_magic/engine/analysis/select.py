@@ -55,7 +55,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect)
-    check_types(plan, dialect.name, text)
+    check_types(plan, dialect, text)
     return plan
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ... import types
 from ...catalog import SourceDef
+from ...dialects import Dialect
 from ...sql import ast
 from ...typecheck import SelectTypes, check_select
 from ..columns import ROWOFFSET, ROWPARTITION, ROWTIME
@@ -18,7 +19,7 @@ from .plan import Input, QueryPlan
 PSEUDOCOLUMN_TYPES = {ROWTIME: types.BIGINT, ROWPARTITION: types.INT, ROWOFFSET: types.BIGINT}
 
 
-def check_types(plan: QueryPlan, dialect: str, text: str | None = None) -> SelectTypes:
+def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> SelectTypes:
     """Raise ExpressionTypeError (positioned, with a caret when `text` is the cell) for the
     first expression of `plan` whose types do not fit."""
     joined = len(plan.inputs) > 1
@@ -26,16 +27,16 @@ def check_types(plan: QueryPlan, dialect: str, text: str | None = None) -> Selec
     for side in plan.inputs:
         for name, type_ in _visible_types(side, dialect).items():
             columns[f"{side.qualifiers[0]}.{name}" if joined else name] = type_
-    return check_select(plan.statement, columns, dialect, text)
+    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions())
 
 
-def output_types(plan: QueryPlan, dialect: str) -> dict[str, ast.Type]:
+def output_types(plan: QueryPlan, dialect: Dialect) -> dict[str, ast.Type]:
     """Each output column of `plan` with its type (a view seen from a query over it)."""
     checked = check_types(plan, dialect)
     return {name: checked.checker.type_of(expr) for name, expr in plan.outputs}
 
 
-def _visible_types(side: Input, dialect: str) -> dict[str, ast.Type]:
+def _visible_types(side: Input, dialect: Dialect) -> dict[str, ast.Type]:
     if side.view is not None:
         return output_types(side.view, dialect)
     source: SourceDef = side.source
