@@ -144,7 +144,7 @@ class Checker:
                 for a in e.args:
                     self.type_of(a)
                 return None
-            raise self.error(e, self.messages.unknown_function(e.name))
+            raise self.error(e, self.messages.unknown_function(e.name, [self.type_of(a) for a in e.args]))
         if e.star and e.name in signatures.STAR_AGGREGATES:
             return ast.Type("BIGINT")
         args = [self.type_of(a) for a in e.args]
@@ -278,7 +278,8 @@ class Checker:
         self.check_type(e.type)
         source = self.type_of(e.operand)
         targets = CASTS.get(source.name, ()) + self.messages.extra_casts.get(source.name, ()) if source else ()
-        if source is not None and source != e.type and e.type.name not in targets:
+        to_text = e.type.name == "STRING" and self.messages.casts_anything_to_text
+        if source is not None and source != e.type and e.type.name not in targets and not to_text:
             raise self.error(e, self.messages.bad_cast(source, e.type))
         return e.type
 

@@ -30,6 +30,7 @@ class Messages:
     null_comparison_allowed = False
     plus_concatenates_strings = True
     extra_casts: dict[str, tuple[str, ...]] = {}  # source type -> CAST targets beyond ksqlDB's
+    casts_anything_to_text = False
 
     def type_name(self, t: ast.Type | None) -> str:
         return "null" if t is None else display(t)
@@ -41,7 +42,7 @@ class Messages:
     def unknown_column(self, name: str) -> str:
         return f"Column '{name}' cannot be resolved."
 
-    def unknown_function(self, name: str) -> str:
+    def unknown_function(self, name: str, args: Sequence[ast.Type | None]) -> str:
         return f"Can't find any functions with the name '{name}'"
 
     def no_overload(self, name: str, args: Sequence[ast.Type | None], overloads) -> str:
@@ -103,6 +104,8 @@ class MaterializeMessages(Messages):
     null_comparison_allowed = True
     plus_concatenates_strings = False
     extra_casts = {"BOOLEAN": ("INT", "BIGINT"), "INT": ("BOOLEAN",), "BIGINT": ("BOOLEAN",)}
+    #: Every type has a text form in PostgreSQL (`bytea::text` is `\x6d65...`).
+    casts_anything_to_text = True
 
     def type_name(self, t: ast.Type | None) -> str:
         if t is None:
@@ -119,8 +122,8 @@ class MaterializeMessages(Messages):
     def unknown_column(self, name: str) -> str:
         return f'column "{name}" does not exist'
 
-    def unknown_function(self, name: str) -> str:
-        return f"function {name.lower()} does not exist"
+    def unknown_function(self, name: str, args: Sequence[ast.Type | None]) -> str:
+        return self.no_overload(name, args, ())
 
     def no_overload(self, name: str, args, overloads) -> str:
         return f"function {name.lower()}({', '.join(self.type_name(a) for a in args)}) does not exist"

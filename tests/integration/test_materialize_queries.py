@@ -54,7 +54,7 @@ def test_the_map_operator(session, source):
 
 
 def test_a_missing_function_in_materializes_words(session, source):
-    with pytest.raises(ks.StatementError, match=r"^function no_such\(bytea, int8\) does not exist$"):
+    with pytest.raises(ks.StatementError, match=r"^line 1:8: function no_such\(bytea, bigint\) does not exist\n"):
         session.sql("SELECT no_such(key, \"offset\") FROM q", **MZ)
     with pytest.raises(ks.StatementError, match="^Can't find any functions with the name 'NO_SUCH'"):
         session.sql("SELECT no_such(key) FROM q;")

@@ -88,7 +88,7 @@ def test_function_error_in_where_skips_the_row_and_logs_it(spark):
      "Unknown encoding type 'x'. Supported formats are 'hex', 'utf8', 'ascii', and 'base64'."),
     ("SELECT v AS rowpartition FROM b EMIT CHANGES;",
      "`ROWPARTITION` is a reserved column name. You cannot use it as an alias for a column."),
-    ("SELECT nope(v) FROM b EMIT CHANGES;", "line 1:8: Can't find any functions with the name 'NOPE'"),
+    ("SELECT nope(v) FROM b EMIT CHANGES;", "Can't find any functions with the name 'NOPE'"),
 ])
 def test_plan_time_errors(spark, select, message):
     with pytest.raises(StatementError) as info:

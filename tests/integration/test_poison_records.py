@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from kafkasql_magic.errors import StatementError
 from kafkasql_magic.kafka.producer import produce
 
 MZ = {"dialect": "materialize"}
@@ -85,12 +86,16 @@ def test_header_not_utf8_is_null_and_logged(session, broker):
     ("JSON", [json.dumps({"v": g.decode()}).encode() for g in GOOD_TEXT], b'{"v": "' + NOT_UTF8 + b'"}', "data"),
     ("CSV WITH 1 COLUMNS", GOOD_TEXT, NOT_UTF8, "column1"),
 ])
-def test_materialize_sources_log_text_that_is_not_utf8(session, broker, fmt, good, bad, column):
+def test_materialize_sources_fail_on_text_that_is_not_utf8_naming_it(session, broker, fmt, good, bad, column):
+    """Materialize puts such a source into an error state: the snapshot fails naming the first
+    bad record (each is in the processing log); the good records are still read by dataframe()."""
     topic = write(broker, interleaved(good, bad))
     session.sql(f"CREATE SOURCE m FROM KAFKA TOPIC '{topic}' FORMAT {fmt}", **MZ)
-    rows = session.sql("SELECT * FROM m", **MZ)
-    assert len(rows) == len(good)
+    with pytest.raises(StatementError) as info:
+        session.sql("SELECT * FROM m", **MZ)
+    assert "UTF-8" in str(info.value) and str(info.value).endswith(f"(topic {topic}, partition 0, offset 1)")
     assert [o for o, _ in logged(session, topic)] == list(range(1, 2 * len(good) - 1, 2))
+    assert session.dataframe("SELECT * FROM m", **MZ).count() == len(good)
 
 
 def test_avro_string_not_utf8_is_logged(spark, broker, registry):

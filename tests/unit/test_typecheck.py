@@ -155,7 +155,7 @@ def test_ksql_type_errors(statement, line, column, message):
 MATERIALIZE_ERRORS = [
     ("SELECT * FROM s WHERE v", "WHERE clause must have type boolean, not type text"),
     ("SELECT abs(v) FROM s", "function abs(text) does not exist"),
-    ("SELECT nope(v) FROM s", "function nope does not exist"),
+    ("SELECT nope(v) FROM s", "function nope(text) does not exist"),
     ("SELECT v + 1 FROM s", "operator does not exist: text + integer"),
     ("SELECT v > 1 FROM s", "operator does not exist: text > integer"),
     ("SELECT v + v FROM s", "operator does not exist: text + text"),
