@@ -56,7 +56,7 @@ def test_the_map_operator(session, source):
 def test_a_missing_function_in_materializes_words(session, source):
     with pytest.raises(ks.StatementError, match=r"^line 1:8: function no_such\(bytea, bigint\) does not exist\n"):
         session.sql("SELECT no_such(key, \"offset\") FROM q", **MZ)
-    with pytest.raises(ks.StatementError, match="^Can't find any functions with the name 'NO_SUCH'"):
+    with pytest.raises(ks.StatementError, match="^line 1:8: Can't find any functions with the name 'NO_SUCH'\\n"):
         session.sql("SELECT no_such(key) FROM q;")
 
 
