@@ -22,7 +22,8 @@ from .errors import KStreamError, StatementError
 from .kafka import outage
 from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
-from .runtime import ProcessingLog, PushQuery
+from .results import ProcessingLog
+from .runtime import PushQuery
 from .sinks.command_log import LOGGED, Command, CommandLog
 from .sinks.manager import PersistentQueries
 from .sql import ast

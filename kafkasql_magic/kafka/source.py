@@ -32,7 +32,6 @@ runs are read from their earliest offset. A missing or deleted topic raises Kafk
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Mapping
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
@@ -52,25 +51,23 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kafkasql_magic.clientconf import SECRET_OPTION
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
 from kafkasql_magic.kafka import identity
-from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, KafkaRange, read_range
+from kafkasql_magic.kafka.arrow_batch import KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
     EARLIEST,
     EndOffsets,
     fair_share,
     from_json,
-    parse_offsets,
     resolve,
     split_ranges,
     to_json,
 )
-from kafkasql_magic.kafka.outage import BrokerOutage, limit_of
+from kafkasql_magic.kafka.outage import BrokerOutage
+from kafkasql_magic.kafka.source_options import SourceOptions
 
 LOG = logging.getLogger("kafkasql_magic.kafka.source")
 NAME = "kafkasql"
-MAX_RECORDS_PER_PARTITION = 200_000
 
 SCHEMA = StructType([
     StructField("key", BinaryType()),
@@ -84,94 +81,6 @@ SCHEMA = StructType([
     StructField("offset", LongType()),
     StructField("timestamp", TimestampType()),
 ])
-
-
-def _positive_int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
-    raw = options.get(name)
-    if raw is None or str(raw).strip() == "":
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise KafkaError(f"Option {name} must be a positive integer, not {raw!r}") from None
-    if value <= 0:
-        raise KafkaError(f"Option {name} must be a positive integer, not {raw!r}")
-    return value
-
-
-def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = options.get(name)
-    if raw is None or str(raw).strip() == "":
-        return default
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise KafkaError(f"Option {name} must be true or false, not {raw!r}")
-
-
-@dataclass
-class SourceOptions:
-    bootstrap: str
-    topic: str
-    starting: object
-    ending: object | None
-    partitions: tuple[int, ...] | None = None
-    max_per_trigger: int | None = None
-    max_per_partition: int = MAX_RECORDS_PER_PARTITION
-    probe: str = "auto"
-    conf: dict = field(default_factory=dict)
-    batch_rows: int = BATCH_ROWS
-    idle_timeout: float = IDLE_TIMEOUT
-    include_headers: bool = True
-    outage_limit: float = 60.0
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> "SourceOptions":
-        get = options.get
-        bootstrap = (get("bootstrap.servers") or get("kafka.bootstrap.servers") or "").strip()
-        topic = (get("topic") or get("subscribe") or "").strip()
-        if not bootstrap:
-            raise KafkaError("The kafkasql source needs the option bootstrap.servers")
-        if not topic:
-            raise KafkaError("The kafkasql source needs the option topic")
-        starting = parse_offsets(get("startingOffsets"), "startingOffsets",
-                                 "latest" if streaming else "earliest")
-        ending_raw = get("endingOffsets")
-        if ending_raw is None and not streaming:
-            ending_raw = "latest"
-        ending = parse_offsets(ending_raw, "endingOffsets", "latest") if ending_raw is not None else None
-        if ending == "earliest":
-            raise KafkaError("endingOffsets cannot be earliest")
-        parts = get("partitions")
-        partitions = None
-        if parts:
-            try:
-                partitions = tuple(sorted({int(p) for p in str(parts).split(",") if p.strip()}))
-            except ValueError:
-                raise KafkaError(f"Option partitions must list partition numbers, not {parts!r}") from None
-        conf = {}
-        for key, value in options.items():
-            for prefix in ("kafka.", SECRET_OPTION):  # secret ones under a name Spark redacts
-                if key.lower().startswith(prefix) and key.lower() != "kafka.bootstrap.servers":
-                    conf[key[len(prefix):]] = value
-        return cls(
-            bootstrap=bootstrap,
-            topic=topic,
-            starting=starting,
-            ending=ending,
-            partitions=partitions,
-            max_per_trigger=_positive_int(options, "maxRecordsPerTrigger", None),
-            max_per_partition=_positive_int(options, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION),
-            probe=(get("endOffsetProbe") or "auto").strip().lower(),
-            conf=conf,
-            batch_rows=_positive_int(options, "arrowBatchRows", BATCH_ROWS),
-            # a read waits for a broker that stops answering as long as planning does
-            idle_timeout=float(get("readIdleTimeoutSeconds") or max(IDLE_TIMEOUT, limit_of(options))),
-            include_headers=_bool(options, "includeHeaders", True),
-            outage_limit=limit_of(options),
-        )
 
 
 class _Planner:

@@ -21,7 +21,7 @@ from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, result_column
-from ..runtime import ProcessingLog, observed_errors, split_batch
+from ..results import ProcessingLog, observed_errors, split_batch
 from .encode import encode
 
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")

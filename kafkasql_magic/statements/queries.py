@@ -15,7 +15,8 @@ from ..engine.build import Built, TableState, build, select_over_frame
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.reach import ensure_reachable
-from ..runtime import PushQuery, collect_bounded, to_pandas
+from ..results import to_pandas
+from ..runtime import PushQuery, collect_bounded
 from ..sql import ast
 from ..sql.render import render
 

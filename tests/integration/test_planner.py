@@ -11,7 +11,7 @@ from kafkasql_magic.errors import StatementError
 from kafkasql_magic.engine.analysis import analyse
 from kafkasql_magic.engine.build import build
 from kafkasql_magic.kafka.source import SCHEMA as RAW_SCHEMA
-from kafkasql_magic.runtime import split_batch
+from kafkasql_magic.results import split_batch
 from kafkasql_magic.sql import parse_statement
 
 T0 = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)
