@@ -99,3 +99,34 @@ class OrderedCall(Expr):
 
     call: FunctionCall
     order_by: tuple[SortKey, ...]
+
+
+# ---------------------------------------------------------------- sinks
+@dataclass(frozen=True)
+class CreateSink(Statement):
+    """CREATE SINK [IF NOT EXISTS] name FROM relation INTO KAFKA {BROKER 'b' | CONNECTION c}
+    (TOPIC 't') [KEY (cols) [NOT ENFORCED]] [HEADERS col] formats ENVELOPE {UPSERT | DEBEZIUM}.
+    Exactly one of `broker` / `connection` is set; `format` alone sets both key and value
+    formats, as in CREATE SOURCE."""
+
+    name: str
+    relation: str
+    topic: str
+    envelope: str  # UPSERT | DEBEZIUM
+    broker: str | None = None
+    connection: str | None = None
+    key: tuple[str, ...] = ()
+    key_not_enforced: bool = False
+    headers: str | None = None
+    key_format: SourceFormat | None = None
+    value_format: SourceFormat | None = None
+    format: SourceFormat | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropSink(Statement):
+    """DROP SINK [IF EXISTS] name: its query stops; the topic stays, as in Materialize."""
+
+    name: str
+    if_exists: bool = False

@@ -121,3 +121,37 @@ class MaterializeDdlRules(Builder):
 
     def secret_value(self, meta, name):
         return None, name
+
+    # ---- CREATE SINK
+    def create_sink(self, meta, if_not_exists, name, relation, target, key, headers, formats, envelope):
+        """Materialize requires the ENVELOPE clause; it is optional in the grammar so that
+        leaving it out gets Materialize's message rather than a parse error."""
+        if envelope is None:
+            raise Invalid("ENVELOPE clause is required", meta.end_line, meta.end_column)
+        key_format, value_format, format_ = split_formats(formats)
+        columns, not_enforced = key or ((), False)
+        return mz_ast.CreateSink(
+            name, relation, target["topic"], envelope, target.get("broker"), target.get("connection"),
+            tuple(columns), not_enforced, headers, key_format, value_format, format_, bool(if_not_exists),
+            **_pos(meta))
+
+    def sink_broker(self, meta, broker, topic):
+        return {"broker": _unquote(broker), "topic": _unquote(topic)}
+
+    def sink_connection(self, meta, connection, topic):
+        return {"connection": connection, "topic": _unquote(topic)}
+
+    def sink_key(self, meta, columns, not_enforced):
+        return columns, bool(not_enforced)
+
+    def not_enforced(self, meta):
+        return True
+
+    def sink_headers(self, meta, column):
+        return column
+
+    def sink_envelope(self, meta, kind):
+        return kind
+
+    def sink_envelope_kind(self, meta, token):
+        return token.upper()

@@ -196,7 +196,12 @@ class MaterializeBuilder(MaterializeDdlRules):
         return ast.Describe(name, **_pos(meta))
 
     def drop_object(self, meta, kind, if_exists, name):
+        if kind == "SINK":
+            return mz_ast.DropSink(name, bool(if_exists), **_pos(meta))
         return ast.Drop(kind, name, bool(if_exists), **_pos(meta))
+
+    def drop_sink(self, meta):
+        return "SINK"
 
     def drop_source(self, meta):
         return "SOURCE"
