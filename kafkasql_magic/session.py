@@ -57,6 +57,7 @@ class Session:
         self.dialect_now: dialects.Dialect = dialects.get(dialect)  # the running statement's
         self.text_now: str | None = None  # the text it came from (for carets under errors)
         self.persistent = PersistentQueries(self, state_dir)
+        self.sinks: dict = {}  # Materialize's CREATE SINK: name -> statements.sinks.Sink
         #: With a service id, successful DDL and persistent queries go to its command topic.
         self.commands = CommandLog(bootstrap_servers, service_id) if service_id else None
         if service_id:

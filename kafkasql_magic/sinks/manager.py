@@ -130,6 +130,12 @@ class PersistentQueries:
         values = [Field(c.name, c.type) for c in sink.value_columns if c.name not in window.values()]
         return (("key", keys, sink.key_format), ("value", values, sink.value_format))
 
+    def start(self, kind: str, sink: str, text, prepared, write, query: ast.Select, *, resume: bool = False,
+              query_id: str | None = None) -> PersistentQuery:
+        """Start a query planned elsewhere (a Materialize sink: `write` makes its records)."""
+        query_id = query_id or sink_plan.query_id(kind, sink, next(self._numbers))
+        return self._start(query_id, kind, text, prepared, write, query, resume)
+
     def _start(self, query_id, kind, text, prepared, write, query: ast.Select, resume: bool) -> PersistentQuery:
         checkpoint = os.path.join(self.state_dir, query_id)
         if not resume:

@@ -21,7 +21,7 @@ from ..sql import ast
 #: Format options a sink inherits with the format itself (schema ids belong to the source's topic).
 INHERITED_OPTIONS = {"key": ("KEY_DELIMITER",), "value": ("VALUE_DELIMITER", "WRAP_SINGLE_VALUE")}
 #: Statement kind -> ksqlDB's query id prefix.
-QUERY_PREFIXES = {"STREAM": "CSAS", "TABLE": "CTAS", "INSERT": "INSERTQUERY"}
+QUERY_PREFIXES = {"STREAM": "CSAS", "TABLE": "CTAS", "INSERT": "INSERTQUERY", "SINK": "SINK"}
 KEY_MISSING = "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS."
 
 

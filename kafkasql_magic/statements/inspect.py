@@ -13,6 +13,7 @@ from ..kafka import admin, peek
 from ..sql import ast
 from . import listings
 from .queries import prepare
+from .sinks import show_sinks
 
 
 def describe(session, stmt: ast.Describe, text, timeout):
@@ -44,6 +45,7 @@ SHOW = {
     "PROPERTIES": lambda s: listings.show_properties(clientconf.shown(s.settings, s.bootstrap_servers,
                                                                       s.schema_registry_url)),
     "VARIABLES": lambda s: listings.show_variables(s.variables),
+    "SINKS": lambda s: show_sinks(s),
 }
 
 

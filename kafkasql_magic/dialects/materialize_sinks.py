@@ -1,0 +1,171 @@
+"""Materialize's CREATE SINK, checked against the relation it reads: pure, no Spark.
+
+`plan_sink` turns the statement, the relation's columns and its known unique keys into a
+`SinkSpec` (what to write, how), or refuses it with Materialize's messages: an upsert sink
+without KEY, a KEY not known to be unique (unless NOT ENFORCED), a HEADERS column that is not
+map[text => text] or map[text => bytea], HEADERS with ENVELOPE DEBEZIUM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import StatementError
+from ..formats import Field
+from ..sql import ast
+from ..sql.ast_materialize import CreateSink
+
+#: The formats a sink writes, and which column types each can hold (None: every type).
+SINK_FORMATS: dict[str, frozenset[str] | None] = {
+    "JSON": None,
+    "AVRO": None,
+    "TEXT": None,
+    "BYTES": frozenset({"BYTES", "STRING"}),
+}
+#: Formats that hold exactly one column.
+SINGLE_COLUMN = frozenset({"TEXT", "BYTES"})
+#: Map value types a HEADERS column may have.
+HEADER_VALUE_TYPES = frozenset({"STRING", "BYTES"})
+#: Header keys Materialize keeps for itself: such entries of a HEADERS map are not written.
+RESERVED_HEADER_PREFIX = "materialize-"
+#: The schema Materialize's objects live in when none is named (their names in messages).
+DEFAULT_SCHEMA = "materialize.public"
+
+
+@dataclass(frozen=True)
+class SinkFormat:
+    """One role's format: TEXT, BYTES, JSON or AVRO (with the registry URL it registers at)."""
+
+    name: str
+    registry_url: str | None = None
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """A checked sink: the relation's columns (all of them go in the value, as in
+    Materialize), the KEY columns, the HEADERS column, formats and envelope."""
+
+    name: str
+    relation: str
+    topic: str
+    broker: str | None
+    envelope: str  # UPSERT | DEBEZIUM
+    columns: tuple[Field, ...]
+    key: tuple[Field, ...]
+    headers: str | None
+    key_format: SinkFormat | None
+    value_format: SinkFormat
+    #: The relation's unique key (a table's key, a GROUP BY's keys): what Debezium's "before"
+    #: is looked up by. Empty for an append-only relation.
+    relation_key: tuple[str, ...] = ()
+
+
+def qualified(name: str) -> str:
+    """A name as Materialize shows it in messages: "materialize.public.name"."""
+    return f'"{DEFAULT_SCHEMA}.{name}"'
+
+
+def _quoted_list(names: Sequence[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
+
+
+def uniqueness_message(relation: str, key: Sequence[str], known: Sequence[Sequence[str]]) -> str:
+    """Materialize's error (with its DETAIL) for an upsert KEY not known to be unique."""
+    if known:
+        valid = "The following keys are known to be unique for the underlying relation:\n" + "\n".join(
+            f"  ({_quoted_list(k)})" for k in known)
+    else:
+        valid = "There are no known valid unique keys for the underlying relation."
+    return ("upsert key could not be validated as unique\nDETAIL: Materialize could not prove that the "
+            f"specified upsert envelope key ({_quoted_list(key)}) was a unique key of the underlying relation "
+            f"{qualified(relation)}. {valid}")
+
+
+def _format(fmt: ast.SourceFormat | None, role: str) -> SinkFormat | None:
+    if fmt is None:
+        return None
+    if fmt.name not in SINK_FORMATS or (fmt.name == "AVRO" and fmt.registry_url is None):
+        shown = "AVRO USING SCHEMA" if fmt.name == "AVRO" else fmt.name
+        raise StatementError(f"line {fmt.line}:{fmt.column}: {shown} is not a sink format: sinks write "
+                             "AVRO USING CONFLUENT SCHEMA REGISTRY, JSON, TEXT or BYTES")
+    if fmt.registry_connection is not None:
+        raise StatementError(f"line {fmt.line}:{fmt.column}: AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION "
+                             f"{fmt.registry_connection}: connections are not available to sinks yet; "
+                             "write AVRO USING CONFLUENT SCHEMA REGISTRY 'url'")
+    return SinkFormat(fmt.name, fmt.registry_url or None)
+
+
+def _check_fits(fmt: SinkFormat | None, fields: Sequence[Field], role: str) -> None:
+    if fmt is None:
+        return
+    if fmt.name in SINGLE_COLUMN and len(fields) != 1:
+        raise StatementError(f"{fmt.name} format requires a single-column {role}: the sink's {role} has "
+                             f"{len(fields)} columns ({', '.join(f.name for f in fields)})")
+    allowed = SINK_FORMATS[fmt.name]
+    for f in fields:
+        if allowed is not None and f.type.name not in allowed:
+            raise StatementError(f"{fmt.name} format cannot write column {f.name} of type "
+                                 f"{f.type.name.lower()} (it writes bytea or text)")
+
+
+def _key(stmt: CreateSink, columns: dict[str, Field], known: Sequence[Sequence[str]]) -> tuple[Field, ...]:
+    seen: set[str] = set()
+    for name in stmt.key:
+        if name in seen:
+            raise StatementError(f"Repeated column name in sink key: {name}")
+        seen.add(name)
+        if name not in columns:
+            raise StatementError(f"No such column: {name}")
+    unique = any(set(k) <= seen for k in known)
+    if stmt.key and not unique and stmt.envelope == "UPSERT" and not stmt.key_not_enforced:
+        raise StatementError(uniqueness_message(stmt.relation, stmt.key, known))
+    if not stmt.key and stmt.envelope == "UPSERT":
+        raise StatementError("upsert sinks must specify a key")
+    return tuple(columns[n] for n in stmt.key)
+
+
+def _headers(stmt: CreateSink, columns: dict[str, Field]) -> str | None:
+    if stmt.headers is None:
+        return None
+    if stmt.envelope == "DEBEZIUM":
+        raise StatementError("HEADERS option is not supported with ENVELOPE DEBEZIUM")
+    column = columns.get(stmt.headers)
+    if column is None:
+        raise StatementError(f"HEADERS column ({stmt.headers}) is unknown")
+    t = column.type
+    if t.name != "MAP" or t.key is None or t.key.name != "STRING" or t.value.name not in HEADER_VALUE_TYPES:
+        raise StatementError("HEADERS column must have type map[text => text] or map[text => bytea]")
+    return column.name
+
+
+def check_target(stmt: CreateSink) -> None:
+    """Sinks write through `BROKER '...'`; Kafka connections are not wired to sinks yet."""
+    if stmt.connection is not None:
+        raise StatementError(
+            f"line {stmt.line}:{stmt.column}: INTO KAFKA CONNECTION {stmt.connection}: connections are not "
+            "available to sinks yet; write INTO KAFKA BROKER 'host:port' (TOPIC '...')")
+
+
+def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[Sequence[str]]) -> SinkSpec:
+    """The sink `stmt` describes over a relation with `columns` whose known unique keys are
+    `unique_keys` (column names), or a StatementError in Materialize's words."""
+    check_target(stmt)
+    by_name = {c.name: c for c in columns}
+    key = _key(stmt, by_name, unique_keys)
+    headers = _headers(stmt, by_name)
+    if stmt.format is not None:
+        value_format = _format(stmt.format, "value")
+        key_format = value_format if key else None
+    else:
+        key_format, value_format = _format(stmt.key_format, "key"), _format(stmt.value_format, "value")
+        if not key:
+            key_format = None
+    if stmt.envelope == "DEBEZIUM" and value_format.name in SINGLE_COLUMN:
+        raise StatementError(f"ENVELOPE DEBEZIUM writes {{\"before\": ..., \"after\": ...}} records: its value "
+                             f"format must be JSON or AVRO, not {value_format.name}")
+    _check_fits(key_format, key, "key")
+    _check_fits(value_format, columns, "value")
+    relation_key = tuple(unique_keys[0]) if unique_keys else ()
+    return SinkSpec(stmt.name, stmt.relation, stmt.topic, stmt.broker, stmt.envelope, tuple(columns), key,
+                    headers, key_format, value_format, relation_key)

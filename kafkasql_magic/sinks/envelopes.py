@@ -1,0 +1,145 @@
+"""A Materialize sink's records: its relation's changes as UPSERT or DEBEZIUM envelopes.
+
+UPSERT writes a changed row under its KEY, and a deleted row (a tombstone of the relation's
+changelog) as a record with the key and a NULL value. DEBEZIUM writes `{"before": old,
+"after": new}`: an insert has no before, a delete no after. For a relation with a unique key
+(a table, a GROUP BY) the old row is the key's previous row: kept between micro-batches as a
+Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows.
+
+`MaterializeSinkWrite` has the interface `runner.PersistentQuery` writes through
+(`records`, `options`, `sink`), so a sink is a persistent query like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..catalog import KEY, VALUE, Column as CatalogColumn, SourceDef
+from ..dialects.materialize_sinks import RESERVED_HEADER_PREFIX, SinkSpec
+from ..engine.columns import RAW_TIMESTAMP, TOMBSTONE, result_column
+from ..formats import FormatSpec
+from . import mz_encode
+from .mz_encode import AvroWriter
+
+_BEFORE, _AFTER, _SEQ, _RANK = "__before", "__after", "__seq", "__rank"
+
+
+def header_entries(column: Column, value_type: str) -> Column:
+    """A map[text => text|bytea] column as record headers, without Materialize's reserved keys."""
+    kept = F.filter(F.map_entries(column), lambda e: ~e["key"].startswith(RESERVED_HEADER_PREFIX))
+    as_bytes = (lambda v: F.encode(v, "UTF-8")) if value_type == "STRING" else (lambda v: v)
+    return F.transform(kept, lambda e: F.struct(e["key"].alias("key"), as_bytes(e["value"]).alias("value")))
+
+
+@dataclass
+class DebeziumState:
+    """The latest row per relation key, carried from one micro-batch to the next."""
+
+    keys: tuple[str, ...]
+    rows: DataFrame | None = None
+
+    def paired(self, staged: DataFrame) -> DataFrame:
+        """`staged` (key columns, __after, __seq) with __before: the key's previous row, from
+        earlier in the batch or from the state; the state then holds each key's newest row."""
+        keys = [F.col(k) for k in self.keys]
+        in_order = Window.partitionBy(*keys).orderBy(_SEQ)
+        staged = (staged.withColumn("__prev", F.lag(_AFTER).over(in_order))
+                  .withColumn(_RANK, F.row_number().over(in_order)))
+        if self.rows is not None:
+            staged = staged.join(self.rows.withColumnRenamed(_AFTER, "__stored"), list(self.keys), "left")
+            first = F.col("__stored")
+        else:
+            first = F.lit(None).cast(staged.schema[_AFTER].dataType)
+        paired = staged.withColumn(_BEFORE, F.when(F.col(_RANK) == 1, first).otherwise(F.col("__prev")))
+        paired = paired.localCheckpoint()
+        newest = Window.partitionBy(*keys).orderBy(F.col(_SEQ).desc())
+        latest = (paired.withColumn("__last", F.row_number().over(newest)).where(F.col("__last") == 1)
+                  .select(*self.keys, _AFTER))
+        kept = latest.where(F.col(_AFTER).isNotNull())
+        if self.rows is not None:
+            kept = self.rows.join(latest.select(*self.keys), list(self.keys), "left_anti").unionByName(kept)
+        self.rows = kept.localCheckpoint()
+        return paired
+
+
+@dataclass
+class MaterializeSinkWrite:
+    """How a sink's rows become records: formats, envelope, headers, the broker written to."""
+
+    spec: SinkSpec
+    sink: SourceDef
+    key_writer: AvroWriter | None
+    value_writer: AvroWriter | None
+    bootstrap: str
+    kafka_conf: dict | None = None
+    state: DebeziumState | None = field(default=None)
+
+    def __post_init__(self):
+        if self.spec.envelope == "DEBEZIUM" and self.spec.relation_key and self.state is None:
+            self.state = DebeziumState(self.spec.relation_key)
+
+    def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
+        """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
+        column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
+        after = F.when(~F.col(TOMBSTONE), row)
+        if self.spec.envelope == "UPSERT":
+            key_row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key])
+            value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
+            headers = F.lit(None).cast("array<struct<key:string,value:binary>>")
+            if self.spec.headers is not None:
+                value_type = next(f.type.value.name for f in self.spec.columns if f.name == self.spec.headers)
+                headers = F.when(~F.col(TOMBSTONE), header_entries(column[self.spec.headers], value_type))
+            return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
+                               F.col(RAW_TIMESTAMP).alias("timestamp"))
+        return self._debezium(rows, column, after)
+
+    def _debezium(self, rows: DataFrame, column: dict, after: Column) -> DataFrame:
+        keys = self.state.keys if self.state is not None else ()
+        staged = rows.select(*[column[k].alias(k) for k in keys], after.alias(_AFTER),
+                             F.col(RAW_TIMESTAMP).alias("timestamp"), F.monotonically_increasing_id().alias(_SEQ))
+        if self.state is not None:
+            staged = self.state.paired(staged)
+        else:
+            staged = staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
+        before, after = F.col(_BEFORE), F.col(_AFTER)
+        key_row = F.struct(*[F.coalesce(after[f.name], before[f.name]).alias(f.name) for f in self.spec.key])
+        fields = self.spec.columns
+        if self.value_writer is not None:
+            value = self.value_writer.encode(F.struct(before.alias("before"), after.alias("after")))
+        else:
+            value = mz_encode.to_json_bytes(F.struct(mz_encode.json_ready(before, fields).alias("before"),
+                                                     mz_encode.json_ready(after, fields).alias("after")))
+        return staged.select(self._key(key_row).alias("key"), value.alias("value"),
+                             F.lit(None).cast("array<struct<key:string,value:binary>>").alias("headers"),
+                             F.col("timestamp"))
+
+    def _key(self, key_row: Column) -> Column:
+        if not self.spec.key:
+            return F.lit(None).cast("binary")
+        return self._encode(key_row, self.spec.key, self.spec.key_format, self.key_writer)
+
+    @staticmethod
+    def _encode(row: Column, fields, fmt, writer: AvroWriter | None) -> Column:
+        if writer is not None:
+            return F.when(row.isNotNull(), writer.encode(row))
+        if fmt.name == "JSON":
+            return F.when(row.isNotNull(), mz_encode.to_json_bytes(mz_encode.json_ready(row, fields)))
+        return F.when(row.isNotNull(), mz_encode.single(row, fields, fmt))
+
+    def options(self) -> dict[str, str]:
+        extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
+        return {"bootstrap.servers": self.bootstrap, "topic": self.spec.topic, **extra}
+
+
+def sink_entry(spec: SinkSpec, statement: str) -> SourceDef:
+    """What SHOW QUERIES and EXPLAIN show of a sink: its columns, formats and topic."""
+    key_names = {f.name for f in spec.key}
+    columns = tuple(CatalogColumn(f.name, f.type, KEY if f.name in key_names else VALUE) for f in spec.columns)
+    key_format = FormatSpec(spec.key_format.name if spec.key_format else "NONE")
+    value_format = FormatSpec(f"{spec.value_format.name} ENVELOPE {spec.envelope}")
+    return SourceDef("SINK", spec.name, spec.topic, key_format, value_format, columns, statement=statement,
+                     properties={"BROKER": spec.broker} if spec.broker else {}, dialect="materialize")

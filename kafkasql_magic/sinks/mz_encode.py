@@ -1,0 +1,149 @@
+"""Materialize sink formats: a struct column -> record bytes as Materialize writes them.
+
+JSON is an object of the columns (also for one column) with Materialize's conversions
+(timestamps as text of fractional epoch milliseconds, numeric as text, other non-JSON types
+as their text); TEXT one column's text; BYTES one bytea or text column's bytes; AVRO a
+Confluent-framed record named `row` (a key, a Debezium before/after) or `envelope` (a value),
+registered under `<topic>-key` / `<topic>-value` before the sink starts, so executors only
+frame bytes with a known schema id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..dialects.materialize_sinks import SinkFormat
+from ..dialects.pg_functions import pg_text
+from ..errors import StatementError
+from ..formats import Field
+from ..sql import ast
+
+#: Avro record names Materialize gives a sink's schemas.
+KEY_RECORD, VALUE_RECORD = "row", "envelope"
+_JSON_OPTIONS = {"ignoreNullFields": "false"}
+
+
+def _fractional_millis(c: Column) -> Column:
+    """'1720032185312.123': epoch milliseconds with microsecond precision, as text."""
+    micros = F.unix_micros(c)
+    return F.concat(F.floor(micros / 1000).cast("string"), F.lit("."),
+                    F.lpad(F.pmod(micros, F.lit(1000)).cast("string"), 3, "0"))
+
+
+#: ksql type -> how Materialize's JSON writes it, for types JSON has no literal for.
+JSON_CONVERSIONS: dict[str, Callable[[Column, ast.Type], Column]] = {
+    "TIMESTAMP": lambda c, t: _fractional_millis(c),
+    "DECIMAL": lambda c, t: c.cast("string"),
+    "DATE": pg_text,
+    "TIME": pg_text,
+    "BYTES": pg_text,
+}
+
+
+def json_ready(row: Column, fields: Sequence[Field]) -> Column:
+    """`row` (a struct, possibly NULL) with each field converted as Materialize's JSON writes it."""
+    converted = []
+    for f in fields:
+        convert = JSON_CONVERSIONS.get(f.type.name)
+        value = row[f.name]
+        converted.append((convert(value, f.type) if convert else value).alias(f.name))
+    return F.when(row.isNotNull(), F.struct(*converted))
+
+
+def to_json_bytes(obj: Column) -> Column:
+    return F.encode(F.to_json(obj, _JSON_OPTIONS), "UTF-8")
+
+
+def single(row: Column, fields: Sequence[Field], fmt: SinkFormat) -> Column:
+    """TEXT or BYTES: the one column's text or bytes (NULL stays NULL)."""
+    (f,) = fields
+    value = row[f.name]
+    if fmt.name == "TEXT":
+        return F.encode(pg_text(value, f.type), "UTF-8")
+    return value if f.type.name == "BYTES" else F.encode(value, "UTF-8")
+
+
+# ---------------------------------------------------------------- AVRO
+def row_schema(fields: Sequence[Field], name: str) -> dict:
+    from ..formats.avro_types import from_ksql
+
+    return from_ksql(ast.Type("STRUCT", fields=tuple((f.name, f.type) for f in fields)), name)
+
+
+def debezium_schema(fields: Sequence[Field]) -> dict:
+    row = row_schema(fields, KEY_RECORD)
+    return {"type": "record", "name": VALUE_RECORD, "fields": [
+        {"name": "before", "type": ["null", row], "default": None},
+        {"name": "after", "type": ["null", KEY_RECORD], "default": None}]}
+
+
+@dataclass(frozen=True)
+class AvroWriter:
+    """A registered Avro schema and how to shape a row for it ("row", or "debezium": a struct
+    of before/after rows)."""
+
+    schema_id: int
+    text: str
+    shape: str
+    fields: tuple[Field, ...]
+
+    def encode(self, value: Column) -> Column:
+        import pyarrow as pa
+
+        schema_id, text, shape, fields = self.schema_id, self.text, self.shape, self.fields
+
+        def frame(rows):
+            return pa.array(avro_payloads(rows.to_pylist(), schema_id, text, shape, fields), pa.binary())
+
+        frame.__annotations__ = {"rows": pa.Array, "return": pa.Array}
+        return F.arrow_udf(frame, T.BinaryType())(value)
+
+
+def avro_payloads(rows: list, schema_id: int, text: str, shape: str, fields) -> list:
+    """Rows (dicts or None) -> Confluent-framed Avro payloads; runs on the executors."""
+    import io
+    import struct
+
+    import fastavro
+
+    from ..formats.avro import avro_value
+
+    parsed = fastavro.parse_schema(json.loads(text))
+    header = struct.pack(">bI", 0, schema_id)
+
+    def record(row):
+        return None if row is None else {f.name: avro_value(row[f.name], f.type) for f in fields}
+
+    out = []
+    for row in rows:
+        if row is None:
+            out.append(None)
+            continue
+        datum = ({"before": record(row["before"]), "after": record(row["after"])} if shape == "debezium"
+                 else record(row))
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, parsed, datum)
+        out.append(header + buffer.getvalue())
+    return out
+
+
+def register_avro(url: str, topic: str, role: str, schema: dict, shape: str, fields) -> AvroWriter:
+    """Register `schema` under `<topic>-<role>`; the registry's refusal is a user error."""
+    from confluent_kafka.schema_registry import Schema
+
+    from ..formats import schema_registry as sr
+
+    text = json.dumps(schema)
+    subject = sr.subject(topic, role)
+    try:
+        schema_id = sr.client(url).register_schema(subject, Schema(text, "AVRO"))
+    except Exception as exc:  # noqa: BLE001 - incompatible schema, registry down: a user error
+        reason = getattr(exc, "error_message", None) or str(exc)
+        raise StatementError(f"Could not register schema for subject {subject}: {reason}") from None
+    return AvroWriter(int(getattr(schema_id, "schema_id", schema_id)), text, shape, tuple(fields))

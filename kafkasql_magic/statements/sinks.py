@@ -1,0 +1,107 @@
+"""Materialize's CREATE SINK, DROP SINK and SHOW SINKS.
+
+A sink is a persistent query over `SELECT * FROM relation`, read from the earliest offsets
+(Materialize's default `SNAPSHOT = true`: the relation's current rows, then its changes),
+written by `sinks.envelopes.MaterializeSinkWrite`. The session's persistent-query manager
+runs it, so SHOW QUERIES lists it and TERMINATE stops it; `session.sinks` keeps its definition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import types
+from ..dialects.materialize_sinks import SinkSpec, check_target, plan_sink, qualified
+from ..engine.columns import result_column
+from ..errors import StatementError
+from ..formats import Field
+from ..kafka import admin
+from ..kafka.reach import ensure_reachable
+from ..sinks import mz_encode
+from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
+from ..sql import ast
+from ..sql.ast_materialize import CreateSink, DropSink
+from .queries import prepare
+
+SHOW_SINKS_COLUMNS = ["name", "type", "topic", "envelope", "query_id", "status"]
+
+
+@dataclass(frozen=True)
+class Sink:
+    spec: SinkSpec
+    query_id: str
+    statement: str
+
+
+def _relation_columns(prepared) -> list[Field]:
+    schema = prepared.built.frame.schema
+    return [Field(n, types.from_spark(schema[result_column(i)].dataType)) for i, n in enumerate(prepared.plan.names)]
+
+
+def _unique_keys(plan) -> list[tuple[str, ...]]:
+    """The relation's known unique keys: a table's or a GROUP BY's key columns, when selected."""
+    return [tuple(plan.key_names)] if plan.kind == "TABLE" and plan.key_names else []
+
+
+def _writers(spec: SinkSpec):
+    """Register the Avro schemas (key and value) before any record is written."""
+    key_writer = value_writer = None
+    if spec.key and spec.key_format is not None and spec.key_format.name == "AVRO":
+        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key",
+                                             mz_encode.row_schema(spec.key, mz_encode.KEY_RECORD), "row", spec.key)
+    if spec.value_format.name == "AVRO":
+        debezium = spec.envelope == "DEBEZIUM"
+        schema = (mz_encode.debezium_schema(spec.columns) if debezium
+                  else mz_encode.row_schema(spec.columns, mz_encode.VALUE_RECORD))
+        value_writer = mz_encode.register_avro(spec.value_format.registry_url, spec.topic, "value", schema,
+                                               "debezium" if debezium else "row", spec.columns)
+    return key_writer, value_writer
+
+
+def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = False, query_id: str | None = None):
+    if stmt.name in session.sinks or stmt.name in session.catalog:
+        if stmt.if_not_exists:
+            return None
+        kind = "sink" if stmt.name in session.sinks else session.catalog.get(stmt.name).kind.lower()
+        raise StatementError(f"{kind} {qualified(stmt.name)} already exists")
+    check_target(stmt)
+    base = session.base_source(stmt.relation)  # an unknown relation fails here, by name
+    select = ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.relation), emit_changes=True)
+    prepared = prepare(session, select, reset="earliest")
+    spec = plan_sink(stmt, _relation_columns(prepared), _unique_keys(prepared.plan))
+    bootstrap = spec.broker or session.bootstrap_servers
+    ensure_reachable(bootstrap, session.timeout_of(timeout))
+    partitions = len(admin.topic_partitions(base.properties.get("BROKER") or session.bootstrap_servers, base.topic))
+    config = {"cleanup.policy": "compact"} if spec.envelope == "UPSERT" else None
+    admin.create_topic(bootstrap, spec.topic, partitions, config=config, exist_ok=True)
+    key_writer, value_writer = _writers(spec)
+    write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap)
+    running = session.persistent.start("SINK", spec.name, text, prepared, write, select,
+                                       resume=resume, query_id=query_id)
+    session.sinks[spec.name] = Sink(spec, running.id, text)
+    return running
+
+
+def drop_sink(session, stmt: DropSink, text, timeout):
+    """The sink's query stops; its topic and checkpoint stay (Materialize leaves the topic)."""
+    sink = session.sinks.get(stmt.name)
+    if sink is None:
+        if stmt.if_exists:
+            return None
+        raise StatementError(f"unknown catalog item '{stmt.name}'")
+    if sink.query_id in session.persistent.queries:
+        session.persistent.terminate(sink.query_id)
+    del session.sinks[stmt.name]
+    return None
+
+
+def show_sinks(session) -> pd.DataFrame:
+    rows = []
+    for name in sorted(session.sinks):
+        sink = session.sinks[name]
+        query = session.persistent.queries.get(sink.query_id)
+        rows.append([name, "kafka", sink.spec.topic, sink.spec.envelope.lower(), sink.query_id,
+                     query.state.lower() if query is not None else "stopped"])
+    return pd.DataFrame(rows, columns=SHOW_SINKS_COLUMNS)
