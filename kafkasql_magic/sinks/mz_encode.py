@@ -105,6 +105,20 @@ class AvroWriter:
         return F.arrow_udf(frame, T.BinaryType())(value)
 
 
+def from_arrow(value, t: ast.Type):
+    """A value as Arrow's to_pylist gives it (a map as (key, value) pairs), as plain Python."""
+    if value is None:
+        return None
+    if t.name == "MAP":
+        pairs = value.items() if isinstance(value, dict) else value
+        return {k: from_arrow(v, t.value) for k, v in pairs}
+    if t.name == "ARRAY":
+        return [from_arrow(v, t.element) for v in value]
+    if t.name == "STRUCT":
+        return {n: from_arrow(value.get(n), ft) for n, ft in t.fields}
+    return value
+
+
 def avro_payloads(rows: list, schema_id: int, text: str, shape: str, fields) -> list:
     """Rows (dicts or None) -> Confluent-framed Avro payloads; runs on the executors."""
     import io
@@ -118,7 +132,7 @@ def avro_payloads(rows: list, schema_id: int, text: str, shape: str, fields) -> 
     header = struct.pack(">bI", 0, schema_id)
 
     def record(row):
-        return None if row is None else {f.name: avro_value(row[f.name], f.type) for f in fields}
+        return None if row is None else {f.name: avro_value(from_arrow(row[f.name], f.type), f.type) for f in fields}
 
     out = []
     for row in rows:

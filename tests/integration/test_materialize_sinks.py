@@ -1,0 +1,135 @@
+"""Materialize's CREATE SINK end to end: sink topics read back with confluent-kafka."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import uuid
+
+import fastavro
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.formats import schema_registry as sr
+from kafkasql_magic.kafka.peek import fetch_records
+from kafkasql_magic.kafka.producer import produce
+
+BASE = 1_700_000_000_000
+MZ = {"dialect": "materialize"}
+
+
+@pytest.fixture
+def mz(broker, spark, registry, tmp_path):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
+                   timeout=90, state_dir=str(tmp_path / "state"))
+    yield s
+    s.stop()
+
+
+def tag() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def read_back(broker, topic, count, timeout=60):
+    records = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count,
+                            timeout_s=timeout, until_end=False)
+    return sorted(records, key=lambda r: (r["partition"], r["offset"]))
+
+
+def upsert_source(mz, broker, new_topic, records):
+    """A TEXT/TEXT upsert source keyed by `id` holding `records` ((key, value or None) pairs)."""
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [
+        {"key": k.encode(), "value": None if v is None else v.encode(), "timestamp": BASE + i}
+        for i, (k, v) in enumerate(records)])
+    name = f"src_{tag()}"
+    mz.sql(f"CREATE SOURCE {name} FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
+           "INCLUDE KEY AS id ENVELOPE UPSERT", **MZ)
+    return name
+
+
+def test_upsert_sink_writes_keys_values_and_tombstones(mz, broker, new_topic):
+    src = upsert_source(mz, broker, new_topic, [("k1", "a"), ("k2", "b"), ("k1", "c"), ("k2", None)])
+    out = f"out-{tag()}"
+    query = mz.sql(f"CREATE SINK snk_{out[4:]} FROM {src} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (id) FORMAT JSON ENVELOPE UPSERT", **MZ)
+    assert query.id.startswith("SINK_SNK_")
+    assert query.wait_for_records(4, 120), query.failure
+    got = read_back(broker, out, 4)
+    keys = [json.loads(r["key"]) for r in got]
+    values = [None if r["value"] is None else json.loads(r["value"]) for r in got]
+    latest = {k["id"]: v for k, v in zip(keys, values)}
+    assert latest == {"k1": {"id": "k1", "text": "c"}, "k2": None}  # the delete is a tombstone
+    assert {"id": "k1", "text": "a"} in values  # every change is written, not only the last
+    assert not any(r["headers"] for r in got)  # no HEADERS column: no headers
+    shown = mz.sql("SHOW SINKS", **MZ)
+    row = shown[shown.name == f"snk_{out[4:]}"].iloc[0]
+    assert (row.type, row.topic, row.envelope, row.query_id, row.status) == ("kafka", out, "upsert", query.id,
+                                                                            "running")
+    assert query.id in mz.sql("SHOW QUERIES;")["Query ID"].tolist()
+    with pytest.raises(ks.StatementError, match=f'^sink "materialize.public.snk_{out[4:]}" already exists$'):
+        mz.sql(f"CREATE SINK snk_{out[4:]} FROM {src} INTO KAFKA BROKER 'x:1' (TOPIC 'o') KEY (id) "
+               "FORMAT JSON ENVELOPE UPSERT", **MZ)
+    mz.sql(f"DROP SINK snk_{out[4:]}", **MZ)
+    assert query.state == "TERMINATED"
+    assert f"snk_{out[4:]}" not in mz.sql("SHOW SINKS", **MZ).name.tolist()
+    with pytest.raises(ks.StatementError, match=f"^unknown catalog item 'snk_{out[4:]}'$"):
+        mz.sql(f"DROP SINK snk_{out[4:]}", **MZ)
+
+
+def test_debezium_sink_pairs_before_and_after_by_the_relations_key(mz, broker, new_topic):
+    src = upsert_source(mz, broker, new_topic, [("k1", "a"), ("k2", "x"), ("k1", "b"), ("k1", None)])
+    out = f"dbz-{tag()}"
+    query = mz.sql(f"CREATE SINK dbz_{out[4:]} FROM {src} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+           f"(TOPIC '{out}') FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(4, 120), query.failure
+    got = read_back(broker, out, 4)
+    values = [json.loads(r["value"]) for r in got]
+    assert [r["key"] for r in got] == [None] * 4  # no KEY: records without a key
+    k1 = [v for v in values if (v["after"] or v["before"])["id"] == "k1"]
+    assert k1 == [{"before": None, "after": {"id": "k1", "text": "a"}},
+                  {"before": {"id": "k1", "text": "a"}, "after": {"id": "k1", "text": "b"}},
+                  {"before": {"id": "k1", "text": "b"}, "after": None}]
+    assert {"before": None, "after": {"id": "k2", "text": "x"}} in values
+
+
+def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic, registry):
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", i), "value": json.dumps({"V": f"v{i}", "H": {"trace": f"t{i}",
+                                                                             "materialize-x": "dropped"}}).encode(),
+         "timestamp": BASE + i} for i in range(3)])
+    stream = f"S_{tag().upper()}"
+    mz.sql(f"CREATE STREAM {stream} (ID INT KEY, V STRING, H MAP<STRING, STRING>) "
+           f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    out = f"hdr-{tag()}"
+    query = mz.sql(f"CREATE SINK hdr_{out[4:]} FROM {stream} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+           f"(TOPIC '{out}') KEY (id) NOT ENFORCED HEADERS h KEY FORMAT TEXT VALUE FORMAT JSON "
+           "ENVELOPE UPSERT", **MZ)
+    assert query.wait_for_records(3, 120), query.failure
+    got = read_back(broker, out, 3)  # the ksql stream's columns, named as Materialize names them
+    assert [r["key"] for r in got] == [b"0", b"1", b"2"]
+    assert [r["headers"] for r in got] == [[("trace", f"t{i}".encode())] for i in range(3)]
+    assert json.loads(got[0]["value"]) == {"id": 0, "v": "v0", "h": {"trace": "t0", "materialize-x": "dropped"}}
+    assert [r["timestamp"] for r in got] == [BASE + i for i in range(3)]
+
+    avro = f"avro-{tag()}"
+    query = mz.sql(f"CREATE SINK avro_{avro[5:]} FROM {stream} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+           f"(TOPIC '{avro}') KEY (id) FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{registry}' "
+           "ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(3, 120), query.failure
+    got = read_back(broker, avro, 3)
+    key_schema = sr.client(registry).get_latest_version(f"{avro}-key")
+    value_schema = sr.client(registry).get_latest_version(f"{avro}-value")
+    assert json.loads(key_schema.schema.schema_str)["name"] == "row"
+    assert json.loads(value_schema.schema.schema_str)["name"] == "envelope"
+    read_key = fastavro.parse_schema(json.loads(key_schema.schema.schema_str))
+    read_value = fastavro.parse_schema(json.loads(value_schema.schema.schema_str))
+    assert all(r["value"][:5] == b"\0" + value_schema.schema_id.to_bytes(4, "big") for r in got)
+    keys = [fastavro.schemaless_reader(io.BytesIO(r["key"][5:]), read_key) for r in got]
+    values = [fastavro.schemaless_reader(io.BytesIO(r["value"][5:]), read_value) for r in got]
+    assert keys == [{"id": i} for i in range(3)]
+    assert [v["before"] for v in values] == [None] * 3  # a stream only inserts
+    assert [(v["after"]["id"], v["after"]["v"], v["after"]["h"]["trace"]) for v in values] == [
+        (i, f"v{i}", f"t{i}") for i in range(3)]
