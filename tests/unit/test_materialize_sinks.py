@@ -1,0 +1,113 @@
+"""Materialize's CREATE SINK: parsing and the checks against the relation (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkasql_magic.dialects.materialize_sinks import plan_sink, uniqueness_message
+from kafkasql_magic.errors import SqlSyntaxError, StatementError
+from kafkasql_magic.formats import Field
+from kafkasql_magic.sql import ast, parse_statement
+from kafkasql_magic.sql.ast_materialize import CreateSink, DropSink
+
+TEXT, INT, BYTEA = ast.Type("STRING"), ast.Type("INT"), ast.Type("BYTES")
+TEXT_MAP = ast.Type("MAP", key=TEXT, value=TEXT)
+COLUMNS = (Field("id", INT), Field("name", TEXT), Field("hs", TEXT_MAP), Field("raw", BYTEA))
+INTO = "INTO KAFKA BROKER 'b:9092' (TOPIC 'out')"
+
+
+def sink(text: str) -> CreateSink:
+    return parse_statement(text, dialect="materialize")
+
+
+def planned(tail: str, unique=(("id",),)):
+    return plan_sink(sink(f"CREATE SINK s FROM src {INTO} {tail}"), COLUMNS, unique)
+
+
+def test_create_sink_parses_every_clause():
+    stmt = sink(f"CREATE SINK IF NOT EXISTS s FROM src {INTO} KEY (id, name) NOT ENFORCED HEADERS hs "
+                "KEY FORMAT TEXT VALUE FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY 'http://r:8081' ENVELOPE UPSERT")
+    assert (stmt.name, stmt.relation, stmt.topic, stmt.broker, stmt.connection) == ("s", "src", "out", "b:9092", None)
+    assert (stmt.key, stmt.key_not_enforced, stmt.headers, stmt.envelope, stmt.if_not_exists) == (
+        ("id", "name"), True, "hs", "UPSERT", True)
+    assert (stmt.key_format.name, stmt.value_format.name, stmt.value_format.registry_url) == (
+        "TEXT", "AVRO", "http://r:8081")
+    other = sink("create sink s from src into kafka connection k (topic = 't') format json envelope debezium")
+    assert (other.connection, other.broker, other.format.name, other.envelope, other.key) == (
+        "k", None, "JSON", "DEBEZIUM", ())
+    assert parse_statement("DROP SINK IF EXISTS s", dialect="materialize") == DropSink("s", True)
+    assert parse_statement("SHOW SINKS", dialect="materialize") == ast.Show("SINKS")
+
+
+def test_a_missing_envelope_is_materializes_error_with_a_caret():
+    with pytest.raises(SqlSyntaxError) as caught:
+        sink(f"CREATE SINK s FROM src {INTO} FORMAT JSON")
+    assert caught.value.reason == "ENVELOPE clause is required"
+    assert (caught.value.line, caught.value.column) == (1, 76)  # where ENVELOPE belongs
+
+
+def test_upsert_plans_key_formats_and_headers():
+    spec = planned("KEY (id) HEADERS hs FORMAT JSON ENVELOPE UPSERT")
+    assert [f.name for f in spec.key] == ["id"] and spec.headers == "hs"
+    assert [f.name for f in spec.columns] == ["id", "name", "hs", "raw"]  # every column goes in the value
+    assert (spec.key_format.name, spec.value_format.name, spec.relation_key) == ("JSON", "JSON", ("id",))
+    unkeyed = planned("FORMAT JSON ENVELOPE DEBEZIUM", unique=())
+    assert (unkeyed.key, unkeyed.key_format, unkeyed.relation_key) == ((), None, ())
+
+
+@pytest.mark.parametrize("tail, unique, message", [
+    ("KEY (name) FORMAT JSON ENVELOPE UPSERT", (("id",),),
+     'upsert key could not be validated as unique\nDETAIL: Materialize could not prove that the specified '
+     'upsert envelope key ("name") was a unique key of the underlying relation "materialize.public.src". '
+     'The following keys are known to be unique for the underlying relation:\n  ("id")'),
+    ("KEY (id, name) FORMAT JSON ENVELOPE UPSERT", (),
+     'upsert key could not be validated as unique\nDETAIL: Materialize could not prove that the specified '
+     'upsert envelope key ("id", "name") was a unique key of the underlying relation "materialize.public.src". '
+     'There are no known valid unique keys for the underlying relation.'),
+    ("FORMAT JSON ENVELOPE UPSERT", (("id",),), "upsert sinks must specify a key"),
+    ("KEY (id, id) FORMAT JSON ENVELOPE UPSERT", (("id",),), "Repeated column name in sink key: id"),
+    ("KEY (nope) FORMAT JSON ENVELOPE UPSERT", (("id",),), "No such column: nope"),
+    ("KEY (id) HEADERS name FORMAT JSON ENVELOPE UPSERT", (("id",),),
+     "HEADERS column must have type map[text => text] or map[text => bytea]"),
+    ("KEY (id) HEADERS nope FORMAT JSON ENVELOPE UPSERT", (("id",),), "HEADERS column (nope) is unknown"),
+    ("HEADERS hs FORMAT JSON ENVELOPE DEBEZIUM", (), "HEADERS option is not supported with ENVELOPE DEBEZIUM"),
+])
+def test_materializes_messages(tail, unique, message):
+    with pytest.raises(StatementError) as caught:
+        planned(tail, unique)
+    assert str(caught.value) == message
+
+
+def test_not_enforced_and_debezium_skip_the_uniqueness_check():
+    assert [f.name for f in planned("KEY (name) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", ()).key] == ["name"]
+    assert [f.name for f in planned("KEY (name) FORMAT JSON ENVELOPE DEBEZIUM", ()).key] == ["name"]
+    assert uniqueness_message("v", ["a"], [("b",), ("c", "d")]).endswith(
+        'relation:\n  ("b")\n  ("c", "d")')
+
+
+@pytest.mark.parametrize("tail, message", [
+    ("KEY (id) FORMAT TEXT ENVELOPE UPSERT", "TEXT format requires a single-column value: the sink's value has "
+                                             "4 columns (id, name, hs, raw)"),
+    ("KEY (id) KEY FORMAT BYTES VALUE FORMAT JSON ENVELOPE UPSERT",
+     "BYTES format cannot write column id of type int (it writes bytea or text)"),
+    ("KEY FORMAT TEXT VALUE FORMAT TEXT ENVELOPE DEBEZIUM",
+     'ENVELOPE DEBEZIUM writes {"before": ..., "after": ...} records: its value format must be JSON or AVRO, '
+     "not TEXT"),
+    ("KEY (id) FORMAT CSV WITH 2 COLUMNS ENVELOPE UPSERT",
+     "line 1:81: CSV is not a sink format: sinks write AVRO USING CONFLUENT SCHEMA REGISTRY, JSON, TEXT or BYTES"),
+])
+def test_formats_a_sink_cannot_write(tail, message):
+    with pytest.raises(StatementError) as caught:
+        planned(tail)
+    assert str(caught.value) == message
+
+
+def test_connections_are_refused_by_name_until_sinks_can_use_them():
+    stmt = sink("CREATE SINK s FROM src INTO KAFKA CONNECTION kc (TOPIC 't') KEY (id) FORMAT JSON ENVELOPE UPSERT")
+    with pytest.raises(StatementError, match=r"^line 1:1: INTO KAFKA CONNECTION kc: connections are not available "
+                                             r"to sinks yet; write INTO KAFKA BROKER 'host:port' \(TOPIC '...'\)$"):
+        plan_sink(stmt, COLUMNS, [("id",)])
+    stmt = sink(f"CREATE SINK s FROM src {INTO} KEY (id) FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY "
+                "CONNECTION csr ENVELOPE UPSERT")
+    with pytest.raises(StatementError, match="CONNECTION csr: connections are not available to sinks yet"):
+        plan_sink(stmt, COLUMNS, [("id",)])
