@@ -27,11 +27,16 @@ from .runtime import PushQuery
 from .sinks.command_log import LOGGED, Command, CommandLog
 from .sinks.manager import PersistentQueries
 from .sql import ast
+from .sql.ast_materialize import CreateSink
 from .statements import HANDLERS
 from .statements.defaults import DEFAULT_SETTINGS
 from .statements.queries import prepare
 
 
+
+
+#: Statements that start a persistent query: the command topic keeps its id.
+PERSISTENT = (ast.CreateAsSelect, ast.InsertSelect, CreateSink)
 
 
 class Session:
@@ -100,7 +105,7 @@ class Session:
         """Append a successful DDL or persistent-query statement to the command topic."""
         if self.commands is None or not isinstance(stmt, LOGGED):
             return
-        query_id = getattr(result, "id", None) if isinstance(stmt, (ast.CreateAsSelect, ast.InsertSelect)) else None
+        query_id = getattr(result, "id", None) if isinstance(stmt, PERSISTENT) else None
         self.commands.append(Command(text, dialect, dict(self.settings), query_id))
 
     def replay(self, stmt, text: str) -> None:

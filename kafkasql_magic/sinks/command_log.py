@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from ..kafka import admin
 from ..sql import ast
+from ..sql.ast_materialize import CreateSink, DropSink
 
 #: Statements the command topic keeps.
 LOGGED = (ast.CreateSource, ast.CreateKafkaSource, ast.CreateView, ast.Drop, ast.CreateAsSelect,
-          ast.InsertSelect, ast.TerminateQuery)
+          ast.InsertSelect, ast.TerminateQuery, CreateSink, DropSink)
 TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
 
 
@@ -45,10 +46,15 @@ class Command:
 def still_running(commands: list[Command], parse) -> set[str]:
     """Ids of the persistent queries not terminated later in the log (`parse(command)` -> AST)."""
     running: list[str] = []
+    sinks: dict[str, str] = {}  # Materialize sink name -> its query id
     for command in commands:
         stmt = parse(command)
-        if isinstance(stmt, (ast.CreateAsSelect, ast.InsertSelect)) and command.query_id:
+        if isinstance(stmt, (ast.CreateAsSelect, ast.InsertSelect, CreateSink)) and command.query_id:
             running.append(command.query_id)
+            if isinstance(stmt, CreateSink):
+                sinks[stmt.name] = command.query_id
+        elif isinstance(stmt, DropSink):
+            running = [q for q in running if q != sinks.get(stmt.name)]
         elif isinstance(stmt, ast.TerminateQuery):
             running = [] if stmt.query_id is None else [q for q in running if q != stmt.query_id.upper()]
     return set(running)
@@ -64,7 +70,7 @@ class CommandLog:
         admin.create_topic(self.bootstrap, self.topic, 1, config=TOPIC_CONFIG, exist_ok=True, conf=self.conf)
 
     def append(self, command: Command) -> None:
-        from ..local.producer import produce
+        from ..kafka.producer import produce
 
         produce(self.bootstrap, self.topic, [{"value": command.to_json()}], conf=self.conf)
 

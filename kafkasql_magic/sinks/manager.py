@@ -154,7 +154,10 @@ class PersistentQueries:
     def restore(self, commands) -> str:
         """Replay the command topic: the catalog, then the queries still running, each from its
         checkpoint. Returns what was restored (a statement that fails now is reported, not fatal)."""
+        from .. import dialects
         from ..errors import KStreamError
+        from ..sql.ast_materialize import CreateSink, DropSink
+        from ..statements.sinks import create_sink
         from .command_log import still_running
 
         def parse(command):
@@ -168,6 +171,7 @@ class PersistentQueries:
             stmt = parse(command)
             saved = dict(self.session.settings)
             self.session.settings.update(command.settings)
+            self.session.dialect_now = dialects.get(command.dialect)  # a statement runs in its own dialect
             try:
                 if isinstance(stmt, ast.CreateAsSelect):
                     self.create_as_select(stmt, command.statement, resume=True, query_id=command.query_id,
@@ -175,6 +179,10 @@ class PersistentQueries:
                 elif isinstance(stmt, ast.InsertSelect):
                     if command.query_id in running:
                         self.insert_select(stmt, command.statement, resume=True, query_id=command.query_id)
+                elif isinstance(stmt, (CreateSink, DropSink)):  # a dropped sink is not restarted
+                    if command.query_id in running:
+                        create_sink(self.session, stmt, command.statement, None, resume=True,
+                                    query_id=command.query_id)
                 elif not isinstance(stmt, ast.TerminateQuery):
                     self.session.replay(stmt, command.statement)
             except KStreamError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import time
 import uuid
 
 import fastavro
@@ -133,3 +134,45 @@ def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic
     assert [v["before"] for v in values] == [None] * 3  # a stream only inserts
     assert [(v["after"]["id"], v["after"]["v"], v["after"]["h"]["trace"]) for v in values] == [
         (i, f"v{i}", f"t{i}") for i in range(3)]
+
+
+def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
+                                                                                   tmp_path):
+    service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()
+    out = f"replay-{tag()}"
+
+    def connect():
+        return ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=state,
+                          service_id=service)
+
+    def send(first, count):
+        produce(broker.bootstrap_servers, topic, [{"key": f"k{i}".encode(), "value": f"v{i}".encode(),
+                                                   "timestamp": BASE + i} for i in range(first, first + count)])
+
+    send(0, 2)
+    first = connect()
+    first.sql(f"CREATE SOURCE src FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY AS id "
+              f"ENVELOPE UPSERT; CREATE SINK snk FROM src INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+              f"(TOPIC '{out}') KEY (id) FORMAT JSON ENVELOPE UPSERT", **MZ)
+    query = first.persistent.queries[first.sinks["snk"].query_id]
+    assert query.wait_for_records(2, 120), query.failure
+    first.stop()  # the queries stop, their checkpoints stay, as when a kernel ends
+
+    send(2, 2)
+    second = connect()
+    assert second.sinks["snk"].query_id == query.id  # same id, so the same checkpoint
+    resumed = second.persistent.queries[query.id]
+    assert resumed.wait_for_records(2, 120), resumed.failure
+    deadline, texts = time.monotonic() + 60, []
+    while set(texts) != {"v0", "v1", "v2", "v3"} and time.monotonic() < deadline:
+        texts = [json.loads(r["value"])["text"] for r in fetch_records(
+            broker.bootstrap_servers, out, from_beginning=True, limit=None, timeout_s=2, until_end=False)]
+    assert set(texts) == {"v0", "v1", "v2", "v3"}  # nothing lost
+    assert (texts.count("v2"), texts.count("v3")) == (1, 1)  # resumed after its checkpoint, not from the start
+    assert second.sql("SHOW SINKS", **MZ).name.tolist() == ["snk"]
+    second.sql("DROP SINK snk", **MZ)
+    second.stop()
+
+    third = connect()
+    assert third.sql("SHOW SINKS", **MZ).empty and not third.persistent.queries  # a dropped sink stays dropped
+    third.stop()
