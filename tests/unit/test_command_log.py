@@ -26,3 +26,13 @@ def test_terminated_queries_are_not_restarted():
     assert still_running(log + [Command("TERMINATE ALL;", "ksql", {}),
                                 Command("CREATE STREAM C AS SELECT * FROM S;", "ksql", {}, "CSAS_C_4")], parse) \
         == {"CSAS_C_4"}
+
+
+def test_materialize_sinks_restart_until_dropped():
+    sink = "CREATE SINK {} FROM s INTO KAFKA BROKER 'b:1' (TOPIC 't') FORMAT JSON ENVELOPE DEBEZIUM"
+    log = [Command(sink.format("a"), "materialize", {}, "SINK_A_1"),
+           Command(sink.format("b"), "materialize", {}, "SINK_B_2"),
+           Command("DROP SINK a", "materialize", {})]
+    assert still_running(log, parse) == {"SINK_B_2"}
+    assert still_running(log + [Command(sink.format("a"), "materialize", {}, "SINK_A_3")], parse) \
+        == {"SINK_B_2", "SINK_A_3"}  # a sink created again under a dropped sink's name runs
