@@ -127,17 +127,24 @@ class Builder(Transformer):
         clauses = dict(c for c in children if isinstance(c, tuple))
         return ast.Select(items, source, clauses.get("where"), clauses.get("group_by", ()),
                           clauses.get("having"), clauses.get("partition_by", ()),
-                          "emit_changes" in clauses, clauses.get("limit"), joins, window, **_pos(meta))
+                          "emit_changes" in clauses or "emit_final" in clauses, clauses.get("limit"), joins,
+                          window, emit_final="emit_final" in clauses, **_pos(meta))
 
-    def tumbling(self, meta, size):
-        return ast.Window("TUMBLING", _positive(size, "SIZE", meta), **_pos(meta))
+    def tumbling(self, meta, size, retention, grace):
+        return ast.Window("TUMBLING", _positive(size, "SIZE", meta), None, retention, grace, **_pos(meta))
 
-    def hopping(self, meta, size, advance):
+    def hopping(self, meta, size, advance, retention, grace):
         return ast.Window("HOPPING", _positive(size, "SIZE", meta), _positive(advance, "ADVANCE BY", meta),
-                          **_pos(meta))
+                          retention, grace, **_pos(meta))
 
-    def session(self, meta, gap):
-        return ast.Window("SESSION", _positive(gap, "the session gap", meta), **_pos(meta))
+    def session(self, meta, gap, retention, grace):
+        return ast.Window("SESSION", _positive(gap, "the session gap", meta), None, retention, grace, **_pos(meta))
+
+    def retention(self, meta, duration):
+        return duration
+
+    def grace_period(self, meta, duration):
+        return duration
 
     def join(self, meta, kind, source, *rest):
         within, on = rest if len(rest) == 2 else (None, rest[0])
@@ -177,6 +184,9 @@ class Builder(Transformer):
 
     def emit_changes(self, meta):
         return "emit_changes", True
+
+    def emit_final(self, meta):
+        return "emit_final", True
 
     def star(self, meta):
         return ast.Star(**_pos(meta))
