@@ -80,7 +80,7 @@ def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Colum
         emitting = current.where(F.col("__wend") + F.lit(timing.grace) <= F.lit(stream_time))
     else:
         emitting = current.join(accepted.select(*windows).distinct(), windows, "left_semi")
-    grouped = emitting.groupBy(*windows).agg(*aggregate_columns(staged)).localCheckpoint()
+    grouped = emitting.groupBy(*windows).agg(*aggregate_columns(staged))  # over frames that stay as they are
     state.members = current.where(F.col("__wend") + F.lit(timing.grace) > F.lit(stream_time)).localCheckpoint()
     state.stream_time = stream_time
     return finished(plan, grouped)
