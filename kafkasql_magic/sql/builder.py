@@ -147,14 +147,18 @@ class Builder(Transformer):
         return duration
 
     def join(self, meta, kind, source, *rest):
-        within, on = rest if len(rest) == 2 else (None, rest[0])
-        return ast.Join(kind or "INNER", source, on, within, **_pos(meta))
+        *timing, on = rest  # [within] may be a None placeholder
+        within, grace = timing[0] if timing and timing[0] is not None else (None, None)
+        return ast.Join(kind or "INNER", source, on, within, grace, **_pos(meta))
 
     def join_kind(self, meta, word, *outer):
         return word.upper()
 
-    def within(self, meta, before, after=None):
-        return before, after if after is not None else before
+    def within(self, meta, *durations):
+        """((before, after), grace): `WITHIN n` is n before and after; grace is None when not given."""
+        *window, grace = durations
+        before, after = window if len(window) == 2 else (window[0], window[0])
+        return (before, after), grace
 
     def duration(self, meta, amount, unit):
         unit_ms = TIME_UNITS_MS.get(unit.upper()) or TIME_UNITS_MS.get(unit.upper() + "S")

@@ -22,6 +22,7 @@ from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, RECO
 from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
+from .timed_join import watermarked
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
@@ -138,7 +139,12 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
         join = stmt.joins[index - 1]
         both = frame.crossJoin(frame_i)  # for typing the condition only
         condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).compile(join.on)
-        if join.within is not None:
+        if join.within is not None and join.kind != "INNER" and raw.isStreaming:  # unmatched rows behind watermarks
+            _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))  # both sides have record times
+            frame, frame_i, timed = watermarked(frame, frame_i, quoted(sides[0][1][ROWTIME]),
+                                                quoted(columns[ROWTIME]), join.within, join.grace, index)
+            condition = condition & timed
+        elif join.within is not None:
             condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))

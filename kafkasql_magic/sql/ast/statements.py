@@ -28,13 +28,15 @@ class SourceRef(Node):
 
 @dataclass(frozen=True)
 class Join(Node):
-    """`[INNER | LEFT | RIGHT | FULL] JOIN source [WITHIN ...] ON condition`. `within` is
-    ksqlDB's window for stream-stream joins, (before, after) in milliseconds."""
+    """`[INNER | LEFT | RIGHT | FULL] JOIN source [WITHIN ... [GRACE PERIOD ...]] ON condition`.
+    `within` is ksqlDB's window for stream-stream joins, (before, after) in milliseconds; `grace`
+    its GRACE PERIOD in ms (None when not written)."""
 
     kind: str
     source: SourceRef
     on: Expr
     within: tuple[int, int] | None = None
+    grace: int | None = None
 
 
 @dataclass(frozen=True)
