@@ -88,3 +88,36 @@ def test_push_windowed_aggregations_track_stream_time(text, tracks):
     assert plan.tracks_time is tracks
     if tracks:
         assert plan.per_batch and plan.capture == "frames"
+
+
+def test_within_takes_a_grace_period():
+    join = parse_statement("SELECT * FROM a LEFT JOIN b WITHIN 1 HOUR GRACE PERIOD 10 MINUTES ON a.id = b.id "
+                           "EMIT CHANGES;").joins[0]
+    assert (join.kind, join.within, join.grace) == ("LEFT", (3_600_000, 3_600_000), 10 * MINUTE)
+    join = parse_statement("SELECT * FROM a FULL OUTER JOIN b x WITHIN (1 SECOND, 2 SECONDS) GRACE PERIOD 0 SECONDS "
+                           "ON a.id = x.id EMIT CHANGES;").joins[0]
+    assert (join.kind, join.source.alias, join.within, join.grace) == ("FULL", "X", (1000, 2000), 0)
+    assert parse_statement("SELECT * FROM a JOIN b WITHIN 1 HOUR ON a.id = b.id;").joins[0].grace is None
+
+
+@pytest.mark.parametrize("kind", ["LEFT", "RIGHT", "FULL OUTER"])
+def test_stream_stream_outer_joins_are_planned(kind):
+    plan = plan_of(f"SELECT o.id, c.url FROM orders o {kind} JOIN clicks c WITHIN 1 MINUTE GRACE PERIOD 1 SECOND "
+                   f"ON o.id = c.id EMIT CHANGES;")
+    assert plan.kind == "STREAM" and not plan.per_batch and plan.output_mode == "append"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("SELECT o.id FROM orders o LEFT JOIN clicks c ON o.id = c.id EMIT CHANGES;",
+     "Stream-Stream joins must have a WITHIN clause specified. None was provided."),
+    ("SELECT o.id FROM orders o LEFT JOIN items i WITHIN 1 HOUR GRACE PERIOD 1 MINUTE ON o.item = i.item "
+     "EMIT CHANGES;",  # GRACE PERIOD belongs to WITHIN: neither applies to a stream-table join
+     "A window definition was provided for a Stream-Table join. These joins are not windowed."),
+    ("SELECT i.item FROM items i RIGHT JOIN orders o ON o.item = i.item EMIT CHANGES;",
+     "Invalid join order: table-stream joins are not supported; only stream-table joins. "
+     "Got ITEMS RIGHT JOIN ORDERS."),
+])
+def test_join_messages_in_ksqldb_words(text, message):
+    with pytest.raises(StatementError) as error:
+        plan_of(text)
+    assert message in str(error.value)
