@@ -3,8 +3,9 @@
 Spark's own windowed aggregation advances its watermark only between micro-batches and drops
 late records without saying which, so this one runs per micro-batch (`QueryPlan.tracks_time`)
 with `WindowState` carried on the driver: stream time (the largest record time seen) and the
-staged rows of the windows still open. Within a batch, records are taken in partition, then
-offset order, as one Kafka Streams task reading the topic sees them. A record whose window
+staged rows of the windows still open. Within a batch, each record meets the stream time of
+the batches before and of the records before it in its own partition (offset order), so records
+of different partitions in one batch do not make each other late. A record whose window
 ended at least the grace period before stream time is late: it is dropped from that window
 and logged (Kafka Streams' "Skipping record for expired window" text). A window closes when
 stream time reaches its end plus the grace period; its rows then leave the state.
@@ -61,7 +62,8 @@ def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Colum
     timing = timing_of(plan.grouping.window)
     staged = stage(plan, frame, scope, where_error)
     batch = staged.frame.localCheckpoint()  # read and decoded once
-    order = Window.orderBy(PARTITION, "__order").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    order = Window.partitionBy(PARTITION).orderBy("__order").rowsBetween(Window.unboundedPreceding,
+                                                                         Window.currentRow)
     good = (batch.where(F.col(ERROR).isNull()).withColumn("__t", F.unix_millis("__ts"))
             .withColumn("__stream", F.greatest(F.max("__t").over(order), F.lit(state.stream_time)))
             .withColumn("__wstart", F.explode(window_starts(F.col("__t"), timing.size, timing.advance)))
