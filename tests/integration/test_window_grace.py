@@ -2,7 +2,9 @@
 a record within the grace period counted, a late one dropped and logged, each closed window
 emitted once by EMIT FINAL."""
 
+import json
 import time
+import uuid
 
 import pytest
 
@@ -24,7 +26,6 @@ WINDOW = "WINDOW TUMBLING (SIZE 10 SECONDS, RETENTION 1 HOUR, GRACE PERIOD 5 SEC
 @pytest.fixture(scope="module")
 def clicks(broker, spark):
     from kafkasql_magic.kafka.admin import create_topic
-    import uuid
 
     topic = f"clicks-{uuid.uuid4().hex[:12]}"
     create_topic(broker.bootstrap_servers, topic, 1)
@@ -77,3 +78,20 @@ def test_emit_final_emits_each_closed_window_once(clicks):
 def test_emit_final_without_a_window_is_refused_in_ksqldb_words(clicks):
     with pytest.raises(ks.KStreamError, match="EMIT FINAL is only supported for windowed aggregations."):
         clicks.sql("SELECT k, COUNT(*) FROM clicks GROUP BY k EMIT FINAL;")
+
+
+def test_a_persistent_emit_final_query_writes_one_record_per_closed_window(clicks, broker):
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    sink = f"FINAL_{uuid.uuid4().hex[:8].upper()}"
+    query = clicks.sql(f"CREATE TABLE {sink} AS SELECT k, WINDOWSTART AS ws, COUNT(*) AS c FROM clicks {WINDOW} "
+                       f"GROUP BY k EMIT FINAL;")
+    try:
+        assert query.wait_for_records(4, 180), query.failure
+        records = fetch_records(broker.bootstrap_servers, sink, from_beginning=True, limit=5, timeout_s=10,
+                                until_end=True)
+    finally:
+        clicks.sql(f"TERMINATE {query.id};")
+    counts = sorted((r["key"][:-8], int.from_bytes(r["key"][-8:], "big") - T0, json.loads(r["value"])["C"])
+                    for r in records)
+    assert counts == [(b"a", 0, 3), (b"a", 10_000, 2), (b"b", 10_000, 1), (b"b", 20_000, 1)]
