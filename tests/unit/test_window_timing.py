@@ -73,14 +73,18 @@ def test_retention_equal_to_size_plus_grace_is_accepted():
     plan = plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, RETENTION 2 MINUTES, "
                    "GRACE PERIOD 1 MINUTE) GROUP BY item EMIT CHANGES;")
     assert plan.tracks_time and plan.per_batch
+    plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, RETENTION 2 DAYS) GROUP BY item "
+            "EMIT CHANGES;")  # size + the default grace (24 hours) fits
 
 
 @pytest.mark.parametrize("text,tracks", [
-    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY item EMIT CHANGES;", True),
+    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 0 SECONDS) GROUP BY item "
+     "EMIT CHANGES;", True),
+    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY item EMIT CHANGES;", False),
     ("SELECT item, COUNT(*) FROM orders WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 1 MINUTE) GROUP BY item "
      "EMIT FINAL;", True),
-    ("SELECT o.item, COUNT(*) FROM orders o JOIN items i ON o.item = i.item WINDOW TUMBLING (SIZE 1 MINUTE) "
-     "GROUP BY o.item EMIT CHANGES;", True),  # a stream-table join, per micro-batch too
+    ("SELECT o.item, COUNT(*) FROM orders o JOIN items i ON o.item = i.item "
+     "WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 1 SECOND) GROUP BY o.item EMIT CHANGES;", True),  # per batch too
     ("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", False),
 ])
 def test_push_windowed_aggregations_track_stream_time(text, tracks):
