@@ -162,4 +162,5 @@ def explain(session, stmt: ast.Explain, text, timeout):
 
 def _join_text(join: ast.Join) -> str:
     window = f" WITHIN ({join.within[0]} ms, {join.within[1]} ms)" if join.within else ""
+    window += f" GRACE PERIOD {join.grace} ms" if join.grace is not None else ""
     return f"{join.kind} JOIN {join.source.name}{window} ON {render(join.on)}"
