@@ -15,6 +15,8 @@ and, for the key/value formats and seek work:
   seek_one_offset vs full_scan   `WHERE ROWPARTITION = 0 AND ROWOFFSET = k ... LIMIT 1` against a
                          query that must read the whole topic to find the same record: records
                          fetched and seconds (in `seek`)
+and the query cases of `bench/queries.py` (a windowed aggregation, a stream-table join) as push
+queries over the same topic.
 `spark_from_json_decode` is (c) with Spark's plain from_json (exact-case field names): the cost
 of ksql's case-insensitive matching is the gap between the two.
 Spark start-up (and Python worker start-up, via a warm-up read) is excluded. Also reported:
@@ -269,6 +271,9 @@ def main(argv=None) -> int:
             "source_json_decode_no_headers": lambda: n / timed(lambda: decode(source(includeHeaders="false"))),
             "json_decode_only_cached": lambda: n / timed(lambda: decode(cached)),
         }
+        from queries import query_cases
+
+        cases.update(query_cases(session, bootstrap, n))
         # Interleaved rounds, best of each: the machine may be shared, and a burst of other
         # work should not land on one case only.
         sql_cases.produce_key_value_topics()
@@ -296,6 +301,8 @@ def main(argv=None) -> int:
         "ratio_c_a_tuned": round(rates["source_json_decode"] / rates["raw_consume_tuned"], 3),
         "ratio_json_kv_a": round(rates["json_key_value_decode"] / a, 3),
         "ratio_avro_kv_a": round(rates["avro_key_value_decode"] / a, 3),
+        "ratio_windowed_a": round(rates["windowed_aggregation"] / a, 3),
+        "ratio_join_a": round(rates["stream_table_join"] / a, 3),
         "seek": seek,
         "rounds": args.repeat,
         "load_average_1min": [round(load_before, 2), round(load_after, 2)],
@@ -307,6 +314,7 @@ def main(argv=None) -> int:
     print(f"b/a = {results['ratio_b_a']}  c/a = {results['ratio_c_a']}  json kv/a = {results['ratio_json_kv_a']}  "
           f"avro kv/a = {results['ratio_avro_kv_a']}  (cores: {cores})")
     print(f"seek: {seek}")
+    print(f"windowed aggregation / a = {results['ratio_windowed_a']}  stream-table join / a = {results['ratio_join_a']}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -127,27 +127,38 @@ class Builder(Transformer):
         clauses = dict(c for c in children if isinstance(c, tuple))
         return ast.Select(items, source, clauses.get("where"), clauses.get("group_by", ()),
                           clauses.get("having"), clauses.get("partition_by", ()),
-                          "emit_changes" in clauses, clauses.get("limit"), joins, window, **_pos(meta))
+                          "emit_changes" in clauses or "emit_final" in clauses, clauses.get("limit"), joins,
+                          window, emit_final="emit_final" in clauses, **_pos(meta))
 
-    def tumbling(self, meta, size):
-        return ast.Window("TUMBLING", _positive(size, "SIZE", meta), **_pos(meta))
+    def tumbling(self, meta, size, retention, grace):
+        return ast.Window("TUMBLING", _positive(size, "SIZE", meta), None, retention, grace, **_pos(meta))
 
-    def hopping(self, meta, size, advance):
+    def hopping(self, meta, size, advance, retention, grace):
         return ast.Window("HOPPING", _positive(size, "SIZE", meta), _positive(advance, "ADVANCE BY", meta),
-                          **_pos(meta))
+                          retention, grace, **_pos(meta))
 
-    def session(self, meta, gap):
-        return ast.Window("SESSION", _positive(gap, "the session gap", meta), **_pos(meta))
+    def session(self, meta, gap, retention, grace):
+        return ast.Window("SESSION", _positive(gap, "the session gap", meta), None, retention, grace, **_pos(meta))
+
+    def retention(self, meta, duration):
+        return duration
+
+    def grace_period(self, meta, duration):
+        return duration
 
     def join(self, meta, kind, source, *rest):
-        within, on = rest if len(rest) == 2 else (None, rest[0])
-        return ast.Join(kind or "INNER", source, on, within, **_pos(meta))
+        *timing, on = rest  # [within] may be a None placeholder
+        within, grace = timing[0] if timing and timing[0] is not None else (None, None)
+        return ast.Join(kind or "INNER", source, on, within, grace, **_pos(meta))
 
     def join_kind(self, meta, word, *outer):
         return word.upper()
 
-    def within(self, meta, before, after=None):
-        return before, after if after is not None else before
+    def within(self, meta, *durations):
+        """((before, after), grace): `WITHIN n` is n before and after; grace is None when not given."""
+        *window, grace = durations
+        before, after = window if len(window) == 2 else (window[0], window[0])
+        return (before, after), grace
 
     def duration(self, meta, amount, unit):
         unit_ms = TIME_UNITS_MS.get(unit.upper()) or TIME_UNITS_MS.get(unit.upper() + "S")
@@ -177,6 +188,9 @@ class Builder(Transformer):
 
     def emit_changes(self, meta):
         return "emit_changes", True
+
+    def emit_final(self, meta):
+        return "emit_final", True
 
     def star(self, meta):
         return ast.Star(**_pos(meta))

@@ -11,7 +11,7 @@ from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.seek import Seek
-from ..engine.build import Built, TableState, build, select_over_frame
+from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.reach import ensure_reachable
@@ -58,7 +58,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     read = topic_read(plan.source, stmt.emit_changes, plan.seek)
     raw = session.raw_frame(read)
     built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch))
-    state = TableState() if plan.retracts else None
+    state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
     build_batch = (lambda batch: build(plan, batch, read_joined, state=state)) if plan.per_batch else None
     return Prepared(plan, read, raw, built, build_batch)
 
@@ -162,4 +162,5 @@ def explain(session, stmt: ast.Explain, text, timeout):
 
 def _join_text(join: ast.Join) -> str:
     window = f" WITHIN ({join.within[0]} ms, {join.within[1]} ms)" if join.within else ""
+    window += f" GRACE PERIOD {join.grace} ms" if join.grace is not None else ""
     return f"{join.kind} JOIN {join.source.name}{window} ON {render(join.on)}"

@@ -545,7 +545,7 @@ def test_error_messages_name_ksql_terms_not_lark_terminals():
             assert lark_name not in reason, (text, reason)
     assert syntax_error("CREATE STREAM s (a FOO)").reason == "mismatched input 'FOO' expecting a type"
     assert syntax_error("SELECT a FROM s LIMIT x").reason == "mismatched input 'x' expecting a number"
-    assert "expecting CHANGES" in syntax_error("SELECT a FROM s EMIT").reason
+    assert "expecting one of: CHANGES, FINAL" in syntax_error("SELECT a FROM s EMIT").reason
     assert syntax_error("SELECT * FROM s FULL").reason == "unexpected end of statement, expecting one of: JOIN, OUTER"
     assert syntax_error("SELECT * FROM s WINDOW TUMBLING (1 SECOND)").reason == "mismatched input '1' expecting SIZE"
     assert "a statement" in syntax_error("EXPLAIN").reason

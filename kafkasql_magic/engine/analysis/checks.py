@@ -116,12 +116,12 @@ def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules
     if pair == "TABLE-TABLE":
         raise StatementError("Table-table joins in push queries are not supported yet by kafkasql_magic: "
                              "join a stream with a table, or query the tables without EMIT CHANGES.")
+    if pair == "STREAM-STREAM" and join.kind != "INNER" and join.within is None:
+        raise StatementError(f"{join.kind} OUTER joins between two streams need WITHIN: an unmatched record is "
+                             "emitted once no match can come, when stream time passes its window and grace period.")
     if pair == "STREAM-TABLE" and join.kind not in STREAM_TABLE_JOINS:
         raise StatementError(f"{join.kind} OUTER joins between a stream and a table are not supported: "
                              "use INNER or LEFT JOIN.")
-    if pair == "STREAM-STREAM" and join.kind != "INNER":
-        raise StatementError(f"{join.kind} OUTER joins between two streams are not supported yet by kafkasql_magic "
-                             "(Spark emits their unmatched rows only behind an event-time watermark): use INNER JOIN.")
 
 
 def _pseudocolumns_in(exprs, names) -> list[str]:

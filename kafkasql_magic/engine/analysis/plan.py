@@ -81,6 +81,9 @@ class QueryPlan:
     #: A push aggregation over a TABLE's changelog: a row's new version replaces its old one in
     #: its group (retracted), so the plan runs per micro-batch with the table's rows as state.
     retracts: bool = False
+    #: A push aggregation over TUMBLING/HOPPING windows with GRACE PERIOD or EMIT FINAL: per micro-batch, with stream time and
+    #: the open windows as state, so late records are dropped and EMIT FINAL knows when a window closes.
+    tracks_time: bool = False
     dialect: Dialect = KSQL  # the query's (its functions and casts)
 
     @property

@@ -21,6 +21,7 @@ from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERV
                    QueryPlan)
 from .seek import Seek, seek_of
 from .types import check_types
+from .windows import check_window_timing, tracks_stream_time
 
 
 
@@ -34,6 +35,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
                                              if isinstance(i, ast.SelectItem))
     check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
+    check_window_timing(stmt, aggregating)
     outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming)
@@ -43,7 +45,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
-    per_batch = retracts or (stmt.emit_changes and bool(stmt.joins) and not aggregating
+    tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
+    per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
                              and all(i.kind == TABLE for i in inputs[1:]))
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
@@ -54,7 +57,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
-        seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect)
+        seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
+        tracks_time=tracks_time)
     check_types(plan, dialect, text)
     return plan
 

@@ -22,6 +22,8 @@ from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, RECO
 from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
+from .timed_join import watermarked
+from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
 
@@ -69,17 +71,18 @@ class _Captures:
 
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
-          state: TableState | None = None) -> Built:
+          state: TableState | WindowState | None = None) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
-    carries its table's rows from batch to batch in `state`."""
+    carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
+    open windows."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
     return Built(_frame(plan, raw, read, captures, state), captures.observations, captures.error_frames)
 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
-           state: TableState | None = None) -> DataFrame:
+           state: TableState | WindowState | None = None) -> DataFrame:
     stmt = plan.statement
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
@@ -91,6 +94,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
+    if plan.grouping is not None and isinstance(state, WindowState):
+        return windowed(plan, frame, scope, where_error, state, captures.without_errors)
     if plan.grouping is not None:
         frame = aggregated(plan, frame, scope, where_error, captures.without_errors)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
@@ -134,7 +139,12 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
         join = stmt.joins[index - 1]
         both = frame.crossJoin(frame_i)  # for typing the condition only
         condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).compile(join.on)
-        if join.within is not None:
+        if join.within is not None and join.kind != "INNER" and raw.isStreaming:  # unmatched rows behind watermarks
+            _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))  # both sides have record times
+            frame, frame_i, timed = watermarked(frame, frame_i, quoted(sides[0][1][ROWTIME]),
+                                                quoted(columns[ROWTIME]), join.within, join.grace, index)
+            condition = condition & timed
+        elif join.within is not None:
             condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))

@@ -28,23 +28,28 @@ class SourceRef(Node):
 
 @dataclass(frozen=True)
 class Join(Node):
-    """`[INNER | LEFT | RIGHT | FULL] JOIN source [WITHIN ...] ON condition`. `within` is
-    ksqlDB's window for stream-stream joins, (before, after) in milliseconds."""
+    """`[INNER | LEFT | RIGHT | FULL] JOIN source [WITHIN ... [GRACE PERIOD ...]] ON condition`.
+    `within` is ksqlDB's window for stream-stream joins, (before, after) in milliseconds; `grace`
+    its GRACE PERIOD in ms (None when not written)."""
 
     kind: str
     source: SourceRef
     on: Expr
     within: tuple[int, int] | None = None
+    grace: int | None = None
 
 
 @dataclass(frozen=True)
 class Window(Node):
     """ksqlDB's `WINDOW TUMBLING|HOPPING|SESSION`: `size` in ms (the gap of a SESSION window),
-    `advance` the hop of a HOPPING window."""
+    `advance` the hop of a HOPPING window; `retention` and `grace` (ms) as written (None when
+    not: the analysis applies ksqlDB's defaults)."""
 
     kind: str
     size: int
     advance: int | None = None
+    retention: int | None = None
+    grace: int | None = None
 
 
 # ---------------------------------------------------------------- statements
@@ -86,7 +91,8 @@ class CreateSource(Statement):
 
 @dataclass(frozen=True)
 class Select(Statement):
-    """A query. `emit_changes` makes it a push query; without it a pull query."""
+    """A query. `emit_changes` makes it a push query; without it a pull query. `emit_final`
+    (EMIT FINAL, also a push query) emits a window's row once, when the window closes."""
 
     items: tuple[Star | SelectItem, ...]
     source: SourceRef
@@ -99,6 +105,7 @@ class Select(Statement):
     joins: tuple[Join, ...] = ()
     window: Window | None = None
     order_by: tuple = ()  # ast_materialize.SortKey, Materialize's ORDER BY
+    emit_final: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,35 @@
+"""Stream-stream outer joins (LEFT, RIGHT, FULL) with ksqlDB's WITHIN and GRACE PERIOD.
+
+A record without a match is emitted with NULLs for the other side once no match can come any
+more: when stream time has passed the record's time plus the window and the grace period
+(ksqlDB 0.28+). On Spark that is an event-time watermark on each side (its delay the grace
+period) and a time-range condition between the sides' record times, so Spark keeps each side's
+records as state until the other side's watermark passes their window, then emits the
+unmatched ones and drops them.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ..analysis.windows import DEFAULT_GRACE_MS
+
+
+def _interval(ms: int) -> Column:
+    return F.expr(f"INTERVAL {ms} MILLISECONDS")
+
+
+def watermarked(left: DataFrame, right: DataFrame, left_time: str, right_time: str, within: tuple[int, int],
+                grace: int | None, index: int) -> tuple[DataFrame, DataFrame, Column]:
+    """Both sides with a watermarked event-time column (`__wt0`, `__wt{index}`; ROWTIME as a
+    timestamp) and the WITHIN (before, after) condition over them: right in [left - before, left + after]."""
+    delay = f"{DEFAULT_GRACE_MS if grace is None else grace} milliseconds"
+    left_wt, right_wt = "__wt0", f"__wt{index}"
+    if left_wt not in left.columns:
+        left = left.withColumn(left_wt, F.timestamp_millis(F.col(left_time))).withWatermark(left_wt, delay)
+    right = right.withColumn(right_wt, F.timestamp_millis(F.col(right_time))).withWatermark(right_wt, delay)
+    before, after = within
+    condition = ((F.col(right_wt) >= F.col(left_wt) - _interval(before))
+                 & (F.col(right_wt) <= F.col(left_wt) + _interval(after)))
+    return left, right, condition
