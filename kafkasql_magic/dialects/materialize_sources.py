@@ -7,7 +7,7 @@ order written. A record key is flattened into its fields; a scalar key is one co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from .. import types
@@ -17,6 +17,7 @@ from ..formats import FormatSpec
 from ..formats.avro import RECORD_FIELDS
 from ..sql import ast
 from . import limits
+from .connections import KAFKA, REGISTRY
 from .ksql_sources import check_formats
 from .naming import MATERIALIZE
 
@@ -90,9 +91,13 @@ def _registry_format(fmt: ast.SourceFormat | None) -> bool:
 
 
 def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, latest_schema,
-                       text: str = "") -> SourceDef:
+                       text: str = "", connection=None) -> SourceDef:
     """Validate a CREATE SOURCE. `latest_schema(registry_url, topic, role)` (the registry lookup)
-    supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format."""
+    supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format; `connection(name,
+    kind)` (the catalog's) the address of a CONNECTION the source or its registry names."""
+    properties = _connection_properties(stmt, connection)
+    stmt = replace(stmt, **{role: _registry_of(getattr(stmt, role), connection)
+                            for role in ("key_format", "value_format", "format")})
     includes = {i.what for i in stmt.includes}
     if stmt.format is not None and "KEY" in includes and not _registry_format(stmt.format):
         raise StatementError("INCLUDE KEY requires specifying KEY FORMAT .. VALUE FORMAT, got bare FORMAT")
@@ -123,8 +128,28 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
     check_formats(kind, key_spec, value.spec, columns)
     return SourceDef(kind=kind, name=stmt.name, topic=stmt.topic,
                      key_format=key_spec, value_format=value.spec, columns=tuple(columns), statement=text,
-                     properties={"BROKER": stmt.broker} if stmt.broker else {}, envelope=stmt.envelope,
+                     properties=properties, envelope=stmt.envelope,
                      dialect="materialize")
+
+
+def _connection_properties(stmt: ast.CreateKafkaSource, connection) -> dict:
+    """BROKER (where the source reads) and the connections it depends on, by name."""
+    if stmt.connection is None:
+        properties = {"BROKER": stmt.broker} if stmt.broker else {}
+    else:
+        properties = {"BROKER": connection(stmt.connection, KAFKA).address, "CONNECTION": stmt.connection}
+    registry = next((f.registry_connection for f in (stmt.key_format, stmt.value_format, stmt.format)
+                     if f is not None and f.registry_connection), None)
+    if registry is not None:
+        properties["REGISTRY CONNECTION"] = registry
+    return properties
+
+
+def _registry_of(fmt: ast.SourceFormat | None, connection) -> ast.SourceFormat | None:
+    """`fmt` with the URL of the registry connection it names."""
+    if fmt is None or fmt.registry_connection is None:
+        return fmt
+    return replace(fmt, registry_url=connection(fmt.registry_connection, REGISTRY).address)
 
 
 def _key_columns(key: Decoding, alias: str | None) -> tuple[FormatSpec, list[Column]]:

@@ -5,7 +5,8 @@ The session only dispatches through `HANDLERS`; each handler module does one kin
 from __future__ import annotations
 
 from ..sql import ast
-from . import inspect, properties, queries, sources, writes
+from ..sql import ast_materialize as mz_ast
+from . import connections, inspect, properties, queries, sources, writes
 
 HANDLERS = {
     ast.CreateSource: sources.create_source,
@@ -27,6 +28,8 @@ HANDLERS = {
     ast.InsertSelect: writes.insert_select,
     ast.CreateAsSelect: writes.create_as_select,
     ast.ExplainQuery: writes.explain_query,
+    mz_ast.CreateSecret: connections.create_secret,
+    mz_ast.CreateConnection: connections.create_connection,
 }
 
 __all__ = ["HANDLERS"]

@@ -11,7 +11,7 @@ from ..engine.columns import result_column
 from ..errors import StatementError
 from ..kafka import admin, peek
 from ..sql import ast
-from . import listings
+from . import connections, listings
 from .queries import prepare
 
 
@@ -44,6 +44,8 @@ SHOW = {
     "PROPERTIES": lambda s: listings.show_properties(clientconf.shown(s.settings, s.bootstrap_servers,
                                                                       s.schema_registry_url)),
     "VARIABLES": lambda s: listings.show_variables(s.variables),
+    "SECRETS": connections.show_secrets,
+    "CONNECTIONS": connections.show_connections,
 }
 
 

@@ -11,13 +11,14 @@ from ..kafka import admin
 from ..kafka.reach import ensure_reachable
 from ..sinks.schemas import delete_subjects
 from ..sql import ast
+from . import connections
 
 
 def _context(session, text: str) -> SourceContext:
     from ..registry.inference import latest_schema_of
 
     return SourceContext(settings=session.settings, registry_url=session.schema_registry_url, text=text,
-                         infer=session.infer, latest_schema=latest_schema_of)
+                         infer=session.infer, latest_schema=latest_schema_of, connection=session.catalog.connection)
 
 
 def create_source(session, stmt: ast.CreateSource, text, timeout):
@@ -59,6 +60,8 @@ def create_view(session, stmt: ast.CreateView, text, timeout):
 
 
 def drop(session, stmt: ast.Drop, text, timeout):
+    if stmt.kind in ("SECRET", "CONNECTION"):
+        return connections.drop(session, stmt.kind, stmt.name, stmt.if_exists)
     if stmt.name in session.catalog:
         session.persistent.check_drop(session.catalog.get(stmt.name).name)
     source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)

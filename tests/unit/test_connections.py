@@ -58,7 +58,6 @@ def test_security_protocol_defaults_and_explicit():
 def test_registry_connection_client_properties(secured):
     assert secured.registry_properties("csr") == {
         "url": "https://registry:8081",
-        "basic.auth.credentials.source": "USER_INFO",
         "basic.auth.user.info": "bob:s3cret",
     }
     anonymous = run(Connections(), "CREATE CONNECTION r TO CONFLUENT SCHEMA REGISTRY (URL 'http://r')")
