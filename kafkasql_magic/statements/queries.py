@@ -15,6 +15,7 @@ from ..engine.build import Built, TableState, build, select_over_frame
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.reach import ensure_reachable
+from ..kafka.start_position import START_PROPERTY
 from ..results import to_pandas
 from ..runtime import PushQuery, collect_bounded
 from ..sql import ast
@@ -47,10 +48,11 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = keep_headers or bool(source.header_columns)
+        start = source.properties.get(START_PROPERTY)
         if not streaming:
-            return reads.bounded(bootstrap, source.topic, include_headers=headers)
+            return reads.bounded(bootstrap, source.topic, include_headers=headers, start=start)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=session.max_records_per_trigger, include_headers=headers)
+                          max_per_trigger=session.max_records_per_trigger, include_headers=headers, start=start)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))

@@ -3,12 +3,18 @@ catalog entry (with the registry lookups injected here); the topic is checked on
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 from ..catalog import ViewDef
 from ..dialects import SourceContext
 from ..errors import StatementError
 from ..dialects import limits
 from ..kafka import admin
+from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
+from ..kafka.start_position import START_PROPERTY, start_offsets
+from ..kafka.time_index import first_offsets_at_or_after
 from ..sinks.schemas import delete_subjects
 from ..sql import ast
 from . import connections
@@ -47,8 +53,22 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
     ensure_reachable(bootstrap, session.timeout_of(timeout))
     if not admin.topic_exists(bootstrap, source.topic):
         raise StatementError(f"Topic '{source.topic}' does not exist (broker {bootstrap}).")
+    first = _first_offsets(bootstrap, stmt)
+    if first is not None:
+        source = replace(source, properties={**source.properties, START_PROPERTY: first})
     session.catalog.add(source)
     return None
+
+
+def _first_offsets(bootstrap: str, stmt: ast.CreateKafkaSource) -> dict[int, int] | None:
+    """START OFFSET / START TIMESTAMP as {partition: first offset}, for every partition now."""
+    if stmt.start_offsets is None and stmt.start_timestamp is None:
+        return None
+    marks = watermarks(bootstrap, stmt.topic)
+    return start_offsets(
+        stmt.topic, sorted(marks), {p: low for p, (low, _) in marks.items()},
+        start_offsets=stmt.start_offsets, start_timestamp=stmt.start_timestamp, now_ms=int(time.time() * 1000),
+        offsets_for_time=lambda parts, ts: first_offsets_at_or_after(bootstrap, stmt.topic, parts, ts))
 
 
 def create_view(session, stmt: ast.CreateView, text, timeout):

@@ -5,6 +5,7 @@ secret shows anywhere."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -94,3 +95,31 @@ def test_connections_are_validated_unless_told_not_to(elsewhere, broker, guarded
                       "FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION later")
     with pytest.raises(ks.StatementError, match="^unknown catalog item 'missing'"):
         elsewhere.sql("CREATE SOURCE s FROM KAFKA CONNECTION missing (TOPIC 't') FORMAT TEXT")
+
+
+def test_start_offset_and_start_timestamp_decide_where_the_source_begins(elsewhere, broker, new_topic):
+    topic = new_topic(2)
+    now = int(time.time() * 1000)
+    ages = [7_200_000, 3_600_000, 60_000, 9_000_000]  # the last one is late, out of order: still read
+    produce(broker.bootstrap_servers, topic, [{"partition": p, "value": f"p{p}-{i}", "timestamp": now - age}
+                                              for p in (0, 1) for i, age in enumerate(ages)])
+    elsewhere.sql(f"""
+        CREATE CONNECTION k TO KAFKA (BROKER '{broker.bootstrap_servers}', SECURITY PROTOCOL PLAINTEXT);
+        CREATE SOURCE by_offset FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET [2]) FORMAT TEXT
+            INCLUDE PARTITION, OFFSET;
+        CREATE SOURCE by_time FROM KAFKA CONNECTION k (TOPIC '{topic}', START TIMESTAMP = -5400000) FORMAT TEXT""")
+    from_offset = ["p0-2", "p0-3", "p1-0", "p1-1", "p1-2", "p1-3"]
+    got = elsewhere.sql("SELECT text, partition, \"offset\" FROM by_offset ORDER BY text")
+    assert list(got.text) == from_offset and list(got.offset) == [2, 3, 0, 1, 2, 3]
+    assert list(elsewhere.sql("SELECT text FROM by_time ORDER BY text").text) == [
+        "p0-1", "p0-2", "p0-3", "p1-1", "p1-2", "p1-3"]
+    handle = elsewhere.sql("SUBSCRIBE by_offset")  # the session reads from 'latest': the source's start wins
+    deadline = time.monotonic() + 60
+    while len(handle.rows()) < len(from_offset) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    handle.stop()
+    assert sorted(handle.rows().text) == from_offset
+    with pytest.raises(ks.StatementError, match=rf"^START OFFSET specified more partitions \(3\) than topic "
+                                                 rf"\({topic}\) contains \(2\)"):
+        elsewhere.sql(f"CREATE SOURCE too_many FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (0, 0, 0)) "
+                      "FORMAT TEXT")
