@@ -86,6 +86,10 @@ FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] 
 }
 
 
+#: A source without a format (Materialize's current syntax, where tables decode) reads as BYTES.
+BYTES_FORMAT = ast.SourceFormat("BYTES")
+
+
 def _registry_format(fmt: ast.SourceFormat | None) -> bool:
     return fmt is not None and fmt.name == "AVRO" and fmt.registry_url is not None
 
@@ -105,7 +109,7 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
     if stmt.envelope == "UPSERT" and key_format is None:
         raise StatementError("ENVELOPE UPSERT requires that KEY FORMAT be specified")
     context = {"KAFKA_TOPIC": stmt.topic, "SCHEMA_REGISTRY_URL": registry_url}
-    value_format = stmt.value_format or stmt.format
+    value_format = stmt.value_format or stmt.format or BYTES_FORMAT
     value = FORMATS[value_format.name](value_format, "value", context, latest_schema)
     columns = [Column(n, t, VALUE) for n, t in value.columns]
     key_spec = FormatSpec("NONE")

@@ -30,6 +30,7 @@ HANDLERS = {
     ast.ExplainQuery: writes.explain_query,
     mz_ast.CreateSecret: connections.create_secret,
     mz_ast.CreateConnection: connections.create_connection,
+    mz_ast.CreateSourceTable: sources.create_source_table,
 }
 
 __all__ = ["HANDLERS"]

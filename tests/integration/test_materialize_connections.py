@@ -123,3 +123,29 @@ def test_start_offset_and_start_timestamp_decide_where_the_source_begins(elsewhe
                                                  rf"\({topic}\) contains \(2\)"):
         elsewhere.sql(f"CREATE SOURCE too_many FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (0, 0, 0)) "
                       "FORMAT TEXT")
+
+
+def test_tables_from_a_source_decode_what_the_source_reads(elsewhere, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"key": k, "value": json.dumps({"n": n}) if n else None}
+                                              for k, n in (("a", 1), ("b", 2), ("a", 3), ("b", 0))])
+    elsewhere.sql(f"""
+        CREATE CONNECTION k TO KAFKA (BROKER '{broker.bootstrap_servers}', SECURITY PROTOCOL PLAINTEXT);
+        CREATE SOURCE src FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (1));
+        CREATE TABLE events FROM SOURCE src (REFERENCE "{topic}") FORMAT JSON INCLUDE OFFSET;
+        CREATE TABLE latest FROM SOURCE src KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT""")
+    assert elsewhere.sql("SELECT key, data::text AS d FROM latest").to_dict("records") == [
+        {"key": "a", "d": '{"n": 3}'}]  # from START OFFSET on (a=1 is before it); b's NULL value deleted b
+    for name in ("events", "src"):  # a source without a format reads its bytes, with ENVELOPE NONE's rule
+        with pytest.raises(ks.StatementError, match=rf"^Envelope error: Flat: Value not present for message "
+                                                     rf"\(topic {topic}, partition 0, offset 3\)"):
+            elsewhere.sql(f"SELECT * FROM {name}")
+    assert list(elsewhere.sql("SHOW COLUMNS FROM events").name) == ["data", "offset"]
+    assert list(elsewhere.sql("SHOW COLUMNS FROM src").name) == ["data"]
+    with pytest.raises(ks.StatementError, match="^reference other not found in source src"):
+        elsewhere.sql("CREATE TABLE t FROM SOURCE src (REFERENCE other) FORMAT TEXT")
+    with pytest.raises(ks.StatementError, match="^cannot drop source 'src': still depended upon by "
+                                                 "table 'events', table 'latest'"):
+        elsewhere.sql("DROP SOURCE src")
+    elsewhere.sql("DROP TABLE events; DROP TABLE latest; DROP SOURCE src")
+    assert elsewhere.sql("SHOW SOURCES").empty
