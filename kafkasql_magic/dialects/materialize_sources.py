@@ -76,6 +76,13 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
     return Decoding(FormatSpec("AVRO", options), columns, record)
 
 
+def _regex(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+    from ..formats.regex import regex_fields
+
+    spec = FormatSpec("REGEX", {**context, "REGEX": fmt.regex})
+    return Decoding(spec, [(f.name, f.type) for f in regex_fields(fmt.regex)], True)
+
+
 #: Materialize format name -> how it decodes and which columns it yields.
 FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] = {
     "TEXT": _scalar("KAFKA", "key", "text", types.STRING),
@@ -83,6 +90,7 @@ FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] 
     "JSON": _scalar("JSON_DOCUMENT", "key", "data", types.STRING),
     "CSV": _csv,
     "AVRO": _avro,
+    "REGEX": _regex,
 }
 
 
