@@ -16,7 +16,7 @@ from ..errors import StatementError
 from ..formats import FormatSpec
 from ..formats.avro import RECORD_FIELDS
 from ..sql import ast
-from . import limits
+from . import debezium, limits
 from .connections import KAFKA, REGISTRY
 from .ksql_sources import check_formats
 from .naming import MATERIALIZE
@@ -116,10 +116,14 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
     key_format = stmt.key_format or (stmt.format if _registry_format(stmt.format) else None)
     if stmt.envelope == "UPSERT" and key_format is None:
         raise StatementError("ENVELOPE UPSERT requires that KEY FORMAT be specified")
+    if stmt.envelope == "DEBEZIUM":
+        debezium.check_source(includes, key_format is not None)
     context = {"KAFKA_TOPIC": stmt.topic, "SCHEMA_REGISTRY_URL": registry_url}
     value_format = stmt.value_format or stmt.format or BYTES_FORMAT
     value = FORMATS[value_format.name](value_format, "value", context, latest_schema)
     columns = [Column(n, t, VALUE) for n, t in value.columns]
+    if stmt.envelope == "DEBEZIUM":
+        columns = _debezium_columns(value_format, value)
     key_spec = FormatSpec("NONE")
     if key_format is not None and ("KEY" in includes or stmt.envelope == "UPSERT"):
         key = FORMATS[key_format.name](key_format, "key", context, latest_schema)
@@ -136,7 +140,7 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
             columns.append(Column(item.alias or default, t, role))
     columns = _renamed(columns, stmt.columns)
     MATERIALIZE.check_unique((c.name for c in columns), "" if stmt.columns else _rename_hint(columns))
-    kind = "TABLE" if stmt.envelope == "UPSERT" else "STREAM"
+    kind = "TABLE" if stmt.envelope in ("UPSERT", "DEBEZIUM") else "STREAM"
     check_formats(kind, key_spec, value.spec, columns)
     return SourceDef(kind=kind, name=stmt.name, topic=stmt.topic,
                      key_format=key_spec, value_format=value.spec, columns=tuple(columns), statement=text,
@@ -155,6 +159,16 @@ def _connection_properties(stmt: ast.CreateKafkaSource, connection) -> dict:
     if registry is not None:
         properties["REGISTRY CONNECTION"] = registry
     return properties
+
+
+def _debezium_columns(fmt: ast.SourceFormat, value: Decoding) -> list[Column]:
+    """The fields of the value's `after` record (Debezium change events are Avro records)."""
+    if fmt.name != "AVRO":
+        raise StatementError(f"ENVELOPE DEBEZIUM requires FORMAT AVRO, got FORMAT {fmt.name}")
+    after = debezium.after_fields(value.columns)
+    if after.name != "STRUCT":
+        raise StatementError(f"ENVELOPE DEBEZIUM: the value's 'after' field must be a record, found {after.name}")
+    return [Column(name.lower(), t, VALUE, field=name) for name, t in after.fields]
 
 
 def _registry_of(fmt: ast.SourceFormat | None, connection) -> ast.SourceFormat | None:

@@ -16,7 +16,6 @@ from . import ast_materialize as mz_ast
 PENDING: dict[str, Callable[[ast.Node], bool]] = {
     "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
     "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
-    "ENVELOPE DEBEZIUM": lambda n: isinstance(n, ast.CreateKafkaSource) and n.envelope == "DEBEZIUM",
     "VALUE DECODING ERRORS = INLINE": lambda n: (isinstance(n, ast.CreateKafkaSource)
                                                  and n.value_errors_column is not None),
 }

@@ -406,7 +406,6 @@ def test_ksql_dialect_is_unaffected():
     "text, feature, at",
     [
         ("CREATE VIEW v AS SELECT * FROM (SELECT a FROM s) x", "a subquery in FROM", (1, 32)),
-        ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT JSON ENVELOPE DEBEZIUM", "ENVELOPE DEBEZIUM", (1, 1)),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' KEY FORMAT TEXT VALUE FORMAT JSON "
          "ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)", "VALUE DECODING ERRORS = INLINE", (1, 1)),
     ],
