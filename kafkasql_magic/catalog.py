@@ -12,6 +12,9 @@ from .sql import ast
 #: INCLUDE PARTITION | OFFSET | TIMESTAMP | TOPIC (ksql has pseudocolumns for those instead).
 KEY, VALUE, HEADERS, HEADER = "KEY", "VALUE", "HEADERS", "HEADER"
 PARTITION, OFFSET, TIMESTAMP, TOPIC = "PARTITION", "OFFSET", "TIMESTAMP", "TOPIC"
+#: Materialize's ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE): a value's decode error as a
+#: record (description text) instead of a failure.
+INLINE_ERROR = "INLINE_ERROR"
 
 
 @dataclass(frozen=True)

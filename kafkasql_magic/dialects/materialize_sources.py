@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .. import types
-from ..catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
+from ..catalog import (HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column,
+                       SourceDef)
 from ..errors import StatementError
 from ..formats import FormatSpec
 from ..formats.avro import RECORD_FIELDS
@@ -23,6 +24,9 @@ from .naming import MATERIALIZE
 
 #: Materialize's headers type: a list of records (key text, value bytea).
 HEADERS_TYPE = ast.Type("ARRAY", element=ast.Type("STRUCT", fields=(("key", types.STRING), ("value", types.BYTES))))
+
+#: The column of ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE): record (description text).
+INLINE_ERROR_TYPE = ast.Type("STRUCT", fields=(("description", types.STRING),))
 
 #: INCLUDE item -> (catalog role, default column name, type).
 INCLUDES: dict[str, tuple[str, str, ast.Type]] = {
@@ -130,6 +134,9 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
         alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
         key_spec, key_columns = _key_columns(key, alias)
         columns[:0] = key_columns
+    if stmt.value_errors_column is not None:  # after the key columns, as Materialize places it
+        columns.insert(sum(c.role == KEY for c in columns),
+                       Column(stmt.value_errors_column, INLINE_ERROR_TYPE, INLINE_ERROR))
     for item in stmt.includes:
         if item.what == "KEY":
             continue

@@ -16,8 +16,6 @@ from . import ast_materialize as mz_ast
 PENDING: dict[str, Callable[[ast.Node], bool]] = {
     "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
     "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
-    "VALUE DECODING ERRORS = INLINE": lambda n: (isinstance(n, ast.CreateKafkaSource)
-                                                 and n.value_errors_column is not None),
 }
 
 

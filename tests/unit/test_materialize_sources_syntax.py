@@ -406,8 +406,6 @@ def test_ksql_dialect_is_unaffected():
     "text, feature, at",
     [
         ("CREATE VIEW v AS SELECT * FROM (SELECT a FROM s) x", "a subquery in FROM", (1, 32)),
-        ("CREATE SOURCE s FROM KAFKA TOPIC 't' KEY FORMAT TEXT VALUE FORMAT JSON "
-         "ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)", "VALUE DECODING ERRORS = INLINE", (1, 1)),
     ],
 )
 def test_what_does_not_run_yet_is_refused_not_ignored(text, feature, at):

@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ... import dialects, formats, types
-from ...catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
+from ...catalog import HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
 from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
@@ -72,7 +72,7 @@ def _header_missing_error(c) -> Column:
 
 
 def _column(c, decoded: dict[str, Column]) -> Column:
-    if c.role in (KEY, VALUE):
+    if c.role in (KEY, VALUE, INLINE_ERROR):
         return decoded[c.name]
     if c.role == HEADERS:
         return _headers(c)
@@ -122,7 +122,14 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
     decoded.update({c.name: col for c, col in zip(source.value_columns, value_columns)})
-    checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
+    value_error = value.error
+    for inline in source.with_role(INLINE_ERROR):  # the value's error is a column, not a failure
+        decoded[inline.name] = F.lit(None).cast(types.to_spark(inline.type))
+        if value_error is not None:
+            decoded.update({c.name: F.when(value_error.isNull(), decoded[c.name]) for c in source.value_columns})
+            decoded[inline.name] = F.when(value_error.isNotNull(), F.struct(value_error.alias("description")))
+            value_error = None
+    checks = _envelope_checks(source) + [e for e in (key.error, value_error) if e is not None]
     if dialect.requires_included_headers:
         checks += [_header_missing_error(c) for c in source.columns if c.role == HEADER]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
