@@ -12,6 +12,9 @@ from .sql import ast
 #: INCLUDE PARTITION | OFFSET | TIMESTAMP | TOPIC (ksql has pseudocolumns for those instead).
 KEY, VALUE, HEADERS, HEADER = "KEY", "VALUE", "HEADERS", "HEADER"
 PARTITION, OFFSET, TIMESTAMP, TOPIC = "PARTITION", "OFFSET", "TIMESTAMP", "TOPIC"
+#: Materialize's ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE): a value's decode error as a
+#: record (description text) instead of a failure.
+INLINE_ERROR = "INLINE_ERROR"
 
 
 @dataclass(frozen=True)
@@ -80,10 +83,20 @@ class ViewDef:
 
 
 class Catalog:
-    """Sources by name. One catalog serves every dialect: names are stored as resolved."""
+    """Sources by name. One catalog serves every dialect: names are stored as resolved.
+    Materialize's secrets and connections live beside them (`connections`)."""
 
     def __init__(self):
+        from .dialects.connections import Connections  # the dialects import this module
+
         self._sources: dict[str, SourceDef | ViewDef] = {}
+        self.connections = Connections()
+
+    def connection(self, name: str, kind: str | None = None):
+        """Connection `name` as a `dialects.connections.Endpoint` (address, client properties
+        with secrets resolved); `kind` "KAFKA" or "CONFLUENT SCHEMA REGISTRY" checks its kind.
+        Every client the project makes for that address already carries those properties."""
+        return self.connections.endpoint(name, kind)
 
     def resolve(self, name: str) -> str | None:
         """The stored name for `name`: exact, else the only case-insensitive match (so a

@@ -157,6 +157,14 @@ def configure(bootstrap: str | None, registry_url: str | None, properties: Mappi
             _registry.setdefault(_registry_key(registry_url), {}).update(registry)
 
 
+def configure_registry(url: str, properties: Mapping[str, str]) -> None:
+    """Give every registry client for `url` these registry client properties (its own names,
+    as a CONFLUENT SCHEMA REGISTRY connection declares them)."""
+    redact.remember_properties(properties)
+    with _lock:
+        _registry.setdefault(_registry_key(url), {}).update(properties)
+
+
 def forget(bootstrap: str | None, registry_url: str | None, names) -> None:
     """UNSET: drop these properties from the clients of `bootstrap` and `registry_url`."""
     with _lock:

@@ -82,6 +82,11 @@ def _log_entry(now, query_id: str, source: str, failed: dict, key, value) -> dic
             "KEY": key, "VALUE": value}
 
 
+def located_message(entry) -> str:
+    """A failed record's message and where it is, as a query that fails over it says it."""
+    return f"{entry['MESSAGE']} (topic {entry['TOPIC']}, partition {entry['PARTITION']}, offset {entry['OFFSET']})"
+
+
 def observed_errors(metrics: dict, sources: dict[str, str], query_id: str, *, base64_bytes: bool) -> list[dict]:
     """Processing-log entries from the errors a plan captures before a join or an aggregation
     (each a list of failed records; see engine.build); `sources` maps each metric to the

@@ -23,7 +23,7 @@ from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
 from .checkpoints import remove_when_stopped, wait_for_stream_thread
 from .progress import ProgressTally
-from .results import ProcessingLog, collectable, observed_errors, split_batch, to_pandas
+from .results import ProcessingLog, collectable, located_message, observed_errors, split_batch, to_pandas
 
 
 #: How long a stopping query waits for Spark's stream thread to close its last micro-batch.
@@ -35,9 +35,11 @@ class PushQuery:
 
     def __init__(self, plan: QueryPlan, frame: DataFrame, *, query_id: str, sql: str,
                  log: ProcessingLog, build_batch=None, max_rows: int = 20, buffer_rows: int = 10_000,
-                 trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None):
+                 trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None,
+                 fail_on: frozenset[str] = frozenset()):
         """`frame` is the built frame, or (a per-batch plan) the raw stream that `build_batch`
-        turns into a Built per micro-batch."""
+        turns into a Built per micro-batch. A bad record of a source in `fail_on` (Materialize's
+        rule) fails the query, naming the record, after logging it; others are logged only."""
         self.id = query_id
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
@@ -56,6 +58,7 @@ class PushQuery:
         self._query = None
         self._trigger = trigger_interval
         self._ending = ending_offsets
+        self._fail_on = fail_on
         self._range_read = False
         self._last_batch: int | None = None
         self._latest_batch: int | None = None
@@ -190,16 +193,20 @@ class PushQuery:
             failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
             collected.errors += self._first_seen(observed_errors(failed, self.plan.observed_sources, self.id,
                                                                  base64_bytes=False))
+        if collected.errors:
+            self._log.add(collected.errors)
+            self._errors += len(collected.errors)
+            self.model.on_errors(self._errors, collected.errors[-5:])
+        fatal = sorted((e for e in collected.errors if e["SOURCE"] in self._fail_on),
+                       key=lambda e: (e["TOPIC"], e["PARTITION"], e["OFFSET"]))
+        if fatal:  # the batch's rows are not shown: the source is in an error state
+            raise KStreamError(located_message(fatal[0]))
         rows = collected.rows
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]
         with self._lock:
             self._buffer.extend(rows)
             self._rows_total += len(rows)
-        if collected.errors:
-            self._log.add(collected.errors)
-            self._errors += len(collected.errors)
-            self.model.on_errors(self._errors, collected.errors[-5:])
         progress = self._query.lastProgress if self._query is not None else None
         self.model.on_batch(batch_id, rows, num_input_rows=(progress or {}).get("numInputRows"))
         if self._limit_reached():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import redact
 from ..errors import StatementError
 from ..sql.ast_materialize import ConnectionOption, CreateConnection, CreateSecret
 
@@ -70,6 +71,18 @@ class Connection:
         return next((o for o in self.options if o.name == name), None)
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """What a source (or sink) over a connection reaches: `address` (bootstrap servers or the
+    registry URL) and the client properties (secrets resolved, the address left out) that every
+    client made for that address gets."""
+
+    name: str
+    kind: str
+    address: str
+    properties: ClientProperties
+
+
 @dataclass
 class Connections:
     """The secrets and connections of a session, by name (case as the parser gave it)."""
@@ -84,6 +97,7 @@ class Connections:
     def create_secret(self, stmt: CreateSecret) -> None:
         if self._exists(stmt.name, stmt.if_not_exists):
             return
+        redact.remember(stmt.value)  # masked in every text from now on
         self._secrets[stmt.name] = stmt.value
 
     def create_connection(self, stmt: CreateConnection) -> None:
@@ -131,6 +145,18 @@ class Connections:
                 for c in sorted(self.connections.values(), key=lambda c: c.name)]
 
     # ------------------------------------------------------------ use
+    def endpoint(self, name: str, kind: str | None = None) -> Endpoint:
+        """Connection `name` (of `kind`, KAFKA or CONFLUENT SCHEMA REGISTRY, when given) as an
+        address and client properties; an unknown name or the wrong kind is a StatementError."""
+        connection = self._connection(name, kind or self._connection(name, None).kind)
+        if connection.kind == KAFKA:
+            props = self.kafka_properties(name)
+            address = props.pop("bootstrap.servers")
+        else:
+            props = self.registry_properties(name)
+            address = props.pop("url")
+        return Endpoint(connection.name, connection.kind, address, props)
+
     def kafka_properties(self, name: str) -> ClientProperties:
         """librdkafka properties of Kafka connection `name` (secrets resolved). Materialize's
         default protocol: SASL_SSL with SASL options, SSL otherwise."""
@@ -147,7 +173,6 @@ class Connections:
         props = self._properties(self._connection(name, REGISTRY))
         user, password = props.pop("basic.auth.username", None), props.pop("basic.auth.password", None)
         if user is not None or password is not None:
-            props["basic.auth.credentials.source"] = "USER_INFO"
             props["basic.auth.user.info"] = f"{user or ''}:{password or ''}"
         return props
 
@@ -159,11 +184,11 @@ class Connections:
             raise StatementError(f"catalog item '{name}' already exists")
         return False
 
-    def _connection(self, name: str, kind: str) -> Connection:
+    def _connection(self, name: str, kind: str | None) -> Connection:
         connection = self.connections.get(name)
         if connection is None:
             raise StatementError(f"unknown catalog item '{name}'")
-        if connection.kind != kind:
+        if kind is not None and connection.kind != kind:
             raise StatementError(f"{name} is not a {kind} CONNECTION")
         return connection
 

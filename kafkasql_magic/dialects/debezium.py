@@ -17,6 +17,7 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 from ..errors import StatementError
 
+AFTER = "after"  # the value field holding a change's new row
 INCLUDE_KEY_MESSAGE = "Cannot use INCLUDE KEY with ENVELOPE DEBEZIUM: Debezium values include all keys."
 KEY_FORMAT_MESSAGE = "ENVELOPE DEBEZIUM requires that KEY FORMAT be specified"
 MISSING_FIELDS_MESSAGE = "ENVELOPE DEBEZIUM requires a value record with fields 'before' and 'after'; found: {}"
@@ -36,9 +37,9 @@ def check_source(includes: Iterable[str], has_key_format: bool) -> None:
 def after_fields(value_fields: Sequence[tuple[str, Any]]) -> Any:
     """The type of `after` among the value record's (name, type) fields: the table's columns."""
     by_name = {name.lower(): type_ for name, type_ in value_fields}
-    if "before" not in by_name or "after" not in by_name:
+    if "before" not in by_name or AFTER not in by_name:
         raise StatementError(MISSING_FIELDS_MESSAGE.format(", ".join(name for name, _ in value_fields) or "none"))
-    return by_name["after"]
+    return by_name[AFTER]
 
 
 def new_row(value: Row | None) -> Row | None:

@@ -31,6 +31,7 @@ class SourceContext:
     text: str
     infer: Callable  # (topic, key_format, value_format, key_schema_id, value_schema_id) -> Inferred
     latest_schema: Callable  # (registry_url, topic, "key" | "value") -> parsed Avro schema
+    connection: Callable | None = None  # (name, kind) -> connections.Endpoint (Catalog.connection)
 
 
 def _ksql_source(stmt: ast.CreateSource, context: SourceContext) -> SourceDef:

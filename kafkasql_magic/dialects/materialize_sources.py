@@ -7,21 +7,26 @@ order written. A record key is flattened into its fields; a scalar key is one co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from .. import types
-from ..catalog import HEADER, HEADERS, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column, SourceDef
+from ..catalog import (HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column,
+                       SourceDef)
 from ..errors import StatementError
 from ..formats import FormatSpec
 from ..formats.avro import RECORD_FIELDS
 from ..sql import ast
-from . import limits
+from . import debezium, limits
+from .connections import KAFKA, REGISTRY
 from .ksql_sources import check_formats
 from .naming import MATERIALIZE
 
 #: Materialize's headers type: a list of records (key text, value bytea).
 HEADERS_TYPE = ast.Type("ARRAY", element=ast.Type("STRUCT", fields=(("key", types.STRING), ("value", types.BYTES))))
+
+#: The column of ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE): record (description text).
+INLINE_ERROR_TYPE = ast.Type("STRUCT", fields=(("description", types.STRING),))
 
 #: INCLUDE item -> (catalog role, default column name, type).
 INCLUDES: dict[str, tuple[str, str, ast.Type]] = {
@@ -75,6 +80,13 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
     return Decoding(FormatSpec("AVRO", options), columns, record)
 
 
+def _regex(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+    from ..formats.regex import regex_fields
+
+    spec = FormatSpec("REGEX", {**context, "REGEX": fmt.regex})
+    return Decoding(spec, [(f.name, f.type) for f in regex_fields(fmt.regex)], True)
+
+
 #: Materialize format name -> how it decodes and which columns it yields.
 FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] = {
     "TEXT": _scalar("KAFKA", "key", "text", types.STRING),
@@ -82,7 +94,12 @@ FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] 
     "JSON": _scalar("JSON_DOCUMENT", "key", "data", types.STRING),
     "CSV": _csv,
     "AVRO": _avro,
+    "REGEX": _regex,
 }
+
+
+#: A source without a format (Materialize's current syntax, where tables decode) reads as BYTES.
+BYTES_FORMAT = ast.SourceFormat("BYTES")
 
 
 def _registry_format(fmt: ast.SourceFormat | None) -> bool:
@@ -90,25 +107,36 @@ def _registry_format(fmt: ast.SourceFormat | None) -> bool:
 
 
 def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, latest_schema,
-                       text: str = "") -> SourceDef:
+                       text: str = "", connection=None) -> SourceDef:
     """Validate a CREATE SOURCE. `latest_schema(registry_url, topic, role)` (the registry lookup)
-    supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format."""
+    supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format; `connection(name,
+    kind)` (the catalog's) the address of a CONNECTION the source or its registry names."""
+    properties = _connection_properties(stmt, connection)
+    stmt = replace(stmt, **{role: _registry_of(getattr(stmt, role), connection)
+                            for role in ("key_format", "value_format", "format")})
     includes = {i.what for i in stmt.includes}
     if stmt.format is not None and "KEY" in includes and not _registry_format(stmt.format):
         raise StatementError("INCLUDE KEY requires specifying KEY FORMAT .. VALUE FORMAT, got bare FORMAT")
     key_format = stmt.key_format or (stmt.format if _registry_format(stmt.format) else None)
     if stmt.envelope == "UPSERT" and key_format is None:
         raise StatementError("ENVELOPE UPSERT requires that KEY FORMAT be specified")
+    if stmt.envelope == "DEBEZIUM":
+        debezium.check_source(includes, key_format is not None)
     context = {"KAFKA_TOPIC": stmt.topic, "SCHEMA_REGISTRY_URL": registry_url}
-    value_format = stmt.value_format or stmt.format
+    value_format = stmt.value_format or stmt.format or BYTES_FORMAT
     value = FORMATS[value_format.name](value_format, "value", context, latest_schema)
     columns = [Column(n, t, VALUE) for n, t in value.columns]
+    if stmt.envelope == "DEBEZIUM":
+        columns = _debezium_columns(value_format, value)
     key_spec = FormatSpec("NONE")
     if key_format is not None and ("KEY" in includes or stmt.envelope == "UPSERT"):
         key = FORMATS[key_format.name](key_format, "key", context, latest_schema)
         alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
         key_spec, key_columns = _key_columns(key, alias)
         columns[:0] = key_columns
+    if stmt.value_errors_column is not None:  # after the key columns, as Materialize places it
+        columns.insert(sum(c.role == KEY for c in columns),
+                       Column(stmt.value_errors_column, INLINE_ERROR_TYPE, INLINE_ERROR))
     for item in stmt.includes:
         if item.what == "KEY":
             continue
@@ -119,12 +147,42 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
             columns.append(Column(item.alias or default, t, role))
     columns = _renamed(columns, stmt.columns)
     MATERIALIZE.check_unique((c.name for c in columns), "" if stmt.columns else _rename_hint(columns))
-    kind = "TABLE" if stmt.envelope == "UPSERT" else "STREAM"
+    kind = "TABLE" if stmt.envelope in ("UPSERT", "DEBEZIUM") else "STREAM"
     check_formats(kind, key_spec, value.spec, columns)
     return SourceDef(kind=kind, name=stmt.name, topic=stmt.topic,
                      key_format=key_spec, value_format=value.spec, columns=tuple(columns), statement=text,
-                     properties={"BROKER": stmt.broker} if stmt.broker else {}, envelope=stmt.envelope,
+                     properties=properties, envelope=stmt.envelope,
                      dialect="materialize")
+
+
+def _connection_properties(stmt: ast.CreateKafkaSource, connection) -> dict:
+    """BROKER (where the source reads) and the connections it depends on, by name."""
+    if stmt.connection is None:
+        properties = {"BROKER": stmt.broker} if stmt.broker else {}
+    else:
+        properties = {"BROKER": connection(stmt.connection, KAFKA).address, "CONNECTION": stmt.connection}
+    registry = next((f.registry_connection for f in (stmt.key_format, stmt.value_format, stmt.format)
+                     if f is not None and f.registry_connection), None)
+    if registry is not None:
+        properties["REGISTRY CONNECTION"] = registry
+    return properties
+
+
+def _debezium_columns(fmt: ast.SourceFormat, value: Decoding) -> list[Column]:
+    """The fields of the value's `after` record (Debezium change events are Avro records)."""
+    if fmt.name != "AVRO":
+        raise StatementError(f"ENVELOPE DEBEZIUM requires FORMAT AVRO, got FORMAT {fmt.name}")
+    after = debezium.after_fields(value.columns)
+    if after.name != "STRUCT":
+        raise StatementError(f"ENVELOPE DEBEZIUM: the value's 'after' field must be a record, found {after.name}")
+    return [Column(name.lower(), t, VALUE, field=name) for name, t in after.fields]
+
+
+def _registry_of(fmt: ast.SourceFormat | None, connection) -> ast.SourceFormat | None:
+    """`fmt` with the URL of the registry connection it names."""
+    if fmt is None or fmt.registry_connection is None:
+        return fmt
+    return replace(fmt, registry_url=connection(fmt.registry_connection, REGISTRY).address)
 
 
 def _key_columns(key: Decoding, alias: str | None) -> tuple[FormatSpec, list[Column]]:

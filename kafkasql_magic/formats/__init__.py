@@ -11,10 +11,11 @@ from .json_sr import JsonSrFormat
 from .kafka import KafkaFormat
 from .none import NoneFormat
 from .protobuf import ProtobufFormat, ProtobufNosrFormat
+from .regex import RegexFormat
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat(), JsonSrFormat(), AvroFormat(),
-    JsonDocumentFormat(), ProtobufFormat(), ProtobufNosrFormat())}
+    JsonDocumentFormat(), ProtobufFormat(), ProtobufNosrFormat(), RegexFormat())}
 
 
 def lookup(name: str) -> Format:

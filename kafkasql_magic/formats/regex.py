@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from ..errors import StatementError
 from ..sql import ast
+from .avro import RECORD_FIELDS  # False: the groups make one record column (INCLUDE KEY AS name)
 from .base import Decoded, Field, Format, FormatSpec
 
 NOT_UTF8 = "Decode error: Failed to decode UTF-8"
@@ -107,7 +108,17 @@ class RegexFormat(Format):
     name = "REGEX"
     supported_types = frozenset({"STRING"})
 
+    def validate(self, fields, role, kind):
+        if not (len(fields) == 1 and fields[0].type.name == "STRUCT"):  # the groups as one record
+            super().validate(fields, role, kind)
+
     def decode(self, raw, fields, spec, role):
+        if spec.options.get(RECORD_FIELDS) is False:
+            groups = self._decode(raw, regex_fields(spec.options["REGEX"]), spec, role)
+            return Decoded([F.struct(*groups.columns).alias(fields[0].name)], groups.error)
+        return self._decode(raw, fields, spec, role)
+
+    def _decode(self, raw, fields, spec, role):
         compiled = compile_pattern(spec.options["REGEX"])
         text = raw.cast("string")
         utf8 = F.is_valid_utf8(text)

@@ -75,32 +75,38 @@ def _offsets_text(offsets: str | Mapping[int, int]) -> str:
     return offsets if isinstance(offsets, str) else json.dumps(to_json(offsets))
 
 
-def bounded(bootstrap: str, topic: str, *, include_headers: bool = True, seek: Seek = Seek()) -> TopicRead:
-    """The whole topic as it is now."""
-    return TopicRead(bootstrap, topic, False, "earliest", "latest", include_headers=include_headers, seek=seek)
+def bounded(bootstrap: str, topic: str, *, include_headers: bool = True, seek: Seek = Seek(),
+            start: Mapping[int, int] | None = None) -> TopicRead:
+    """The whole topic as it is now (from `start`, a source's first offsets, when it has them)."""
+    return TopicRead(bootstrap, topic, False, dict(start) if start else "earliest", "latest",
+                     include_headers=include_headers, seek=seek)
 
 
 def push(bootstrap: str, topic: str, *, reset: str, seek: Seek, max_per_trigger: int,
-         include_headers: bool = True) -> TopicRead:
+         include_headers: bool = True, start: Mapping[int, int] | None = None) -> TopicRead:
     """A stream from `reset` ('auto.offset.reset') on, narrowed by `seek`; the partitions are
-    listed (once) only when the seek bounds offsets of every partition."""
+    listed (once) only when the seek bounds offsets of every partition. A source with first
+    offsets (Materialize's START OFFSET / START TIMESTAMP) never reads before them."""
     reset = reset.lower()
     if reset not in RESETS:
         raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
     if seek.empty:  # contradictory bounds: nothing to read (the query returns no rows)
         return bounded(bootstrap, topic, include_headers=include_headers, seek=seek)
-    read = TopicRead(bootstrap, topic, True, reset, max_per_trigger=max_per_trigger,
+    base: str | dict[int, int] = dict(start) if start else reset
+    read = TopicRead(bootstrap, topic, True, base, max_per_trigger=max_per_trigger,
                      include_headers=include_headers, seek=seek)
     if not seek.narrows:
         return read
     parts = tuple(sorted(seek.partitions)) if seek.partitions is not None else \
         tuple(admin.topic_partitions(bootstrap, topic))
-    starting: str | dict[int, int] = reset
+    starting: str | dict[int, int] = base
     if seek.rowtime_from is not None:
         starting = offsets_for_time(bootstrap, topic, parts, seek.rowtime_from)
         if seek.offset_from is not None:
             starting = {p: max(o, seek.offset_from) for p, o in starting.items()}
     elif seek.offset_from is not None:
         starting = {p: seek.offset_from for p in parts}
+    if start and isinstance(starting, dict):
+        starting = {p: max(o, start.get(p, 0)) for p, o in starting.items()}
     ending = {p: seek.offset_to for p in parts} if seek.offset_to is not None else None
     return TopicRead(bootstrap, topic, True, starting, ending, parts, max_per_trigger, include_headers, seek)

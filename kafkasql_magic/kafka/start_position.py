@@ -19,6 +19,10 @@ from ..errors import StatementError
 
 OffsetsForTime = Callable[[Sequence[int], int], Mapping[int, int]]
 
+#: The SourceDef property holding a source's first offsets ({partition: offset}), resolved once
+#: when the source is created (a START TIMESTAMP too, as Materialize does).
+START_PROPERTY = "START OFFSETS"
+
 
 def absolute_timestamp(start_timestamp: int, now_ms: int) -> int:
     """START TIMESTAMP in milliseconds since the epoch (negative: relative to `now_ms`)."""

@@ -16,14 +16,6 @@ from . import ast_materialize as mz_ast
 PENDING: dict[str, Callable[[ast.Node], bool]] = {
     "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
     "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
-    "START OFFSET": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_offsets is not None,
-    "START TIMESTAMP": lambda n: isinstance(n, ast.CreateKafkaSource) and n.start_timestamp is not None,
-    "a CREATE SOURCE without a format": lambda n: (isinstance(n, ast.CreateKafkaSource)
-                                                   and not (n.format or n.value_format)),
-    "FORMAT REGEX": lambda n: isinstance(n, ast.SourceFormat) and n.name == "REGEX",
-    "ENVELOPE DEBEZIUM": lambda n: isinstance(n, ast.CreateKafkaSource) and n.envelope == "DEBEZIUM",
-    "VALUE DECODING ERRORS = INLINE": lambda n: (isinstance(n, ast.CreateKafkaSource)
-                                                 and n.value_errors_column is not None),
 }
 
 

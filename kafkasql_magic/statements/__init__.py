@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..sql import ast
 from ..sql import ast_materialize as mz_ast
-from . import inspect, properties, queries, sinks, sources, writes
+from . import connections, inspect, properties, queries, sinks, sources, writes
 
 HANDLERS = {
     ast.CreateSource: sources.create_source,
@@ -30,6 +30,9 @@ HANDLERS = {
     ast.ExplainQuery: writes.explain_query,
     mz_ast.CreateSink: sinks.create_sink,
     mz_ast.DropSink: sinks.drop_sink,
+    mz_ast.CreateSecret: connections.create_secret,
+    mz_ast.CreateConnection: connections.create_connection,
+    mz_ast.CreateSourceTable: sources.create_source_table,
 }
 
 __all__ = ["HANDLERS"]

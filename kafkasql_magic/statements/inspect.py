@@ -11,7 +11,7 @@ from ..engine.columns import result_column
 from ..errors import StatementError
 from ..kafka import admin, peek
 from ..sql import ast
-from . import listings
+from . import connections, listings
 from .queries import prepare
 from .sinks import show_sinks
 
@@ -46,6 +46,8 @@ SHOW = {
                                                                       s.schema_registry_url)),
     "VARIABLES": lambda s: listings.show_variables(s.variables),
     "SINKS": lambda s: show_sinks(s),
+    "SECRETS": connections.show_secrets,
+    "CONNECTIONS": connections.show_connections,
 }
 
 

@@ -15,7 +15,8 @@ from ..engine.build import Built, TableState, WindowState, build, select_over_fr
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.reach import ensure_reachable
-from ..results import to_pandas
+from ..kafka.start_position import START_PROPERTY
+from ..results import located_message, to_pandas
 from ..runtime import PushQuery, collect_bounded
 from ..sql import ast
 from ..sql.render import render
@@ -47,10 +48,11 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = keep_headers or bool(source.header_columns)
+        start = source.properties.get(START_PROPERTY)
         if not streaming:
-            return reads.bounded(bootstrap, source.topic, include_headers=headers)
+            return reads.bounded(bootstrap, source.topic, include_headers=headers, start=start)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=session.max_records_per_trigger, include_headers=headers)
+                          max_per_trigger=session.max_records_per_trigger, include_headers=headers, start=start)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))
@@ -92,7 +94,7 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     frame = prepared.raw if plan.per_batch else prepared.built.frame
     query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
                       max_rows=session.max_rows, trigger_interval=session.trigger_interval,
-                      ending_offsets=prepared.read.ending_offsets)
+                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan))
     query.bootstrap = prepared.read.bootstrap
     session.queries[query_id] = query.start()
     if plan.limit is None:
@@ -107,14 +109,16 @@ def _fail_on_bad_records(session, query_id: str, plan: QueryPlan) -> None:
     """Materialize's rule: a source with a bad record is in an error state and a query over it
     fails, naming the record (which is in the processing log too). Only sources of a dialect
     with that rule fail: a ksql source keeps logging and going on."""
-    failing = {name for i in plan.inputs if dialects.get(i.source.dialect).fails_on_bad_records
-               for name in (i.name, i.source.name)}
     failed = session.log.to_pandas(query=query_id)
-    failed = failed[failed.SOURCE.isin(failing)]
+    failed = failed[failed.SOURCE.isin(failing_sources(plan))]
     if len(failed):
-        first = failed.sort_values(["TOPIC", "PARTITION", "OFFSET"]).iloc[0]
-        raise StatementError(f"{first.MESSAGE} (topic {first.TOPIC}, partition {first.PARTITION}, "
-                             f"offset {first.OFFSET})")
+        raise StatementError(located_message(failed.sort_values(["TOPIC", "PARTITION", "OFFSET"]).iloc[0]))
+
+
+def failing_sources(plan: QueryPlan) -> frozenset[str]:
+    """The inputs (by name and source name) whose bad records fail a query over them."""
+    return frozenset(name for i in plan.inputs if dialects.get(i.source.dialect).fails_on_bad_records
+                     for name in (i.name, i.source.name))
 
 
 def subscribe(session, stmt: ast.Subscribe, text, timeout):

@@ -3,21 +3,29 @@ catalog entry (with the registry lookups injected here); the topic is checked on
 
 from __future__ import annotations
 
-from ..catalog import ViewDef
+import time
+from dataclasses import replace
+
+from ..catalog import SourceDef, ViewDef
 from ..dialects import SourceContext
 from ..errors import StatementError
 from ..dialects import limits
 from ..kafka import admin
+from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
+from ..kafka.start_position import START_PROPERTY, start_offsets
+from ..kafka.time_index import first_offsets_at_or_after
 from ..sinks.schemas import delete_subjects
 from ..sql import ast
+from ..sql import ast_materialize as mz_ast
+from . import connections
 
 
 def _context(session, text: str) -> SourceContext:
     from ..registry.inference import latest_schema_of
 
     return SourceContext(settings=session.settings, registry_url=session.schema_registry_url, text=text,
-                         infer=session.infer, latest_schema=latest_schema_of)
+                         infer=session.infer, latest_schema=latest_schema_of, connection=session.catalog.connection)
 
 
 def create_source(session, stmt: ast.CreateSource, text, timeout):
@@ -46,8 +54,49 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
     ensure_reachable(bootstrap, session.timeout_of(timeout))
     if not admin.topic_exists(bootstrap, source.topic):
         raise StatementError(f"Topic '{source.topic}' does not exist (broker {bootstrap}).")
+    first = _first_offsets(bootstrap, stmt)
+    if first is not None:
+        source = replace(source, properties={**source.properties, START_PROPERTY: first})
     session.catalog.add(source)
     return None
+
+
+#: SourceDef property of a table made by CREATE TABLE ... FROM SOURCE: the source it reads.
+FROM_SOURCE = "FROM SOURCE"
+
+
+def create_source_table(session, stmt: mz_ast.CreateSourceTable, text, timeout):
+    """Materialize's current form: the source says where to read (topic, connection, first
+    offsets), the table how to decode; it is a source of its own in the catalog."""
+    if stmt.if_not_exists and stmt.name in session.catalog:
+        return None
+    source = session.catalog.get(stmt.source)
+    if not isinstance(source, SourceDef) or source.dialect != "materialize":
+        raise StatementError(f"{stmt.source} is not a Kafka source created with CREATE SOURCE ... FROM KAFKA")
+    if stmt.reference is not None and stmt.reference != source.topic:
+        raise StatementError(f"reference {stmt.reference} not found in source {source.name} "
+                             f"(it reads topic {source.topic})")
+    as_source = ast.CreateKafkaSource(
+        stmt.name, source.topic, stmt.columns, source.properties.get("BROKER"), stmt.key_format,
+        stmt.value_format, stmt.format, stmt.includes, stmt.envelope, stmt.if_not_exists,
+        connection=source.properties.get("CONNECTION"), value_errors_column=stmt.value_errors_column,
+        line=stmt.line, column=stmt.column)
+    table = session.dialect_now.define_source(as_source, _context(session, text))
+    inherited = {k: source.properties[k] for k in ("BROKER", START_PROPERTY) if k in source.properties}
+    table = replace(table, properties={**table.properties, **inherited, FROM_SOURCE: source.name})
+    session.catalog.add(table)
+    return None
+
+
+def _first_offsets(bootstrap: str, stmt: ast.CreateKafkaSource) -> dict[int, int] | None:
+    """START OFFSET / START TIMESTAMP as {partition: first offset}, for every partition now."""
+    if stmt.start_offsets is None and stmt.start_timestamp is None:
+        return None
+    marks = watermarks(bootstrap, stmt.topic)
+    return start_offsets(
+        stmt.topic, sorted(marks), {p: low for p, (low, _) in marks.items()},
+        start_offsets=stmt.start_offsets, start_timestamp=stmt.start_timestamp, now_ms=int(time.time() * 1000),
+        offsets_for_time=lambda parts, ts: first_offsets_at_or_after(bootstrap, stmt.topic, parts, ts))
 
 
 def create_view(session, stmt: ast.CreateView, text, timeout):
@@ -59,8 +108,18 @@ def create_view(session, stmt: ast.CreateView, text, timeout):
 
 
 def drop(session, stmt: ast.Drop, text, timeout):
+    if stmt.kind in ("SECRET", "CONNECTION"):
+        return connections.drop(session, stmt.kind, stmt.name, stmt.if_exists)
     if stmt.name in session.catalog:
-        session.persistent.check_drop(session.catalog.get(stmt.name).name)
+        dropped = session.catalog.get(stmt.name)
+        tables = sorted(t.name for t in session.catalog
+                        if getattr(t, "properties", {}).get(FROM_SOURCE) == dropped.name)
+        if tables:
+            raise StatementError(f"cannot drop source '{dropped.name}': still depended upon by "
+                                 + ", ".join(f"table '{t}'" for t in tables))
+        if stmt.kind == "TABLE" and FROM_SOURCE in getattr(dropped, "properties", {}):
+            stmt = replace(stmt, kind="SOURCE")  # a source table, whatever its envelope
+        session.persistent.check_drop(dropped.name)
     source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
     if source is not None and stmt.delete_topic:
         admin.delete_topic(session.bootstrap_servers, source.topic)

@@ -61,3 +61,24 @@ def test_records_read_from_kafka(spark, broker, new_topic):
     pattern = r"(?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3})"
     assert decode(raw, pattern) == [("GET", "/a", "200", None), (None, None, None, VALUE_NOT_PRESENT),
                                     ("POST", "/b", "500", None)]
+
+
+def test_regex_sources_in_the_materialize_dialect(session, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"key": "eu-7", "value": "GET /a 200"},
+                                              {"key": "us-9", "value": "POST /b 500"}])
+    mz = {"dialect": "materialize"}
+    session.sql(f"""CREATE SOURCE logs FROM KAFKA TOPIC '{topic}'
+        KEY FORMAT REGEX '(?P<region>[a-z]+)-(?P<n>\\d+)' VALUE FORMAT REGEX '(?P<verb>\\w+) (\\S+) (?P<status>\\d+)'
+        INCLUDE KEY AS nest""", **mz)
+    rows = session.sql("SELECT (nest).region, (nest).n, verb, column2, status FROM logs ORDER BY verb", **mz)
+    assert rows.to_dict("records") == [
+        {"region": "eu", "n": "7", "verb": "GET", "column2": "/a", "status": "200"},
+        {"region": "us", "n": "9", "verb": "POST", "column2": "/b", "status": "500"}]
+    session.sql(f"""CREATE SOURCE flat FROM KAFKA TOPIC '{topic}'
+        KEY FORMAT REGEX '[a-z]+-(?P<n>\\d+)' VALUE FORMAT TEXT INCLUDE KEY AS id""", **mz)
+    assert session.sql("SELECT id, text FROM flat ORDER BY id", **mz).to_dict("records") == [
+        {"id": "7", "text": "GET /a 200"}, {"id": "9", "text": "POST /b 500"}]  # one group: its value
+    shown = session.sql("SHOW COLUMNS FROM logs", **mz)
+    assert list(zip(shown.name, shown.type)) == [("nest", "record"), ("verb", "text"), ("column2", "text"),
+                                                 ("status", "text")]

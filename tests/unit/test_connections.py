@@ -58,7 +58,6 @@ def test_security_protocol_defaults_and_explicit():
 def test_registry_connection_client_properties(secured):
     assert secured.registry_properties("csr") == {
         "url": "https://registry:8081",
-        "basic.auth.credentials.source": "USER_INFO",
         "basic.auth.user.info": "bob:s3cret",
     }
     anonymous = run(Connections(), "CREATE CONNECTION r TO CONFLUENT SCHEMA REGISTRY (URL 'http://r')")
@@ -133,3 +132,17 @@ def test_a_connection_of_the_wrong_kind(secured):
         secured.registry_properties("kafka_conn")
     with pytest.raises(StatementError, match="unknown catalog item 'nope'"):
         secured.kafka_properties("nope")
+
+
+def test_endpoint_is_the_address_and_the_rest_of_the_properties(secured):
+    kafka = secured.endpoint("kafka_conn", "KAFKA")
+    assert (kafka.kind, kafka.address) == ("KAFKA", "broker:9093")
+    assert "bootstrap.servers" not in kafka.properties and kafka.properties["sasl.password"] == "hunter2"
+    assert "hunter2" not in repr(kafka)
+    registry = secured.endpoint("csr")  # any kind
+    assert (registry.kind, registry.address) == ("CONFLUENT SCHEMA REGISTRY", "https://registry:8081")
+    assert registry.properties == {"basic.auth.user.info": "bob:s3cret"}
+    with pytest.raises(StatementError, match="^csr is not a KAFKA CONNECTION"):
+        secured.endpoint("csr", "KAFKA")
+    with pytest.raises(StatementError, match="^unknown catalog item 'nope'"):
+        secured.endpoint("nope")

@@ -9,11 +9,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ... import dialects, formats, types
-from ...catalog import HEADER, HEADERS, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
+from ...catalog import HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
+from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Field
 from ...kafka.headers import unreadable_error
+from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
                        ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC)
 
@@ -70,7 +72,7 @@ def _header_missing_error(c) -> Column:
 
 
 def _column(c, decoded: dict[str, Column]) -> Column:
-    if c.role in (KEY, VALUE):
+    if c.role in (KEY, VALUE, INLINE_ERROR):
         return decoded[c.name]
     if c.role == HEADERS:
         return _headers(c)
@@ -92,6 +94,20 @@ def _barrier(error: Column) -> Column:
     return F.when(F.spark_partition_id() >= 0, error)
 
 
+def _value(source: SourceDef):
+    """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
+    the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
+    fmt = formats.lookup(source.value_format.name)
+    if source.envelope != "DEBEZIUM":
+        value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in source.value_columns],
+                           source.value_format, "value")
+        return value, value.columns, F.col("value").isNull()
+    after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in source.value_columns))
+    value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
+    after = value.columns[0]
+    return value, [after[c.format_field] for c in source.value_columns], F.col("value").isNull() | after.isNull()
+
+
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
     dialect = dialects.get(source.dialect)
@@ -101,13 +117,19 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         raw = raw.where(F.col("value").isNotNull())
     key = formats.lookup(source.key_format.name).decode(
         F.col("key"), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format, "key")
-    value = formats.lookup(source.value_format.name).decode(
-        F.col("value"), [Field(c.format_field, c.type) for c in source.value_columns], source.value_format, "value")
+    value, value_columns, tombstone = _value(source)
     for name, expression in key.intermediates + value.intermediates:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
-    decoded.update({c.name: col for c, col in zip(source.value_columns, value.columns)})
-    checks = _envelope_checks(source) + [e for e in (key.error, value.error) if e is not None]
+    decoded.update({c.name: col for c, col in zip(source.value_columns, value_columns)})
+    value_error = value.error
+    for inline in source.with_role(INLINE_ERROR):  # the value's error is a column, not a failure
+        decoded[inline.name] = F.lit(None).cast(types.to_spark(inline.type))
+        if value_error is not None:
+            decoded.update({c.name: F.when(value_error.isNull(), decoded[c.name]) for c in source.value_columns})
+            decoded[inline.name] = F.when(value_error.isNotNull(), F.struct(value_error.alias("description")))
+            value_error = None
+    checks = _envelope_checks(source) + [e for e in (key.error, value_error) if e is not None]
     if dialect.requires_included_headers:
         checks += [_header_missing_error(c) for c in source.columns if c.role == HEADER]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
@@ -121,7 +143,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         F.col("partition").alias(PARTITION), F.col("offset").alias(OFFSET),
         F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
         F.col("headers").alias(RAW_HEADERS), F.col("timestamp").alias(RAW_TIMESTAMP),
-        F.col("value").isNull().alias(TOMBSTONE),
+        tombstone.alias(TOMBSTONE),
     ]
     return raw.select(*columns, *pseudo, *meta)
 
@@ -138,5 +160,5 @@ def current_rows(raw: DataFrame, source: SourceDef) -> DataFrame:
     ranked_null_keys, kept_null_keys = (~keyed, F.lit(False)) if null_is_a_key else (F.lit(False), ~keyed)
     newest_first = Window.partitionBy(RAW_KEY).orderBy(F.col(ROWTIME).desc(), F.col(OFFSET).desc())
     latest = (rows.where((keyed & good) | ranked_null_keys).withColumn("__rank", F.row_number().over(newest_first))
-              .where((F.col("__rank") == 1) & F.col(RAW_VALUE).isNotNull()).drop("__rank"))
+              .where((F.col("__rank") == 1) & ~F.col(TOMBSTONE)).drop("__rank"))
     return latest.unionByName(rows.where((keyed & ~good) | kept_null_keys))

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
-from ..columns import ERROR, RAW_KEY, RAW_VALUE
+from ..columns import ERROR, RAW_KEY, TOMBSTONE
 from .aggregate import aggregate_columns, computing_error, finished, stage
 from .expressions import Compiler, Scope
 
@@ -34,7 +34,7 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
               without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
     """One micro-batch of a table's changelog -> the changed groups' new rows (and tombstones)."""
     stmt = plan.statement
-    present = F.col(RAW_VALUE).isNotNull()
+    present = ~F.col(TOMBSTONE)  # a NULL value (ENVELOPE DEBEZIUM: a NULL `after`) deletes
     where_error = F.lit(None).cast("string")
     if stmt.where is not None:
         where = Compiler(scope)
@@ -42,7 +42,7 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
         if where.failures:
             where_error = computing_error(where, stmt.where, "WHERE", None)
     staged = stage(plan, frame, scope, where_error,
-                   extra=[F.col(RAW_KEY).alias("__k"), F.when(F.col(RAW_VALUE).isNotNull(), present)
+                   extra=[F.col(RAW_KEY).alias("__k"), F.when(~F.col(TOMBSTONE), present)
                           .otherwise(F.lit(False)).alias("__present")])
     # a tombstone or a row the WHERE clause rejects removes its key's row, NULL group key or not
     failed = F.when(F.col("__present"), F.col(ERROR)).otherwise(F.col("__FAILED"))

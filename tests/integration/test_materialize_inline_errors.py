@@ -1,0 +1,49 @@
+"""Materialize's ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE) and SUBSCRIBE over a bad
+record, on the real broker: an inline error is a row's column, a bad record fails a SUBSCRIBE."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka.producer import produce
+
+MZ = {"dialect": "materialize"}
+
+
+def test_value_decoding_errors_inline(session, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [
+        {"key": "k1", "value": '{"a": 1}'}, {"key": "k2", "value": "not json"}, {"key": "k3", "value": "{bad"},
+        {"key": "k2", "value": '{"a": 2}'}])  # a later good value replaces k2's error
+    session.sql(f"CREATE SOURCE up FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT JSON INCLUDE KEY "
+                "ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)", **MZ)
+    rows = session.sql("SELECT key, data::text AS d, (error).description AS e FROM up ORDER BY key", **MZ)
+    assert [(r.key, r.d) for r in rows.itertuples()] == [("k1", '{"a": 1}'), ("k2", '{"a": 2}'), ("k3", None)]
+    assert rows.e[0] is None and rows.e[1] is None and rows.e[2]  # k3's message, not a failure
+    assert session.processing_log().empty or topic not in set(session.processing_log().TOPIC)
+    session.sql(f"CREATE SOURCE up2 FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT JSON INCLUDE KEY "
+                "ENVELOPE UPSERT (VALUE DECODING ERRORS = (INLINE AS decode_error))", **MZ)
+    shown = session.sql("SHOW COLUMNS FROM up2", **MZ)
+    assert list(zip(shown.name, shown.type)) == [("key", "text"), ("decode_error", "record"), ("data", "text")]
+    with pytest.raises(ks.StatementError, match='^column "error" specified more than once'):
+        session.sql(f"CREATE SOURCE up3 FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT JSON "
+                    "INCLUDE KEY AS error ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)", **MZ)
+
+
+def test_subscribe_over_a_bad_record_fails_naming_it(session, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": '{"a": 1}'}, {"value": "{bad"}, {"value": '{"a": 3}'}])
+    session.sql(f"CREATE SOURCE js FROM KAFKA TOPIC '{topic}' FORMAT JSON", **MZ)
+    handle = session.sql("SUBSCRIBE js", **MZ)
+    deadline = time.monotonic() + 60
+    while handle.is_active and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert handle.state == "FAILED"
+    assert f"(topic {topic}, partition 0, offset 1)" in str(handle.failure)
+    log = session.processing_log()
+    assert list(log[log.TOPIC == topic].OFFSET) == [1]
+    with pytest.raises(ks.KStreamError, match=rf"\(topic {topic}, partition 0, offset 1\)$"):
+        session.sql("SUBSCRIBE (SELECT data FROM js)", **MZ).result(60)
