@@ -8,8 +8,8 @@ map[text => text] or map[text => bytea], HEADERS with ENVELOPE DEBEZIUM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
 
 from ..errors import StatementError
 from ..formats import Field
@@ -89,10 +89,6 @@ def _format(fmt: ast.SourceFormat | None, role: str) -> SinkFormat | None:
         shown = "AVRO USING SCHEMA" if fmt.name == "AVRO" else fmt.name
         raise StatementError(f"line {fmt.line}:{fmt.column}: {shown} is not a sink format: sinks write "
                              "AVRO USING CONFLUENT SCHEMA REGISTRY, JSON, TEXT or BYTES")
-    if fmt.registry_connection is not None:
-        raise StatementError(f"line {fmt.line}:{fmt.column}: AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION "
-                             f"{fmt.registry_connection}: connections are not available to sinks yet; "
-                             "write AVRO USING CONFLUENT SCHEMA REGISTRY 'url'")
     return SinkFormat(fmt.name, fmt.registry_url or None)
 
 
@@ -139,18 +135,23 @@ def _headers(stmt: CreateSink, columns: dict[str, Field]) -> str | None:
     return column.name
 
 
-def check_target(stmt: CreateSink) -> None:
-    """Sinks write through `BROKER '...'`; Kafka connections are not wired to sinks yet."""
+def with_endpoints(stmt: CreateSink, endpoint: Callable[[str, str], str]) -> CreateSink:
+    """`stmt` with its connections replaced by the broker and registry URLs they name;
+    `endpoint(name, kind)` is the catalog's lookup (an unknown or wrong-kind name fails there)."""
+    changes: dict = {}
     if stmt.connection is not None:
-        raise StatementError(
-            f"line {stmt.line}:{stmt.column}: INTO KAFKA CONNECTION {stmt.connection}: connections are not "
-            "available to sinks yet; write INTO KAFKA BROKER 'host:port' (TOPIC '...')")
+        changes.update(broker=endpoint(stmt.connection, "KAFKA"), connection=None)
+    for role in ("format", "key_format", "value_format"):
+        fmt = getattr(stmt, role)
+        if fmt is not None and fmt.registry_connection is not None:
+            url = endpoint(fmt.registry_connection, "CONFLUENT SCHEMA REGISTRY")
+            changes[role] = replace(fmt, registry_url=url, registry_connection=None)
+    return replace(stmt, **changes)
 
 
 def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[Sequence[str]]) -> SinkSpec:
     """The sink `stmt` describes over a relation with `columns` whose known unique keys are
     `unique_keys` (column names), or a StatementError in Materialize's words."""
-    check_target(stmt)
     by_name = {c.name: c for c in columns}
     key = _key(stmt, by_name, unique_keys)
     headers = _headers(stmt, by_name)

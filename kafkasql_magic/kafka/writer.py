@@ -12,6 +12,8 @@ Options (strings):
   topic               required
   flushTimeout        seconds a task waits for its records to be acknowledged (default 120)
   kafka.<setting>     passed to the producer (e.g. kafka.security.protocol)
+  secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
+                      containing "secret"
 
 Records are produced on the executors, one idempotent producer (`acks=all`) per task, and
 flushed before the task returns: a record the broker did not acknowledge fails the task, so
@@ -31,6 +33,8 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
     WriterCommitMessage,
 )
+
+from kafkasql_magic.clientconf import SECRET_OPTION
 
 NAME = "kafkasql_sink"
 DEFAULT_FLUSH_TIMEOUT = 120.0
@@ -60,7 +64,8 @@ class SinkOptions:
             bootstrap=options["bootstrap.servers"],
             topic=options["topic"],
             flush_timeout=float(options.get("flushTimeout", DEFAULT_FLUSH_TIMEOUT)),
-            kafka_conf={k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")},
+            kafka_conf={k[len(prefix):]: v for k, v in options.items()
+                        for prefix in ("kafka.", SECRET_OPTION) if k.startswith(prefix)},
         )
 
     def producer_conf(self) -> dict:

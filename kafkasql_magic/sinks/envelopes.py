@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from .. import clientconf
 from ..catalog import KEY, VALUE, Column as CatalogColumn, SourceDef
 from ..dialects.materialize_sinks import RESERVED_HEADER_PREFIX, SinkSpec
 from ..engine.columns import RAW_TIMESTAMP, TOMBSTONE, result_column
@@ -131,8 +132,10 @@ class MaterializeSinkWrite:
         return F.when(row.isNotNull(), mz_encode.single(row, fields, fmt))
 
     def options(self) -> dict[str, str]:
+        """The writer's options: the cluster's client properties (SASL, SSL) go to the executors."""
         extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
-        return {"bootstrap.servers": self.bootstrap, "topic": self.spec.topic, **extra}
+        return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
+                "topic": self.spec.topic, **extra}
 
 
 def sink_entry(spec: SinkSpec, statement: str) -> SourceDef:

@@ -17,6 +17,7 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from .. import clientconf
 from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
@@ -80,8 +81,10 @@ class SinkWrite:
         return F.timestamp_millis(value) if chosen.type.name == "BIGINT" else value
 
     def options(self) -> dict[str, str]:
+        """The writer's options: the cluster's client properties (SASL, SSL) go to the executors."""
         extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
-        return {"bootstrap.servers": self.bootstrap, "topic": self.sink.topic, **extra}
+        return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
+                "topic": self.sink.topic, **extra}
 
 
 class PersistentQuery:

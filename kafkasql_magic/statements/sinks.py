@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import types
-from ..dialects.materialize_sinks import SinkSpec, check_target, plan_sink, qualified
+from ..dialects.materialize_sinks import SinkSpec, plan_sink, qualified, with_endpoints
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -66,7 +66,7 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
             return None
         kind = "sink" if stmt.name in session.sinks else session.catalog.get(stmt.name).kind.lower()
         raise StatementError(f"{kind} {qualified(stmt.name)} already exists")
-    check_target(stmt)
+    stmt = with_endpoints(stmt, lambda name, kind: session.catalog.connection(name, kind).address)
     base = session.base_source(stmt.relation)  # an unknown relation fails here, by name
     select = ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.relation), emit_changes=True)
     prepared = prepare(session, select, reset="earliest")

@@ -10,10 +10,11 @@ import uuid
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 import kafkasql_magic as ks
+from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.registry import RegistryServer
 
@@ -69,6 +70,16 @@ def test_a_source_reads_the_cluster_and_registry_its_connections_name(elsewhere,
                                                            {"security.protocol": "PLAINTEXT"})
     assert PASSWORD not in repr(elsewhere.catalog.connection("csr_conn"))
     assert PASSWORD not in elsewhere.sql("SHOW PROPERTIES", dialect="ksql").to_string()
+    out = f"{topic}_out"
+    elsewhere.sql(f"""CREATE SINK avro_out FROM avro_src INTO KAFKA CONNECTION kafka_conn (TOPIC '{out}')
+        KEY (k) NOT ENFORCED FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_conn ENVELOPE UPSERT""")
+    written = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=3, timeout_s=90,
+                            until_end=False)
+    registry = SchemaRegistryClient({"url": guarded.url, "basic.auth.user.info": f"carol:{PASSWORD}"})
+    value = AvroDeserializer(registry)
+    assert sorted((value(r["value"], SerializationContext(out, MessageField.VALUE))["n"]) for r in written) == [0, 1, 2]
+    assert {f"{out}-key", f"{out}-value"} <= set(registry.get_subjects())
+    elsewhere.sql("DROP SINK avro_out")
     with pytest.raises(ks.StatementError, match="^cannot drop connection 'csr_conn': still depended upon by "
                                                  "source 'avro_src'"):
         elsewhere.sql("DROP CONNECTION csr_conn")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.dialects.materialize_sinks import plan_sink, uniqueness_message
+from kafkasql_magic.dialects.materialize_sinks import plan_sink, uniqueness_message, with_endpoints
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.formats import Field
 from kafkasql_magic.sql import ast, parse_statement
@@ -102,12 +102,16 @@ def test_formats_a_sink_cannot_write(tail, message):
     assert str(caught.value) == message
 
 
-def test_connections_are_refused_by_name_until_sinks_can_use_them():
-    stmt = sink("CREATE SINK s FROM src INTO KAFKA CONNECTION kc (TOPIC 't') KEY (id) FORMAT JSON ENVELOPE UPSERT")
-    with pytest.raises(StatementError, match=r"^line 1:1: INTO KAFKA CONNECTION kc: connections are not available "
-                                             r"to sinks yet; write INTO KAFKA BROKER 'host:port' \(TOPIC '...'\)$"):
-        plan_sink(stmt, COLUMNS, [("id",)])
-    stmt = sink(f"CREATE SINK s FROM src {INTO} KEY (id) FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY "
-                "CONNECTION csr ENVELOPE UPSERT")
-    with pytest.raises(StatementError, match="CONNECTION csr: connections are not available to sinks yet"):
-        plan_sink(stmt, COLUMNS, [("id",)])
+def test_connections_become_the_broker_and_registry_they_name():
+    endpoints = {("kc", "KAFKA"): "b:9092", ("csr", "CONFLUENT SCHEMA REGISTRY"): "http://reg:8081"}
+    stmt = sink("CREATE SINK s FROM src INTO KAFKA CONNECTION kc (TOPIC 't') KEY (id) FORMAT AVRO USING "
+                "CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE UPSERT")
+    spec = plan_sink(with_endpoints(stmt, lambda name, kind: endpoints[(name, kind)]), COLUMNS, [("id",)])
+    assert (spec.broker, spec.value_format.registry_url, spec.key_format.registry_url) == (
+        "b:9092", "http://reg:8081", "http://reg:8081")
+
+    def unknown(name, kind):
+        raise StatementError(f"unknown catalog item '{name}'")
+
+    with pytest.raises(StatementError, match="^unknown catalog item 'kc'$"):
+        with_endpoints(stmt, unknown)

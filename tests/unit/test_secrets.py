@@ -169,3 +169,21 @@ def test_jaas_config_becomes_librdkafka_username_and_password():
     assert kafka == {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": 'p;w"d'}
     with pytest.raises(StatementError, match="ssl.ca.location"):
         clientconf.split({"ssl.truststore.location": "/x.jks"})
+
+
+def test_sink_writers_carry_the_clusters_client_properties():
+    """A persistent query writing to a secured cluster: the producer on the executors gets the
+    cluster's properties, the secret ones under option names Spark masks."""
+    from kafkasql_magic.catalog import SourceDef
+    from kafkasql_magic.kafka.writer import SinkOptions
+    from kafkasql_magic.sinks.runner import SinkWrite
+
+    clientconf.configure("sink-host:1", None, {"sasl.password": "Pw-sink-3", "sasl.username": "carol"})
+    try:
+        sink = SourceDef(name="OUT", kind="STREAM", topic="out", columns=(), key_format=None, value_format=None)
+        options = SinkWrite(sink, {}, bootstrap="sink-host:1").options()
+        assert options["secret.kafka.sasl.password"] == "Pw-sink-3" and "kafka.sasl.password" not in options
+        conf = SinkOptions.parse(options).producer_conf()
+        assert (conf["sasl.password"], conf["sasl.username"], conf["acks"]) == ("Pw-sink-3", "carol", "all")
+    finally:
+        clientconf.forget("sink-host:1", None, ["sasl.password", "sasl.username"])
