@@ -1,0 +1,123 @@
+"""The records persistent queries write, as ksqlDB writes them (its query-validation tests
+`having.json` and `headers.json` show the behaviours): a group failing HAVING is a tombstone,
+an aggregation's record has the latest contributing time and the newest record's headers, and
+a stream-stream join's record has the later record's time and headers. Read back with
+confluent-kafka."""
+
+from __future__ import annotations
+
+import json
+import struct
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka.peek import fetch_records
+from kafkasql_magic.kafka.producer import produce
+
+BASE = 1_700_000_000_000
+
+
+@pytest.fixture
+def ksql(broker, spark, tmp_path):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                   state_dir=str(tmp_path / "state"))
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    yield s
+    s.stop()
+
+
+def tagged(prefix: str) -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8].upper()
+    return f"{prefix}_{tag}", f"t-{prefix.lower()}-{tag.lower()}"
+
+
+def record(key: bytes, value, ts: int, *headers) -> dict:
+    return {"key": key, "value": None if value is None else json.dumps(value).encode(), "timestamp": ts,
+            "headers": list(headers)}
+
+
+def written(broker, topic: str, count: int) -> list[dict]:
+    got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=30,
+                        until_end=False)
+    assert len(got) == count, got
+    return sorted(got, key=lambda r: (r["partition"], r["offset"]))
+
+
+def test_group_by_having_tombstones_and_record_time_and_headers(ksql, broker):
+    src, topic = tagged("S")
+    out = f"SUMS_{src}"
+    ksql.sql(f"CREATE STREAM {src} (ID STRING KEY, V INT) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        record(b"a", {"V": 50}, BASE + 1, ("h", b"a1")),
+        record(b"b", {"V": 100}, BASE + 5, ("h", b"b1")),
+        record(b"b", {"V": 50}, BASE + 3, ("h", b"b2"), ("x", None)),  # newer offset, older time
+    ])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, SUM(V) AS S FROM {src} GROUP BY ID HAVING SUM(V) > 100;")
+    assert query.wait_for_records(2, 90), query.failure
+    first = {r["key"]: r for r in written(broker, out, 2)}
+    assert first[b"a"]["value"] is None  # never passed HAVING: a tombstone all the same (ksqlDB)
+    assert json.loads(first[b"b"]["value"]) == {"S": 150}
+    assert (first[b"a"]["timestamp"], first[b"b"]["timestamp"]) == (BASE + 1, BASE + 5)  # latest contributing
+    assert first[b"a"]["headers"] == [("h", b"a1")]
+    assert first[b"b"]["headers"] == [("h", b"b2"), ("x", None)]  # the newest record counted
+    produce(broker.bootstrap_servers, topic, [
+        record(b"a", {"V": 60}, BASE + 2, ("h", b"a2")),
+        record(b"b", {"V": -100}, BASE + 9, ("h", b"b3")),
+    ])
+    assert query.wait_for_records(4, 90), query.failure
+    second = {r["key"]: r for r in written(broker, out, 4)[2:]}
+    assert json.loads(second[b"a"]["value"]) == {"S": 110}
+    assert second[b"b"]["value"] is None  # stopped satisfying HAVING
+    assert (second[b"a"]["timestamp"], second[b"b"]["timestamp"]) == (BASE + 2, BASE + 9)
+    assert (second[b"a"]["headers"], second[b"b"]["headers"]) == ([("h", b"a2")], [("h", b"b3")])
+    # a push query over the same aggregation still shows only the groups that pass HAVING
+    rows = ksql.sql(f"SELECT ID, SUM(V) AS S FROM {src} GROUP BY ID HAVING SUM(V) > 100 EMIT CHANGES LIMIT 1;")
+    assert rows.to_dict("records") == [{"ID": "a", "S": 110}]
+
+
+def test_table_aggregation_writes_an_emptied_group_as_a_tombstone(ksql, broker):
+    src, topic = tagged("P")
+    out = f"BYREGION_{src}"
+    ksql.sql(f"CREATE TABLE {src} (ID INT PRIMARY KEY, REGION STRING) WITH (kafka_topic='{topic}', "
+             "value_format='JSON', partitions=1);")
+    key = struct.Struct(">i").pack
+    produce(broker.bootstrap_servers, topic, [
+        record(key(1), {"REGION": "eu"}, BASE + 1, ("h", b"p1")),
+        record(key(2), {"REGION": "us"}, BASE + 2, ("h", b"p2"))])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT REGION, COUNT(*) AS N FROM {src} GROUP BY REGION;")
+    assert query.wait_for_records(2, 90), query.failure
+    produce(broker.bootstrap_servers, topic, [record(key(1), {"REGION": "us"}, BASE + 7, ("h", b"moved"))])
+    assert query.wait_for_records(4, 90), query.failure
+    changed = {r["key"]: r for r in written(broker, out, 4)[2:]}
+    assert changed[b"eu"]["value"] is None  # its only row moved away: deleted, so a tombstone
+    assert json.loads(changed[b"us"]["value"]) == {"N": 2}
+    assert {r["timestamp"] for r in changed.values()} == {BASE + 7}  # the change's time and headers
+    assert all(r["headers"] == [("h", b"moved")] for r in changed.values())
+
+
+def test_stream_stream_join_takes_the_later_records_time_and_headers(ksql, broker):
+    left, left_topic = tagged("L")
+    right, right_topic = tagged("R")
+    out = f"J_{left}"
+    for name, topic, header in ((left, left_topic, "abc"), (right, right_topic, "def")):
+        ksql.sql(f"CREATE STREAM {name} (A INT KEY, B INT, C BYTES HEADER('{header}')) WITH "
+                 f"(kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    key = struct.Struct(">i").pack
+    produce(broker.bootstrap_servers, left_topic, [
+        record(key(0), {"B": 1}, BASE + 10, ("abc", b"!")),
+        record(key(1), {"B": 2}, BASE + 30, ("abc", b"L1"))])
+    produce(broker.bootstrap_servers, right_topic, [
+        record(key(0), {"B": -1}, BASE + 11, ("def", b"#")),
+        record(key(1), {"B": -2}, BASE + 25, ("def", b"R1"))])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {left} INNER JOIN {right} WITHIN 10 SECONDS "
+                     f"ON {left}.A = {right}.A;")
+    assert query.wait_for_records(2, 180), query.failure
+    got = {json.loads(r["value"])[f"{left}_A"]: r for r in
+           fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=None, timeout_s=30)}
+    assert json.loads(got[0]["value"]) == {f"{left}_A": 0, f"{left}_B": 1, f"{left}_C": "IQ==", f"{right}_A": 0,
+                                           f"{right}_B": -1, f"{right}_C": "Iw=="}
+    assert (got[0]["timestamp"], got[0]["headers"]) == (BASE + 11, [("def", b"#")])  # the right one is later
+    assert (got[1]["timestamp"], got[1]["headers"]) == (BASE + 30, [("abc", b"L1")])  # the left one is later
