@@ -38,11 +38,43 @@ def record(key: bytes, value, ts: int, *headers) -> dict:
             "headers": list(headers)}
 
 
-def written(broker, topic: str, count: int) -> list[dict]:
+def history(broker, topic: str, count: int) -> dict[bytes, list[dict]]:
+    """The records of `topic` per key, oldest first."""
     got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=30,
                         until_end=False)
     assert len(got) == count, got
-    return sorted(got, key=lambda r: (r["partition"], r["offset"]))
+    by_key: dict[bytes, list[dict]] = {}
+    for r in sorted(got, key=lambda r: (r["partition"], r["offset"])):
+        by_key.setdefault(r["key"], []).append(r)
+    return by_key
+
+
+def murmur2(key: bytes) -> int:
+    """Kafka's murmur2 (the Java producer's partitioner hash, as in Kafka's Utils), a signed int."""
+    mask, m = 0xFFFFFFFF, 0x5BD1E995
+    h = (0x9747B28C ^ len(key)) & mask
+    whole = len(key) - len(key) % 4
+    for i in range(0, whole, 4):
+        k = (int.from_bytes(key[i:i + 4], "little") * m) & mask
+        k = ((k ^ (k >> 24)) * m) & mask
+        h = ((h * m) & mask) ^ k
+    tail = key[whole:]
+    if tail:
+        for i in reversed(range(len(tail))):
+            h ^= tail[i] << (8 * i)
+        h = (h * m) & mask
+    h = ((h ^ (h >> 13)) * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def murmur2_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's Java producer (so ksqlDB) picks for `key`."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def test_murmur2_matches_kafkas_published_values():
+    assert [murmur2(k) for k in (b"21", b"foobar", b"abc")] == [-973932308, -790332482, 479470107]
 
 
 def test_group_by_having_tombstones_and_record_time_and_headers(ksql, broker):
@@ -50,25 +82,30 @@ def test_group_by_having_tombstones_and_record_time_and_headers(ksql, broker):
     out = f"SUMS_{src}"
     ksql.sql(f"CREATE STREAM {src} (ID STRING KEY, V INT) WITH (kafka_topic='{topic}', value_format='JSON', "
              "partitions=1);")
+    others = [f"k{i}".encode() for i in range(8)]  # small sums: a tombstone each, spread over the partitions
     produce(broker.bootstrap_servers, topic, [
         record(b"a", {"V": 50}, BASE + 1, ("h", b"a1")),
         record(b"b", {"V": 100}, BASE + 5, ("h", b"b1")),
         record(b"b", {"V": 50}, BASE + 3, ("h", b"b2"), ("x", None)),  # newer offset, older time
-    ])
-    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, SUM(V) AS S FROM {src} GROUP BY ID HAVING SUM(V) > 100;")
-    assert query.wait_for_records(2, 90), query.failure
-    first = {r["key"]: r for r in written(broker, out, 2)}
+    ] + [record(k, {"V": 1}, BASE, ("h", k)) for k in others])
+    query = ksql.sql(f"CREATE TABLE {out} WITH (PARTITIONS=4) AS SELECT ID, SUM(V) AS S FROM {src} "
+                     "GROUP BY ID HAVING SUM(V) > 100;")
+    assert query.wait_for_records(10, 180), query.failure
+    first = {k: rs[0] for k, rs in history(broker, out, 10).items()}
     assert first[b"a"]["value"] is None  # never passed HAVING: a tombstone all the same (ksqlDB)
+    assert all(first[k]["value"] is None for k in others)
     assert json.loads(first[b"b"]["value"]) == {"S": 150}
     assert (first[b"a"]["timestamp"], first[b"b"]["timestamp"]) == (BASE + 1, BASE + 5)  # latest contributing
     assert first[b"a"]["headers"] == [("h", b"a1")]
     assert first[b"b"]["headers"] == [("h", b"b2"), ("x", None)]  # the newest record counted
+    # keyed records land where ksqlDB's (Java) producer puts them, so ksqlDB can join and look them up
+    assert {k: r["partition"] for k, r in first.items()} == {k: murmur2_partition(k, 4) for k in first}
     produce(broker.bootstrap_servers, topic, [
         record(b"a", {"V": 60}, BASE + 2, ("h", b"a2")),
         record(b"b", {"V": -100}, BASE + 9, ("h", b"b3")),
     ])
-    assert query.wait_for_records(4, 90), query.failure
-    second = {r["key"]: r for r in written(broker, out, 4)[2:]}
+    assert query.wait_for_records(12, 180), query.failure
+    second = {k: rs[1] for k, rs in history(broker, out, 12).items() if len(rs) > 1}
     assert json.loads(second[b"a"]["value"]) == {"S": 110}
     assert second[b"b"]["value"] is None  # stopped satisfying HAVING
     assert (second[b"a"]["timestamp"], second[b"b"]["timestamp"]) == (BASE + 2, BASE + 9)
@@ -91,7 +128,7 @@ def test_table_aggregation_writes_an_emptied_group_as_a_tombstone(ksql, broker):
     assert query.wait_for_records(2, 90), query.failure
     produce(broker.bootstrap_servers, topic, [record(key(1), {"REGION": "us"}, BASE + 7, ("h", b"moved"))])
     assert query.wait_for_records(4, 90), query.failure
-    changed = {r["key"]: r for r in written(broker, out, 4)[2:]}
+    changed = {k: rs[-1] for k, rs in history(broker, out, 4).items()}
     assert changed[b"eu"]["value"] is None  # its only row moved away: deleted, so a tombstone
     assert json.loads(changed[b"us"]["value"]) == {"N": 2}
     assert {r["timestamp"] for r in changed.values()} == {BASE + 7}  # the change's time and headers
