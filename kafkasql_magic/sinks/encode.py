@@ -1,7 +1,8 @@
 """Sink columns -> record bytes, per format, as Spark expressions wherever Spark can.
 
 KAFKA (INT, BIGINT, STRING, BYTES), JSON, DELIMITED and NONE are Spark expressions; KAFKA
-DOUBLE, AVRO and JSON_SR run a vectorized Arrow UDF. Schemas for AVRO and JSON_SR are
+DOUBLE, AVRO and JSON_SR run an Arrow UDF (AVRO records of optional primitives column by column
+in `avro_columns`, anything else record by record with fastavro). Schemas for AVRO and JSON_SR are
 registered on the driver before the query starts (`sinks.registry`), so executors only frame
 bytes with a known schema id and never talk to the registry.
 """
@@ -19,6 +20,7 @@ from pyspark.sql import types as T
 from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
+from . import avro_columns
 
 #: ksql types Spark's JSON/CSV writers spell differently from ksqlDB: converted first.
 _JSON_READY: dict[str, Callable[[Column], Column]] = {
@@ -121,17 +123,27 @@ def _none(columns, fields, spec, role, registered):
 # ---------------------------------------------------------------- AVRO, JSON_SR (Arrow UDF)
 def _framed_udf(kind: str, fields: Sequence[Field], bare: bool, registered: Registered):
     """An Arrow UDF: struct of the role's columns -> Confluent-framed AVRO or JSON_SR bytes."""
+    import struct as struct_
+
     import pyarrow as pa
 
     names = [f.name for f in fields]
     types_ = [f.type for f in fields]
     schema_id, text = registered.schema_id, registered.text
+    columnar = avro_columns.plan(text, names, bare) if kind == "AVRO" else None
 
     def encode(rows):
+        if columnar is not None:  # whole columns at once: the fast path
+            header = struct_.pack(">bI", 0, schema_id)
+            return avro_columns.encode([rows.field(i) for i in range(len(names))], columnar, header, bare)
         return pa.array(frame_rows(kind, rows.to_pylist(), names, types_, bare, schema_id, text), pa.binary())
 
     encode.__annotations__ = {"rows": pa.Array, "return": pa.Array}
     return F.arrow_udf(encode, T.BinaryType())
+
+
+#: ksql types whose Arrow Python values fastavro writes as they are (the others go through avro_value).
+AVRO_AS_IS = frozenset({"BOOLEAN", "INT", "BIGINT", "DOUBLE", "STRING", "BYTES"})
 
 
 def frame_rows(kind, rows, names, types_, bare, schema_id, text) -> list:
@@ -146,13 +158,20 @@ def frame_rows(kind, rows, names, types_, bare, schema_id, text) -> list:
         from ..formats.avro import avro_value
 
         parsed = fastavro.parse_schema(json.loads(text))
+        converted = [(n, t) for n, t in zip(names, types_) if t.name not in AVRO_AS_IS]
+        buffer, write = io.BytesIO(), fastavro.schemaless_writer
 
         def payload(row):
-            datum = (avro_value(row[names[0]], types_[0]) if bare
-                     else {n: avro_value(row[n], t) for n, t in zip(names, types_)})
-            out = io.BytesIO()
-            fastavro.schemaless_writer(out, parsed, datum)
-            return out.getvalue()
+            if bare:
+                datum = avro_value(row[names[0]], types_[0])
+            else:  # Arrow's Python values already fit fastavro except for the converted types
+                datum = row
+                for n, t in converted:
+                    datum[n] = avro_value(row[n], t)
+            buffer.seek(0)
+            buffer.truncate()
+            write(buffer, parsed, datum)
+            return buffer.getvalue()
     else:
         from ..formats.json_sr import json_value
 

@@ -112,7 +112,7 @@ class PersistentQueries:
 
         check_persistent(select)
         query = replace(select, emit_changes=True)
-        prepared = prepare(self.session, query, keep_headers=True)
+        prepared = prepare(self.session, query, keep_headers=True, changelog=True)
         plan, planned = prepared.plan, prepared.built.frame
         key_names = set(plan.key_names)
         window = _window_outputs(select) if select.window is not None else {}

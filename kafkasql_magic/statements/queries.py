@@ -39,9 +39,11 @@ class Prepared:
     build_batch: Callable | None
 
 
-def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False) -> Prepared:
+def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False,
+            changelog: bool = False) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
-    output records), not only when a header column is selected."""
+    output records), not only when a header column is selected. `changelog`: the rows are a
+    table's changelog (a persistent query's), where a group failing HAVING is a tombstone."""
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
 
@@ -59,9 +61,10 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
 
     read = topic_read(plan.source, stmt.emit_changes, plan.seek)
     raw = session.raw_frame(read)
-    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch))
+    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
     state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
-    build_batch = (lambda batch: build(plan, batch, read_joined, state=state)) if plan.per_batch else None
+    build_batch = ((lambda batch: build(plan, batch, read_joined, state=state, changelog=changelog))
+                   if plan.per_batch else None)
     return Prepared(plan, read, raw, built, build_batch)
 
 

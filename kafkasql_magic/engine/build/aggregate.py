@@ -1,7 +1,12 @@
 """GROUP BY on Spark: group keys and aggregate arguments per record (a record whose
 expressions fail, or whose group key is NULL, is logged and left out), Spark's aggregation,
 then SELECT and HAVING over the groups (the plan's Grouping has them rewritten over the
-grouped columns)."""
+grouped columns).
+
+A persistent query writes each group's change as ksqlDB does: the record time is the latest
+time among the records that made the group (Kafka Streams' rule for aggregations), the headers
+are those of the newest record counted (the one that caused the change), and a group that
+fails HAVING is a tombstone (`changelog`)."""
 
 from __future__ import annotations
 
@@ -76,7 +81,8 @@ def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, 
     null_key = F.coalesce(*[F.when(F.col(k).isNull(), F.lit(null_key_error(i))) for i, k in enumerate(keys)],
                           F.lit(None).cast("string"))
     frame = frame.select(*staged, *extra, F.col(OFFSET).alias("__order"), failed.alias("__FAILED"),
-                         *[F.col(c) for c in ORIGIN])
+                         *[F.col(c) for c in ORIGIN], F.col(RAW_TIMESTAMP).alias("__rt"),
+                         F.col(RAW_HEADERS).alias("__rh"))
     frame = frame.withColumn(ERROR, F.coalesce(F.col("__FAILED"), null_key))
     return Staged(frame, keys, builders, F.col("__FAILED"), null_key)
 
@@ -89,24 +95,34 @@ def aggregate_columns(staged: Staged) -> list[Column]:
             .alias(f"__agg{i}") for i, (aggregate, types_) in enumerate(staged.builders)]
 
 
+def record_columns(newest: Column) -> list[Column]:
+    """The output record's time (the latest among the group's records) and headers (the
+    newest record's, by `newest`), as `__rt` and `__rh`."""
+    return [F.max("__rt").alias("__rt"), F.max_by("__rh", newest).alias("__rh")]
+
+
 def aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
-               without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
+               without_errors: Callable[[DataFrame, str], DataFrame], changelog: bool = False) -> DataFrame:
+    """`changelog`: a group failing HAVING comes out as a tombstone instead of no row."""
     staged = stage(plan, frame, scope, where_error)
     keys = [F.col(k) for k in staged.keys]
     if plan.grouping.window is not None:
         keys.append(WINDOWS[plan.grouping.window.kind](plan.grouping.window).alias("__window"))
-    good = without_errors(staged.frame, "__errors_aggregate")
-    grouped = good.groupBy(*keys).agg(*aggregate_columns(staged))
+    # a streaming micro-batch's time orders batches; the offset orders records within one
+    good = without_errors(staged.frame, "__errors_aggregate").withColumn("__batch", F.current_timestamp())
+    newest = F.struct(F.col("__batch"), F.col("__order"))
+    grouped = good.groupBy(*keys).agg(*aggregate_columns(staged), *record_columns(newest))
     if plan.grouping.window is not None:
         grouped = grouped.select("*", F.unix_millis(F.col("__window.start")).alias("__wstart"),
                                  F.unix_millis(F.col("__window.end")).alias("__wend"))
-    return finished(plan, grouped)
+    return finished(plan, grouped, F.lit(False) if changelog else None)
 
 
 def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None) -> DataFrame:
-    """SELECT and HAVING over the groups. Without `deleted`, a group failing HAVING yields no
-    row; with it (a retracting aggregation's changelog), a deleted group or one failing HAVING
-    yields a tombstone: its key columns, every other column NULL."""
+    """SELECT and HAVING over the groups (with the output record's `__rt` time and `__rh`
+    headers). Without `deleted`, a group failing HAVING yields no row; with it (a changelog), a
+    deleted group or one failing HAVING yields a tombstone: its key columns, every other column
+    NULL, and TOMBSTONE set so that a sink writes a NULL value."""
     grouping = plan.grouping
     groups = Scope(grouped, set(grouped.columns), set(), plan.dialect)
     gone = deleted
@@ -125,6 +141,6 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
     meta = [F.lit(None).cast("string").alias(ERROR), F.lit(False).alias(DROP), F.lit(None).cast("string").alias(TOPIC),
             F.lit(None).cast("int").alias(PARTITION), F.lit(None).cast("bigint").alias(OFFSET),
             F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),
-            F.lit(None).cast("array<struct<key:string,value:binary>>").alias(RAW_HEADERS),
-            F.lit(None).cast("timestamp").alias(RAW_TIMESTAMP), F.lit(False).alias(TOMBSTONE)]
+            F.col("__rh").alias(RAW_HEADERS), F.col("__rt").alias(RAW_TIMESTAMP),
+            (gone if gone is not None else F.lit(False)).alias(TOMBSTONE)]
     return grouped.select(*values, *meta)

@@ -18,7 +18,8 @@ from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
-from ..columns import BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_KEY, RAW_VALUE, RECORD, ROWTIME, result_column
+from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
+                       ROWTIME, result_column)
 from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
@@ -71,18 +72,19 @@ class _Captures:
 
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
-          state: TableState | WindowState | None = None) -> Built:
+          state: TableState | WindowState | None = None, changelog: bool = False) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
     carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
-    open windows."""
+    open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
+    tombstone rather than no row."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    return Built(_frame(plan, raw, read, captures, state), captures.observations, captures.error_frames)
+    return Built(_frame(plan, raw, read, captures, state, changelog), captures.observations, captures.error_frames)
 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
-           state: TableState | WindowState | None = None) -> DataFrame:
+           state: TableState | WindowState | None = None, changelog: bool = False) -> DataFrame:
     stmt = plan.statement
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
@@ -97,7 +99,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     if plan.grouping is not None and isinstance(state, WindowState):
         return windowed(plan, frame, scope, where_error, state, captures.without_errors)
     if plan.grouping is not None:
-        frame = aggregated(plan, frame, scope, where_error, captures.without_errors)
+        frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
     return order.ordered(_projected(frame, scope, where_error, plan.outputs, extra), extra, keys)
@@ -131,7 +133,8 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
         frame_i = captures.without_errors(frame_i, f"__errors_{index}")
         columns = {name: f"__s{index}_{name}" for name in side.visible}
         kept = [F.col(quoted(n)).alias(c) for n, c in columns.items()]
-        frame_i = frame_i.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else []))
+        record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS)]
+        frame_i = frame_i.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else record))
         sides.append((side.qualifiers, columns))
         if index == 0:
             frame = frame_i
@@ -147,8 +150,23 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
         elif join.within is not None:
             condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
+        frame = _joined_record(frame, f"__s{index}", stream=join.within is not None)
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
     return frame, JoinScope(frame, set(), set(), plan.dialect, sides=sides)
+
+
+def _joined_record(frame: DataFrame, side: str, stream: bool) -> DataFrame:
+    """The output record of a join. Stream-stream (ksqlDB, as Kafka Streams): the later of the
+    two records' times, and the headers of the later record (the right one on a tie, as it
+    completes the pair when both arrive together); an unmatched side's record stands alone.
+    Stream-table: the stream record's time and headers, kept as they are."""
+    time, headers = F.col(f"{side}{RAW_TIMESTAMP}"), F.col(f"{side}{RAW_HEADERS}")
+    if stream:
+        left = F.col(RAW_TIMESTAMP)
+        later = time.isNotNull() & (left.isNull() | (time >= left))
+        frame = frame.withColumns({RAW_HEADERS: F.when(later, headers).otherwise(F.col(RAW_HEADERS)),
+                                   RAW_TIMESTAMP: F.greatest(left, time)})
+    return frame.drop(f"{side}{RAW_TIMESTAMP}", f"{side}{RAW_HEADERS}")
 
 
 def _within(window: tuple[int, int], left_time: str | None, right_time: str | None) -> Column:

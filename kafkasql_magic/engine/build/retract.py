@@ -8,6 +8,7 @@ carries (a tombstone, a row the WHERE clause now rejects or a NULL group key rem
 and only the groups those rows left or joined are aggregated again, from their current
 members, with the same aggregate table as a stream's aggregation. A group left with no
 member comes out as a tombstone (its key columns, the rest NULL): the changelog a sink writes.
+A group's output record has the time and headers of the newest change that touched it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
 from ..columns import ERROR, RAW_KEY, TOMBSTONE
-from .aggregate import aggregate_columns, computing_error, finished, stage
+from .aggregate import aggregate_columns, computing_error, finished, record_columns, stage
 from .expressions import Compiler, Scope
 
 
@@ -52,7 +53,8 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
     newest = Window.partitionBy("__k").orderBy(F.col("__order").desc())
     changes = changes.withColumn("__rank", F.row_number().over(newest)).where(F.col("__rank") == 1)
     members = [c for c in changes.columns if c == "__k" or c.startswith(("__g", "__a")) or c == "__order"]
-    joining = changes.where(F.col("__present") & F.col(ERROR).isNull()).select(*members)
+    joined = changes.where(F.col("__present") & F.col(ERROR).isNull())
+    joining = joined.select(*members)
     leaving_keys = changes.select("__k")
     if state.rows is None:
         leaving, kept = joining.limit(0), joining.limit(0)
@@ -60,14 +62,19 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
         leaving = state.rows.join(leaving_keys, "__k", "left_semi")
         kept = state.rows.join(leaving_keys, "__k", "left_anti")
     state.rows = kept.unionByName(joining).localCheckpoint()
-    affected = leaving.select(*staged.keys).unionByName(joining.select(*staged.keys)).distinct()
+    # each changed group's output record: the time and headers of the changes that touched it
+    change = changes.select("__k", "__rt", "__rh", F.col("__order").alias("__corder"))
+    touched = leaving.select("__k", *staged.keys).join(change, "__k").drop("__k").unionByName(
+        joined.select(*staged.keys, "__rt", "__rh", F.col("__order").alias("__corder")))
+    record = touched.groupBy(*staged.keys).agg(*record_columns(F.col("__corder")))
+    affected = record.select(*staged.keys)
     current = state.rows.join(affected, staged.keys, "left_semi")
     grouped = current.groupBy(*staged.keys).agg(*aggregate_columns(staged))
     emptied = affected.join(grouped.select(*staged.keys), staged.keys, "left_anti")
     emptied = emptied.select("*", *[F.lit(None).cast(grouped.schema[c].dataType).alias(c)
                                     for c in grouped.columns if c not in staged.keys])
     changed = grouped.withColumn("__deleted", F.lit(False)).unionByName(
-        emptied.withColumn("__deleted", F.lit(True)))
+        emptied.withColumn("__deleted", F.lit(True))).join(record, staged.keys)
     return finished(plan, changed, deleted=F.col("__deleted"))
 
 

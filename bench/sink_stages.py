@@ -1,0 +1,105 @@
+"""Where a sink's time goes, stage by stage, old way and new way in one run on the same rows.
+
+    python bench/sink_stages.py [--records N] [--partitions 4] [--out bench/results/sink_stages.json]
+
+The rows are bench/ingest.py's records decoded (id BIGINT, name STRING, amount DOUBLE, ts BIGINT,
+tags STRING, pad STRING), in Arrow batches of 10,000 as Spark hands them to the sink:
+  encode_record_by_record   AVRO values with fastavro one record at a time (sinks.encode.frame_rows:
+                            every AVRO sink before, now the fallback for nested or logical types)
+  encode_by_column          the same bytes built column by column (sinks.avro_columns)
+  produce_report_each       the `kafkasql_sink` writer with a Python delivery callback per record
+  produce_report_errors     the writer as configured now: only failures call back
+Each figure is rows/s on this machine (cores and load average recorded with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from ingest import machine_facts, make_records  # noqa: E402
+
+BATCH = 10_000
+COLUMNS = (("id", "BIGINT"), ("name", "STRING"), ("amount", "DOUBLE"), ("ts", "BIGINT"), ("tags", "STRING"),
+           ("pad", "STRING"))
+
+
+def rows_per_s(n: int, run) -> int:
+    t0 = time.perf_counter()
+    run()
+    return round(n / (time.perf_counter() - t0))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sink_stages.json"))
+    args = ap.parse_args(argv)
+
+    import pyarrow as pa
+
+    from kafkasql_magic.formats import Field
+    from kafkasql_magic.formats.avro_types import write_schema
+    from kafkasql_magic.kafka import writer
+    from kafkasql_magic.local import LocalStack
+    from kafkasql_magic.kafka.producer import produce
+    from kafkasql_magic.sinks import avro_columns
+    from kafkasql_magic.sinks.encode import frame_rows
+    from kafkasql_magic.sql import ast
+
+    n = args.records
+    fields = [Field(name.upper(), ast.Type(t)) for name, t in COLUMNS]
+    names = [f.name for f in fields]
+    text = json.dumps(write_schema(fields, False, "KsqlDataSourceSchema"))
+    decoded = [json.loads(r["value"]) for r in make_records(n)]
+    table = pa.Table.from_pylist([{k.upper(): v for k, v in row.items()} for row in decoded])
+    batches = [b.to_struct_array() if hasattr(b, "to_struct_array") else pa.StructArray.from_arrays(
+        b.columns, names) for b in table.to_batches(BATCH)]
+    types_ = avro_columns.plan(text, names, bare=False)
+    assert types_ is not None, text
+    header = b"\x00\x00\x00\x00\x01"
+    results: dict = {"records": n, "partitions": args.partitions}
+
+    record_by_record: list = []
+    by_column: list = []
+    results["encode_record_by_record_rows_per_s"] = rows_per_s(n, lambda: [
+        record_by_record.extend(frame_rows("AVRO", b.to_pylist(), names, [f.type for f in fields], False, 1, text))
+        for b in batches])
+    results["encode_by_column_rows_per_s"] = rows_per_s(n, lambda: [
+        by_column.extend(avro_columns.encode([b.field(i) for i in range(len(names))], types_, header, False)
+                         .to_pylist()) for b in batches])
+    assert by_column == record_by_record  # the same bytes
+
+    keys = pa.array([r["key"] for r in make_records(n)], pa.binary())
+    values = pa.array(record_by_record, pa.binary())
+    to_write = [pa.RecordBatch.from_arrays([keys.slice(i, BATCH), values.slice(i, BATCH)], ["key", "value"])
+                for i in range(0, n, BATCH)]
+    with LocalStack() as stack:
+        bootstrap = stack.bootstrap_servers
+        for case, conf in (("produce_report_each", {"delivery.report.only.error": False}),
+                           ("produce_report_errors", {})):
+            topic = f"bench-stages-{case}-{os.getpid()}"
+            produce(bootstrap, topic, [], create_partitions=args.partitions)
+            options = writer.SinkOptions(bootstrap, topic, kafka_conf=conf)
+            results[f"{case}_rows_per_s"] = rows_per_s(n, lambda: writer.produce_batches(options, iter(to_write)))
+    results["cores"] = os.cpu_count()
+    results["load_average_1m"] = round(os.getloadavg()[0], 1)
+    results["machine"] = machine_facts()
+    results["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    print(json.dumps(results, indent=1))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The records persistent queries write, as ksqlDB writes them (its query-validation tests
+`having.json` and `headers.json` show the behaviours): a group failing HAVING is a tombstone,
+an aggregation's record has the latest contributing time and the newest record's headers, and
+a stream-stream join's record has the later record's time and headers. Read back with
+confluent-kafka."""
+
+from __future__ import annotations
+
+import json
+import struct
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka.peek import fetch_records
+from kafkasql_magic.kafka.producer import produce
+
+BASE = 1_700_000_000_000
+
+
+@pytest.fixture
+def ksql(broker, spark, tmp_path):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                   state_dir=str(tmp_path / "state"))
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    yield s
+    s.stop()
+
+
+def tagged(prefix: str) -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8].upper()
+    return f"{prefix}_{tag}", f"t-{prefix.lower()}-{tag.lower()}"
+
+
+def record(key: bytes, value, ts: int, *headers) -> dict:
+    return {"key": key, "value": None if value is None else json.dumps(value).encode(), "timestamp": ts,
+            "headers": list(headers)}
+
+
+def history(broker, topic: str, count: int) -> dict[bytes, list[dict]]:
+    """The records of `topic` per key, oldest first."""
+    got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=30,
+                        until_end=False)
+    assert len(got) == count, got
+    by_key: dict[bytes, list[dict]] = {}
+    for r in sorted(got, key=lambda r: (r["partition"], r["offset"])):
+        by_key.setdefault(r["key"], []).append(r)
+    return by_key
+
+
+def murmur2(key: bytes) -> int:
+    """Kafka's murmur2 (the Java producer's partitioner hash, as in Kafka's Utils), a signed int."""
+    mask, m = 0xFFFFFFFF, 0x5BD1E995
+    h = (0x9747B28C ^ len(key)) & mask
+    whole = len(key) - len(key) % 4
+    for i in range(0, whole, 4):
+        k = (int.from_bytes(key[i:i + 4], "little") * m) & mask
+        k = ((k ^ (k >> 24)) * m) & mask
+        h = ((h * m) & mask) ^ k
+    tail = key[whole:]
+    if tail:
+        for i in reversed(range(len(tail))):
+            h ^= tail[i] << (8 * i)
+        h = (h * m) & mask
+    h = ((h ^ (h >> 13)) * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def murmur2_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's Java producer (so ksqlDB) picks for `key`."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def test_murmur2_matches_kafkas_published_values():
+    assert [murmur2(k) for k in (b"21", b"foobar", b"abc")] == [-973932308, -790332482, 479470107]
+
+
+def test_group_by_having_tombstones_and_record_time_and_headers(ksql, broker):
+    src, topic = tagged("S")
+    out = f"SUMS_{src}"
+    ksql.sql(f"CREATE STREAM {src} (ID STRING KEY, V INT) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    others = [f"k{i}".encode() for i in range(8)]  # small sums: a tombstone each, spread over the partitions
+    produce(broker.bootstrap_servers, topic, [
+        record(b"a", {"V": 50}, BASE + 1, ("h", b"a1")),
+        record(b"b", {"V": 100}, BASE + 5, ("h", b"b1")),
+        record(b"b", {"V": 50}, BASE + 3, ("h", b"b2"), ("x", None)),  # newer offset, older time
+    ] + [record(k, {"V": 1}, BASE, ("h", k)) for k in others])
+    query = ksql.sql(f"CREATE TABLE {out} WITH (PARTITIONS=4) AS SELECT ID, SUM(V) AS S FROM {src} "
+                     "GROUP BY ID HAVING SUM(V) > 100;")
+    assert query.wait_for_records(10, 180), query.failure
+    first = {k: rs[0] for k, rs in history(broker, out, 10).items()}
+    assert first[b"a"]["value"] is None  # never passed HAVING: a tombstone all the same (ksqlDB)
+    assert all(first[k]["value"] is None for k in others)
+    assert json.loads(first[b"b"]["value"]) == {"S": 150}
+    assert (first[b"a"]["timestamp"], first[b"b"]["timestamp"]) == (BASE + 1, BASE + 5)  # latest contributing
+    assert first[b"a"]["headers"] == [("h", b"a1")]
+    assert first[b"b"]["headers"] == [("h", b"b2"), ("x", None)]  # the newest record counted
+    # keyed records land where ksqlDB's (Java) producer puts them, so ksqlDB can join and look them up
+    assert {k: r["partition"] for k, r in first.items()} == {k: murmur2_partition(k, 4) for k in first}
+    produce(broker.bootstrap_servers, topic, [
+        record(b"a", {"V": 60}, BASE + 2, ("h", b"a2")),
+        record(b"b", {"V": -100}, BASE + 9, ("h", b"b3")),
+    ])
+    assert query.wait_for_records(12, 180), query.failure
+    second = {k: rs[1] for k, rs in history(broker, out, 12).items() if len(rs) > 1}
+    assert json.loads(second[b"a"]["value"]) == {"S": 110}
+    assert second[b"b"]["value"] is None  # stopped satisfying HAVING
+    assert (second[b"a"]["timestamp"], second[b"b"]["timestamp"]) == (BASE + 2, BASE + 9)
+    assert (second[b"a"]["headers"], second[b"b"]["headers"]) == ([("h", b"a2")], [("h", b"b3")])
+    # a push query over the same aggregation still shows only the groups that pass HAVING
+    rows = ksql.sql(f"SELECT ID, SUM(V) AS S FROM {src} GROUP BY ID HAVING SUM(V) > 100 EMIT CHANGES LIMIT 1;")
+    assert rows.to_dict("records") == [{"ID": "a", "S": 110}]
+
+
+def test_table_aggregation_writes_an_emptied_group_as_a_tombstone(ksql, broker):
+    src, topic = tagged("P")
+    out = f"BYREGION_{src}"
+    ksql.sql(f"CREATE TABLE {src} (ID INT PRIMARY KEY, REGION STRING) WITH (kafka_topic='{topic}', "
+             "value_format='JSON', partitions=1);")
+    key = struct.Struct(">i").pack
+    produce(broker.bootstrap_servers, topic, [
+        record(key(1), {"REGION": "eu"}, BASE + 1, ("h", b"p1")),
+        record(key(2), {"REGION": "us"}, BASE + 2, ("h", b"p2"))])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT REGION, COUNT(*) AS N FROM {src} GROUP BY REGION;")
+    assert query.wait_for_records(2, 90), query.failure
+    produce(broker.bootstrap_servers, topic, [record(key(1), {"REGION": "us"}, BASE + 7, ("h", b"moved"))])
+    assert query.wait_for_records(4, 90), query.failure
+    changed = {k: rs[-1] for k, rs in history(broker, out, 4).items()}
+    assert changed[b"eu"]["value"] is None  # its only row moved away: deleted, so a tombstone
+    assert json.loads(changed[b"us"]["value"]) == {"N": 2}
+    assert {r["timestamp"] for r in changed.values()} == {BASE + 7}  # the change's time and headers
+    assert all(r["headers"] == [("h", b"moved")] for r in changed.values())
+
+
+def test_stream_stream_join_takes_the_later_records_time_and_headers(ksql, broker):
+    left, left_topic = tagged("L")
+    right, right_topic = tagged("R")
+    out = f"J_{left}"
+    for name, topic, header in ((left, left_topic, "abc"), (right, right_topic, "def")):
+        ksql.sql(f"CREATE STREAM {name} (A INT KEY, B INT, C BYTES HEADER('{header}')) WITH "
+                 f"(kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    key = struct.Struct(">i").pack
+    produce(broker.bootstrap_servers, left_topic, [
+        record(key(0), {"B": 1}, BASE + 10, ("abc", b"!")),
+        record(key(1), {"B": 2}, BASE + 30, ("abc", b"L1"))])
+    produce(broker.bootstrap_servers, right_topic, [
+        record(key(0), {"B": -1}, BASE + 11, ("def", b"#")),
+        record(key(1), {"B": -2}, BASE + 25, ("def", b"R1"))])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {left} INNER JOIN {right} WITHIN 10 SECONDS "
+                     f"ON {left}.A = {right}.A;")
+    assert query.wait_for_records(2, 180), query.failure
+    got = {json.loads(r["value"])[f"{left}_A"]: r for r in
+           fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=None, timeout_s=30)}
+    assert json.loads(got[0]["value"]) == {f"{left}_A": 0, f"{left}_B": 1, f"{left}_C": "IQ==", f"{right}_A": 0,
+                                           f"{right}_B": -1, f"{right}_C": "Iw=="}
+    assert (got[0]["timestamp"], got[0]["headers"]) == (BASE + 11, [("def", b"#")])  # the right one is later
+    assert (got[1]["timestamp"], got[1]["headers"]) == (BASE + 30, [("abc", b"L1")])  # the left one is later
