@@ -22,6 +22,8 @@ PRODUCER_CONF = {
     "queue.buffering.max.messages": 500_000,
     "queue.buffering.max.kbytes": 512 * 1024,
     "message.timeout.ms": 60_000,
+    # Java's partitioner, as the sink writer's: INSERT VALUES puts a key where ksqlDB would
+    "partitioner": "murmur2_random",
 }
 
 _PRODUCERS: dict[tuple, object] = {}

@@ -158,3 +158,16 @@ def test_stream_stream_join_takes_the_later_records_time_and_headers(ksql, broke
                                            f"{right}_B": -1, f"{right}_C": "Iw=="}
     assert (got[0]["timestamp"], got[0]["headers"]) == (BASE + 11, [("def", b"#")])  # the right one is later
     assert (got[1]["timestamp"], got[1]["headers"]) == (BASE + 30, [("abc", b"L1")])  # the left one is later
+
+
+def test_insert_values_lands_keys_where_ksqldb_would(ksql, broker):
+    name, topic = tagged("INS")
+    produce(broker.bootstrap_servers, topic, [], create_partitions=4)
+    ksql.sql(f"CREATE STREAM {name} (k STRING KEY, v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    keys = [f"key-{i}" for i in range(12)]
+    ksql.sql("".join(f"INSERT INTO {name} (k, v) VALUES ('{k}', {i});" for i, k in enumerate(keys)))
+    got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=len(keys), timeout_s=30,
+                        until_end=False)
+    placed = {r["key"]: r["partition"] for r in got}
+    assert placed == {k.encode(): murmur2_partition(k.encode(), 4) for k in keys}
+    assert len(set(placed.values())) > 1  # the keys spread: the check above can tell partitioners apart
