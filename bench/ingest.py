@@ -15,6 +15,8 @@ and, for the key/value formats and seek work:
   seek_one_offset vs full_scan   `WHERE ROWPARTITION = 0 AND ROWOFFSET = k ... LIMIT 1` against a
                          query that must read the whole topic to find the same record: records
                          fetched and seconds (in `seek`)
+  json_decode_header_key / json_decode_all_headers   the JSON value's id with one HEADER('seq')
+                         column, resp. the HEADERS array, through the planner
 and the query cases of `bench/queries.py` (a windowed aggregation, a stream-table join) as push
 queries over the same topic.
 `spark_from_json_decode` is (c) with Spark's plain from_json (exact-case field names): the cost
@@ -32,6 +34,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -123,6 +126,8 @@ def spark_session(cores: int):
              .config("spark.sql.shuffle.partitions", str(cores))
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             # a loaded shared machine: give Python workers time to connect back
+             .config("spark.python.authenticate.socketTimeout", "120s")
              .config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     from kafkasql_magic.kafka.source import register
@@ -188,6 +193,18 @@ class SqlCases:
                 "seconds": {"seek_one_offset": round(seek_s, 3), "full_scan": round(scan_s, 3)}}
 
 
+def retried(fn, attempts: int = 3):
+    """`fn()`, tried again when Spark's Python planner worker did not start within Spark's fixed
+    connect-back time (it happens on a heavily loaded machine, and is no part of what is measured)."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:
+            if "failed to connect back" not in str(exc) or attempt == attempts - 1:
+                raise
+            print(f"retrying after: {str(exc).splitlines()[0][:200]}")
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -198,7 +215,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--repeat", type=int, default=3, help="rounds; the best of each case counts")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; the median of each case counts")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.json"))
     args = ap.parse_args(argv)
 
@@ -238,12 +255,18 @@ def main(argv=None) -> int:
                              schema_registry_url=stack.endpoints["schema.registry.url"], timeout=600)
         session.sql(f"SET 'auto.offset.reset'='earliest';"
                     f"CREATE STREAM bench (id BIGINT, name STRING, amount DOUBLE, ts BIGINT, tags STRING) "
+                    f"WITH (kafka_topic='{topic}', value_format='JSON');"
+                    f"CREATE STREAM bench_header (id BIGINT, seq BYTES HEADER('seq')) "
+                    f"WITH (kafka_topic='{topic}', value_format='JSON');"
+                    f"CREATE STREAM bench_headers (id BIGINT, hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
                     f"WITH (kafka_topic='{topic}', value_format='JSON');")
         sql_cases = SqlCases(session, stack, n, parts)
 
-        def planner_decode(stream="BENCH", columns=("ID", "NAME", "AMOUNT", "TS", "TAGS")):
+        def planner_decode(stream="BENCH", columns=("ID", "NAME", "AMOUNT", "TS", "TAGS"), arrays=()):
             frame = session.dataframe(f"SELECT {', '.join(columns)} FROM {stream};")
-            row = frame.agg(F.count(columns[0]).alias("c"), *[F.max(F.length(F.col(c).cast("string"))) for c in columns[1:]]).collect()[0]
+            row = frame.agg(F.count(columns[0]).alias("c"),
+                            *[F.max(F.size(c) if c in arrays else F.length(F.col(c).cast("string")))
+                              for c in columns[1:]]).collect()[0]
             assert row["c"] == n, row
             return row
 
@@ -265,6 +288,8 @@ def main(argv=None) -> int:
             "source_count": lambda: n / timed(count),
             "source_json_decode": lambda: n / timed(planner_decode),
             "spark_from_json_decode": lambda: n / timed(decode),
+            "json_decode_header_key": lambda: n / timed(lambda: planner_decode("BENCH_HEADER", ("ID", "SEQ"))),
+            "json_decode_all_headers": lambda: n / timed(lambda: planner_decode("BENCH_HEADERS", ("ID", "HS"), ("HS",))),
             "json_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT"))),
             "avro_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))),
             "source_count_no_headers": lambda: n / timed(lambda: count(includeHeaders="false")),
@@ -274,15 +299,19 @@ def main(argv=None) -> int:
         from queries import query_cases
 
         cases.update(query_cases(session, bootstrap, n))
-        # Interleaved rounds, best of each: the machine may be shared, and a burst of other
-        # work should not land on one case only.
+        # Interleaved rounds, median of each: the machine may be shared, and a burst of other
+        # work should land on one round of a case, not decide its figure.
         sql_cases.produce_key_value_topics()
-        seek = sql_cases.seek()
-        rates = {}
+        try:
+            seek = retried(sql_cases.seek)
+        except Exception as exc:  # recorded, so the rates of every other case are not lost
+            seek = {"error": str(exc).splitlines()[0][:300]}
+        rounds: dict[str, list[float]] = {}
         load_before = os.getloadavg()[0]
         for _ in range(args.repeat):
             for name, run in cases.items():
-                rates[name] = max(rates.get(name, 0.0), run())
+                rounds.setdefault(name, []).append(run())
+        rates = {name: statistics.median(values) for name, values in rounds.items()}
         load_after = os.getloadavg()[0]
         cached.unpersist()
         spark.stop()
@@ -295,6 +324,8 @@ def main(argv=None) -> int:
         "value_bytes": len(next(make_records(1))["value"]),
         "produce_rows_per_s": round(produce_rate),
         "rows_per_s": {k: round(v) for k, v in rates.items()},
+        "rows_per_s_rounds": {k: [round(v) for v in values] for k, values in rounds.items()},
+        "vs_tuned_consumer": {k: round(v / rates["raw_consume_tuned"], 3) for k, v in rates.items()},
         "ratio_b_a": round(rates["source_count"] / a, 3),
         "ratio_c_a": round(rates["source_json_decode"] / a, 3),
         "ratio_b_a_tuned": round(rates["source_count"] / rates["raw_consume_tuned"], 3),
@@ -310,7 +341,7 @@ def main(argv=None) -> int:
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     for name, rate in rates.items():
-        print(f"{name:>24}: {rate:>12,.0f} rows/s  ({rate / a:.2f} x raw_consume)")
+        print(f"{name:>30}: {rate:>12,.0f} rows/s  ({rate / rates['raw_consume_tuned']:.2f} x tuned consumer)")
     print(f"b/a = {results['ratio_b_a']}  c/a = {results['ratio_c_a']}  json kv/a = {results['ratio_json_kv_a']}  "
           f"avro kv/a = {results['ratio_avro_kv_a']}  (cores: {cores})")
     print(f"seek: {seek}")

@@ -5,12 +5,13 @@ Runs in Spark's Python workers (possibly on other machines): only plain data com
 
 Speed: per-message Python is what costs. Columns are built with `map` over the C method
 descriptors of `confluent_kafka.Message` (a C loop, no Python frame per message); offsets
-are computed arithmetically when a batch is contiguous (the usual case); headers become one
-flat key list, one flat value list and list offsets (`ListArray.from_arrays`). The cyclic
+are computed arithmetically when a batch is contiguous (the usual case). The cyclic
 garbage collector is paused while a range is read: every consumed message is a GC-tracked
 object, and the collections they trigger cost as much as the reading itself.
 Converting headers is the most expensive step (confluent-kafka builds a list of tuples per
-message); `include_headers=False` skips it and yields empty header lists. A record whose
+message, which pyarrow converts in one pass); `include_headers=False` skips it and yields empty header lists, and `header_keys`
+(the keys a query's HEADER('k') columns read) keeps only each listed key's last header, so
+Spark takes in one small entry per key instead of every header. A record whose
 header key is not UTF-8 cannot be read by confluent-kafka (`headers()` raises); its headers
 column is NULL (never otherwise), which the decoding logs as an error naming the record.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import gc
 import time
-from itertools import chain
 from operator import itemgetter
 
 from pyspark.sql.datasource import InputPartition
@@ -48,7 +48,8 @@ class KafkaRange(InputPartition):
 
     def __init__(self, topic: str, partition: int, start: int, end: int, bootstrap: str,
                  conf: dict | None = None, batch_rows: int = BATCH_ROWS,
-                 idle_timeout: float = IDLE_TIMEOUT, include_headers: bool = True):
+                 idle_timeout: float = IDLE_TIMEOUT, include_headers: bool = True,
+                 header_keys: tuple[str, ...] | None = None):
         super().__init__((topic, partition, start, end))
         self.topic = topic
         self.partition = partition
@@ -59,6 +60,7 @@ class KafkaRange(InputPartition):
         self.batch_rows = batch_rows
         self.idle_timeout = idle_timeout
         self.include_headers = include_headers
+        self.header_keys = header_keys  # None: every header
 
     def __repr__(self) -> str:
         return f"KafkaRange({self.topic!r}, {self.partition}, [{self.start}, {self.end}))"
@@ -133,7 +135,7 @@ def read_range(rng: KafkaRange):
                 elif time.monotonic() - last_progress > rng.idle_timeout:
                     raise _fail(rng, f"No record arrived for {rng.idle_timeout:g}s at offset {nxt}")
             if pending and (len(pending) >= rng.batch_rows or nxt >= end):
-                yield to_record_batch(pending, rng.topic, rng.partition, schema, headers)
+                yield to_record_batch(pending, rng.topic, rng.partition, schema, headers, rng.header_keys)
                 pending = []
     finally:
         if gc_was_enabled:
@@ -173,8 +175,10 @@ def _clip(msgs, nxt: int, end: int):
     return kept, (end if done else new_next), done
 
 
-def to_record_batch(msgs, topic: str, partition: int, schema=None, include_headers: bool = True):
-    """Arrow columns for a list of (non-error) confluent_kafka Messages."""
+def to_record_batch(msgs, topic: str, partition: int, schema=None, include_headers: bool = True,
+                    header_keys: tuple[str, ...] | None = None):
+    """Arrow columns for a list of (non-error) confluent_kafka Messages; with `header_keys`,
+    the headers column holds only the last header of each of those keys."""
     import numpy as np
     import pyarrow as pa
     from confluent_kafka import Message
@@ -197,7 +201,7 @@ def to_record_batch(msgs, topic: str, partition: int, schema=None, include_heade
     timestamps = pa.array(ts, tstype, mask=mask) if mask.any() else pa.array(ts, tstype)
 
     hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
-    headers = _headers(hs, n, schema.field("headers").type, unreadable)
+    headers = _headers(hs, n, schema.field("headers").type, unreadable, header_keys)
     return pa.RecordBatch.from_arrays(
         [keys, values, headers, pa.repeat(topic, n),
          pa.array(np.full(n, partition, dtype=np.int32)), offsets, timestamps],
@@ -231,24 +235,47 @@ def _read_headers(msgs):
     return hs, mask
 
 
-def _headers(hs: list, n: int, list_type, unreadable: list[bool] | None = None):
-    """The headers column; rows marked in `unreadable` are NULL."""
+def _headers(hs: list, n: int, list_type, unreadable: list[bool] | None = None,
+             keys: tuple[str, ...] | None = None):
+    """The headers column (only the last header of each of `keys` when given); rows marked
+    in `unreadable` are NULL, rows without headers empty lists.
+
+    pyarrow converts confluent-kafka's lists of (key, value) tuples in one C++ pass (about
+    four times faster than flattening them in Python first); a record without headers comes
+    as None, a NULL whose offsets are empty, so rebuilding the list from the offsets (which
+    carry no validity) turns it into [] and only `unreadable` marks NULLs."""
     import numpy as np
     import pyarrow as pa
 
-    struct_type = list_type.value_type
-    unreadable = pa.array(unreadable, pa.bool_()) if unreadable is not None else None
-    if hs.count(None) == n:
-        offs = pa.array(np.zeros(n + 1, dtype=np.int32))
-        empty = pa.StructArray.from_arrays(
-            [pa.array([], pa.string()), pa.array([], pa.binary())], fields=list(struct_type))
-        return pa.ListArray.from_arrays(offs, empty, type=list_type, mask=unreadable)
-    hs = [h or () for h in hs]
-    lens = np.fromiter(map(len, hs), dtype=np.int32, count=n)
+    nested = pa.array(hs, list_type)
+    offs = nested.offsets.to_numpy()
+    items = nested.values
+    if keys is not None:
+        items, offs = _last_of_keys(items, items.field("key"), np.diff(offs), keys)
+    mask = pa.array(unreadable, pa.bool_()) if unreadable is not None else None
+    return pa.ListArray.from_arrays(pa.array(offs), items, type=list_type, mask=mask)
+
+
+def _last_of_keys(items, hkeys, lens, keys: tuple[str, ...]):
+    """Only the last header of each of `keys` per record, in record order: (items, list offsets).
+
+    Vectorised over the flat header arrays: an entry is kept when its key is listed and no
+    later entry of the same record has the same key."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(lens)
+    rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+    keep = np.zeros(len(rows), dtype=bool)
+    for key in dict.fromkeys(keys):
+        at = np.flatnonzero(pc.equal(hkeys, pa.scalar(key, pa.string())).fill_null(False).to_numpy(zero_copy_only=False))
+        if len(at):
+            owner = rows[at]
+            last = np.ones(len(at), dtype=bool)
+            last[:-1] = owner[1:] != owner[:-1]  # `at` ascends, so each record's entries are adjacent
+            keep[at[last]] = True
+    kept = np.flatnonzero(keep)
     offs = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lens, out=offs[1:])
-    flat = list(chain.from_iterable(hs))
-    hkeys = pa.array(list(map(itemgetter(0), flat)), pa.string())
-    hvals = pa.array(list(map(itemgetter(1), flat)), pa.binary())
-    items = pa.StructArray.from_arrays([hkeys, hvals], fields=list(struct_type))
-    return pa.ListArray.from_arrays(pa.array(offs), items, type=list_type, mask=unreadable)
+    np.cumsum(np.bincount(rows[kept], minlength=n), out=offs[1:])
+    return items.take(pa.array(kept)), offs

@@ -18,6 +18,9 @@ Options (strings):
                           records (default 200000)
   includeHeaders          true (default) | false: false skips converting headers (the
                           costliest per-record step) and yields empty header lists
+  headerKeys              JSON list of header keys, e.g. ["k1", "k2"]: the headers column
+                          holds only the last header of each of these keys (what HEADER('k')
+                          columns read), built in the worker; default every header
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
   brokerOutageTimeoutMs   how long a stream waits for a broker that stops answering before
                           it fails (default 60000; see `kafkasql_magic.kafka.outage`)
@@ -143,7 +146,7 @@ class _Planner:
         for p in sorted(end):
             for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
                 out.append(KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf,
-                                      o.batch_rows, o.idle_timeout, o.include_headers))
+                                      o.batch_rows, o.idle_timeout, o.include_headers, o.header_keys))
         return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -25,6 +26,20 @@ def _positive_int(options: Mapping[str, str], name: str, default: int | None) ->
     if value <= 0:
         raise KafkaError(f"Option {name} must be a positive integer, not {raw!r}")
     return value
+
+
+def _header_keys(options: Mapping[str, str]) -> tuple[str, ...] | None:
+    """headerKeys: a JSON list of header keys (only their last values are read), else None."""
+    raw = options.get("headerKeys")
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        keys = json.loads(raw)
+    except ValueError:
+        keys = None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise KafkaError(f"Option headerKeys must be a JSON list of header keys, not {raw!r}")
+    return tuple(keys)
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -53,6 +68,7 @@ class SourceOptions:
     batch_rows: int = BATCH_ROWS
     idle_timeout: float = IDLE_TIMEOUT
     include_headers: bool = True
+    header_keys: tuple[str, ...] | None = None  # None: every header
     outage_limit: float = 60.0
 
     @classmethod
@@ -98,5 +114,6 @@ class SourceOptions:
             # a read waits for a broker that stops answering as long as planning does
             idle_timeout=float(get("readIdleTimeoutSeconds") or max(IDLE_TIMEOUT, limit_of(options))),
             include_headers=_bool(options, "includeHeaders", True),
+            header_keys=_header_keys(options),
             outage_limit=limit_of(options),
         )

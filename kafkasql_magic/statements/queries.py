@@ -10,6 +10,7 @@ import pandas as pd
 from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
+from ..engine.analysis.headers import header_use
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..errors import StatementError
@@ -49,12 +50,14 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
 
     def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
-        headers = keep_headers or bool(source.header_columns)
+        headers = header_use(source, forwarded=keep_headers)
         start = source.properties.get(START_PROPERTY)
         if not streaming:
-            return reads.bounded(bootstrap, source.topic, include_headers=headers, start=start)
+            return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
+                                 start=start)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=session.max_records_per_trigger, include_headers=headers, start=start)
+                          max_per_trigger=session.max_records_per_trigger, include_headers=headers.needed,
+                          header_keys=headers.keys, start=start)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))

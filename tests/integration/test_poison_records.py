@@ -125,3 +125,31 @@ def test_avro_string_not_utf8_is_logged(spark, broker, registry):
     session.sql(f"CREATE STREAM a WITH (kafka_topic='{topic}', value_format='AVRO');")
     assert session.sql("SELECT s FROM a EMIT CHANGES LIMIT 3;").S.tolist() == ["ok 0", "ok 1", "ok 2"]
     assert [o for o, _ in logged(session, topic)] == [1]
+
+
+def test_only_failed_records_carry_their_bytes_to_the_driver(session, broker):
+    """What a query collects: its result columns, and raw key and value bytes (as bytes, never
+    base64 text) only for the records that failed; never the input record's headers. A
+    HEADER('h') source reads only that key's last header."""
+    import pyarrow as pa
+
+    from kafkasql_magic.engine.columns import OFFSET, RAW_HEADERS, RAW_KEY, RAW_VALUE, result_column
+    from kafkasql_magic.results import collectable
+    from kafkasql_magic.statements.queries import prepare
+
+    records = [{"key": b"k0", "value": b'{"v": 1}', "headers": [("h", b"x"), ("o", b"y"), ("h", b"z")]},
+               {"key": b"k1", "value": b'{"v": '},
+               {"key": b"k2", "value": b'{"v": 3}'}]
+    topic = write(broker, records)
+    session.sql(f"CREATE STREAM s (k STRING KEY, v INT, h BYTES HEADER('h')) "
+                f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    (stmt, _), = session._statements("SELECT k, v, h FROM s;", session.dialect_now)
+    prepared = prepare(session, stmt)
+    assert prepared.read.options()["headerKeys"] == '["h"]'
+    table = collectable(prepared.built.frame, len(prepared.plan.names)).toArrow().sort_by(OFFSET)
+    assert table.column(RAW_VALUE).to_pylist() == [None, b'{"v": ', None]
+    assert table.column(RAW_KEY).to_pylist() == [None, b"k1", None]
+    assert table.schema.field(RAW_KEY).type == table.schema.field(RAW_VALUE).type == pa.binary()
+    assert RAW_HEADERS not in table.column_names
+    assert table.column(result_column(2)).to_pylist() == [b"z", None, None]
+    assert table.column(result_column(1)).to_pylist() == [1, None, 3]
