@@ -64,7 +64,7 @@ class CommandLog:
         admin.create_topic(self.bootstrap, self.topic, 1, config=TOPIC_CONFIG, exist_ok=True, conf=self.conf)
 
     def append(self, command: Command) -> None:
-        from ..local.producer import produce
+        from ..kafka.producer import produce
 
         produce(self.bootstrap, self.topic, [{"value": command.to_json()}], conf=self.conf)
 

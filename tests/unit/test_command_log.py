@@ -26,3 +26,14 @@ def test_terminated_queries_are_not_restarted():
     assert still_running(log + [Command("TERMINATE ALL;", "ksql", {}),
                                 Command("CREATE STREAM C AS SELECT * FROM S;", "ksql", {}, "CSAS_C_4")], parse) \
         == {"CSAS_C_4"}
+
+
+def test_append_produces_the_command_as_one_record(monkeypatch):
+    from kafkasql_magic.kafka import producer
+    from kafkasql_magic.sinks.command_log import CommandLog
+
+    sent = []
+    monkeypatch.setattr(producer, "produce", lambda bootstrap, topic, records, conf=None: sent.append((bootstrap, topic, records)))
+    command = Command("CREATE STREAM O AS SELECT * FROM S;", "ksql", {}, "CSAS_O_1")
+    CommandLog("b:9092", "app").append(command)
+    assert sent == [("b:9092", "_kafkasql_app_command_topic", [{"value": command.to_json()}])]
