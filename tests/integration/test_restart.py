@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent("""
         if len({json.loads(r["value"])["V"] for r in got}) >= int(expect):
             break
         time.sleep(1)
-    print("RESULT", query.id, query.state, query.records_out, repr(query.failure)[:2000], flush=True)
+    print("RESULT", query.id, query.state, query.records_out, str(query.failure)[:3000], flush=True)
     s.stop()
 """)
 
