@@ -117,7 +117,8 @@ class QueryCard:
     def __init__(self, model: QueryCardModel, on_terminate: Callable[[], object]):
         self.model = model
         self.info = widgets.HTML(card_html(model.state))
-        self.terminate = widgets.Button(description="Terminate", icon="stop", layout=widgets.Layout(width="auto"))
+        self.terminate = widgets.Button(description="Terminate", icon="stop",
+                                        layout=widgets.Layout(width="auto", flex="0 0 auto"))  # never squeezed
         self.terminate.on_click(lambda _: on_terminate())
         self.widget = widgets.HBox([self.terminate, self.info])
         model.subscribe(self._render)
