@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     from kafkasql_magic.local import LocalStack, produce
 
     n, parts = args.records, args.partitions
+    load_before = os.getloadavg()[0]  # a shared machine's load explains slow figures
     with LocalStack() as stack:
         bootstrap = stack.bootstrap_servers
         topic = f"bench-sink-{os.getpid()}"
@@ -119,7 +120,8 @@ def main(argv=None) -> int:
         session.stop()
     results = {"records": n, "partitions": parts, "raw_consume_rows_per_s": round(raw),
                "csas_json_to_avro_rows_per_s": round(csas), "csas_vs_raw": round(csas / raw, 3),
-               "latency": lat, "machine": machine_facts(),
+               "latency": lat, "machine": {"cores": os.cpu_count(), "load_average_1m": [load_before, os.getloadavg()[0]],
+                                           **machine_facts()},
                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(json.dumps(results, indent=1))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,27 @@ def _display_live(query):
     return handle
 
 
+def _display_card(session: Session, query):
+    """A persistent query's card, kept current until the query ends. Terminate runs TERMINATE
+    through the session, so the command topic records it as any TERMINATE statement."""
+    from IPython.display import display
+
+    from .live.query_card import QueryCard, QueryCardModel, follow
+
+    model = QueryCardModel(query.id, sink_topic=query.sink_topic)
+
+    def terminate() -> None:
+        try:
+            session.sql(f"TERMINATE {query.id};")
+        except KStreamError as exc:
+            model.update(message=str(exc))
+
+    card = QueryCard(model, on_terminate=terminate)
+    follow(model, query.status)
+    display(card)
+    return card
+
+
 def stop_all() -> None:
     for session in _sessions.values():
         session.stop()
@@ -151,6 +172,9 @@ class KStreamMagics(Magics):
         does a SELECT without EMIT CHANGES (a snapshot of the topic as it is now).
         `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
         string is quoted, so a value can never add SQL); `${var}` by `DEFINE var = 'value';`.
+        A persistent query (CREATE STREAM|TABLE ... AS SELECT, INSERT INTO ... SELECT) returns
+        at once with a query card (status, records in/out per second, lag, processing-log
+        count, sink topic, Terminate); `%kstream queries` shows a card per running query.
         `%kstream schema [topic]` opens the schema pane: registry subjects, inferred columns and
         the CREATE statement they imply. Settings: `%config KStreamMagics.max_rows = 50` (also
         dialect, timeout, trigger_interval, schema_registry_url, show_spark_logs) apply from the
@@ -166,6 +190,8 @@ class KStreamMagics(Magics):
             return None
         if cell is None and parsed.sql.split()[:1] == ["schema"]:
             return self._schema_pane(parsed.sql.split()[1:])
+        if cell is None and parsed.sql.split() == ["queries"]:
+            return self._query_cards(args)
         text = self._statements(args, parsed.sql, cell)
         try:
             text = pyvars.substitute(text, self.shell.user_ns)
@@ -175,10 +201,14 @@ class KStreamMagics(Magics):
                                  dialect=args.dialect or self.dialect)
         except KStreamError as exc:
             raise UsageError(with_caret(str(exc), text)) from None
+        from .sinks.runner import PersistentQuery
+
         shown = None
         if hasattr(result, "model") and result.is_active:  # a running push query
             self._cell_queries[self._cell_key(line, cell)] = result
             shown = _display_live(result)
+        elif isinstance(result, PersistentQuery):
+            shown = _display_card(session, result)
         formats = getattr(result, "attrs", {})
         if "key_format" in formats and "value_format" in formats:  # PRINT says what it detected, as ksqlDB does
             print(f"Key format: {formats['key_format']}\nValue format: {formats['value_format']}")
@@ -267,6 +297,15 @@ class KStreamMagics(Magics):
             except KeyError:
                 raise UsageError(f"%kstream schema: no topic {args[0]!r} on {session.bootstrap_servers}") from None
         return pane.widget
+
+    def _query_cards(self, args) -> None:
+        """`%kstream queries`: a card per running persistent query."""
+        session = self._session(args)
+        running = list(session.persistent.queries.values())
+        if not running:
+            print("No persistent query is running.")
+        for query in running:
+            _display_card(session, query)
 
     # ------------------------------------------------------------ helpers
     def _session(self, args) -> Session:

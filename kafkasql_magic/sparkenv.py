@@ -35,6 +35,10 @@ def local_spark(master: str | None = None):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # How long a Python worker waits to connect back to the JVM (PySpark's default: 15 s). On a
+    # loaded machine a worker can take longer, and the micro-batch, so the query, failed with
+    # CANNOT_OPEN_SOCKET; measured on a 2-core machine at load average 26.
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master or os.environ.get("KAFKASQL_SPARK_MASTER", "local[2]"))

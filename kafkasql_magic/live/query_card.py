@@ -1,9 +1,11 @@
 """A persistent query at a glance: id, status, records in/out per second, lag, processing-log
 count, sink topic and a Terminate button.
 
-`QueryCardModel` is plain Python: the runtime calls `update(...)` with running totals (from any
-thread); rates are counted here from how the totals move, so they are current and fall to zero
-when the query idles. `QueryCard` is its ipywidgets face; Terminate calls `on_terminate()`.
+`QueryCardModel` is plain Python: `update(...)` takes running totals (from any thread); rates are
+counted here from how the totals move, so they are current and fall to zero when the query
+idles. `follow` keeps a model current from a query's plain status object (the sinks manager's
+`PersistentQuery.status()`), polling in a background thread until the query ends. `QueryCard`
+is its ipywidgets face; Terminate calls `on_terminate()`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import ipywidgets as widgets
 from .render import format_rate
 
 RATE_WINDOW = 5.0
-ENDED = frozenset({"TERMINATED", "FAILED"})
+ENDED = frozenset({"TERMINATED", "FAILED", "ERROR"})
+POLL_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,28 @@ class QueryCardModel:
             self._subscribers.append(callback)
 
 
+def apply_status(model: QueryCardModel, status) -> QueryCardState:
+    """One poll: a status object with status, records_in, records_out, lag, errors, message."""
+    return model.update(status=status.status, records_in=status.records_in, records_out=status.records_out,
+                        lag=status.lag, errors=status.errors, message=status.message)
+
+
+def follow(model: QueryCardModel, poll: Callable[[], object], *, interval: float = POLL_INTERVAL,
+           stop: threading.Event | None = None) -> threading.Thread:
+    """Update `model` from `poll()` every `interval` seconds until the query ends (or `stop`)."""
+    stop = stop or threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            if apply_status(model, poll()).status in ENDED:
+                return
+            stop.wait(interval)
+
+    thread = threading.Thread(target=run, name=f"kstream-card-{model.state.query_id}", daemon=True)
+    thread.start()
+    return thread
+
+
 def card_html(state: QueryCardState) -> str:
     esc = html.escape
     fields = [("status", state.status), ("in/s", format_rate(state.in_per_second)),
@@ -92,7 +117,8 @@ class QueryCard:
     def __init__(self, model: QueryCardModel, on_terminate: Callable[[], object]):
         self.model = model
         self.info = widgets.HTML(card_html(model.state))
-        self.terminate = widgets.Button(description="Terminate", icon="stop", layout=widgets.Layout(width="auto"))
+        self.terminate = widgets.Button(description="Terminate", icon="stop",
+                                        layout=widgets.Layout(width="auto", flex="0 0 auto"))  # never squeezed
         self.terminate.on_click(lambda _: on_terminate())
         self.widget = widgets.HBox([self.terminate, self.info])
         model.subscribe(self._render)

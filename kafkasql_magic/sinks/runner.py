@@ -40,6 +40,9 @@ class QueryStatus:
     errors: int
     sink: str
     sink_topic: str
+    records_in: int = 0  # totals since the query started in this process
+    records_out: int = 0
+    message: str | None = None  # why the query failed
 
 
 @dataclass
@@ -110,6 +113,8 @@ class PersistentQuery:
         self._query = None
         self._errors = 0
         self._out = 0
+        self._in = 0
+        self._counted_until = ""  # the timestamp of the last progress report counted
         self._out_rate: float | None = None
         self._failure: BaseException | None = None
         self._observed_through = -1
@@ -134,6 +139,7 @@ class PersistentQuery:
     def _watch(self) -> None:
         try:
             while not self._query.awaitTermination(0.5):
+                self._count_input()
                 self._log_observed()
         except Exception as exc:  # the Spark query failed: keep the reason for SHOW QUERIES
             self._failure = exc
@@ -164,6 +170,14 @@ class PersistentQuery:
             self._out_rate = count / max(time.monotonic() - started, 1e-3)
         finally:
             batch.unpersist()
+
+    def _count_input(self) -> None:
+        """Records read, from Spark's progress reports (for an aggregation, in and out differ);
+        by report time, as reports of idle triggers carry the id of the batch still to come."""
+        for progress in self._query.recentProgress:
+            if progress["timestamp"] > self._counted_until:
+                self._counted_until = progress["timestamp"]
+                self._in += int(progress.get("numInputRows") or 0)
 
     def _log_observed(self) -> None:
         """Records that failed before an aggregation arrive in each batch's progress metrics."""
@@ -211,7 +225,8 @@ class PersistentQuery:
     def status(self) -> QueryStatus:
         progress = (self._query.lastProgress if self._query is not None else None) or {}
         return QueryStatus(self.id, self.state, progress.get("inputRowsPerSecond"), self._out_rate, self.lag(),
-                           self._errors, self.sink, self.sink_topic)
+                           self._errors, self.sink, self.sink_topic, self._in, self._out,
+                           None if self._failure is None else str(self._failure).strip().splitlines()[0][:500])
 
     def terminate(self) -> None:
         """Stop the query (its checkpoint stays, so the same query can resume)."""

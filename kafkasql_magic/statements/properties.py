@@ -8,7 +8,29 @@ from ..sql import ast
 from .defaults import DEFAULT_SETTINGS
 
 
+#: processing.guarantee values (Kafka Streams' list) -> why the value cannot be honoured (None: it can).
+GUARANTEES = {
+    "at_least_once": None,
+    **{value: ("Persistent queries of kafkasql_magic write at-least-once (duplicates limited to the micro-batch "
+               "in flight at a crash); exactly-once through Kafka transactions is not implemented: the embedded "
+               "broker accepts transactional producers but its read_committed consumers still see aborted "
+               "records (bench/transactions.py), so it could not be tested.")
+       for value in ("exactly_once", "exactly_once_beta", "exactly_once_v2")},
+}
+
+
+def check_guarantee(value: str) -> None:
+    """Refuse a processing.guarantee that persistent queries cannot keep, naming the value."""
+    if value not in GUARANTEES:
+        raise StatementError(f"Invalid value {value} for configuration processing.guarantee: "
+                             f"String must be one of: {', '.join(GUARANTEES)}")
+    if GUARANTEES[value] is not None:
+        raise StatementError(f"processing.guarantee '{value}' is not supported. {GUARANTEES[value]}")
+
+
 def set_property(session, stmt: ast.SetProperty, text, timeout):
+    if stmt.name == "processing.guarantee":
+        check_guarantee(stmt.value)
     if clientconf.is_client_property(stmt.name):
         clientconf.configure(session.bootstrap_servers, session.schema_registry_url, {stmt.name: stmt.value})
     session.settings[stmt.name] = stmt.value

@@ -205,3 +205,36 @@ def test_insert_in_notebook_7(lab, page):
     for index in range(LIVE - 1):  # the stack and a topic with records
         _run(page, index, timeout=90)
     _insert_from_schema_pane(page)
+
+
+def test_persistent_query_card_counts_and_terminates(lab, page):
+    """A CREATE STREAM AS SELECT cell shows its card at once; it counts the records written and
+    its Terminate button ends the query."""
+    base, token, workdir = lab
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS[:LIVE] + [
+        "%%kstream\nCREATE STREAM clicks_copy AS SELECT * FROM clicks;", "%kstream queries"]]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, workdir / "cards.ipynb")
+    page.goto(f"{base}/lab/tree/cards.ipynb?token={token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
+    time.sleep(1)
+    for index in range(LIVE):
+        _run(page, index, timeout=90)
+    _run(page, LIVE, timeout=180)
+    card = _cell(page, LIVE).locator(".kstream-query-card")
+    def written() -> int:
+        found = re.search(r"records out: ([\d,]+)", card.inner_text().replace("\xa0", " "))
+        return int(found.group(1).replace(",", "")) if found else 0
+
+    _until(lambda: written() >= 3, 180, "three records written")
+    assert "CSAS_CLICKS_COPY_1" in card.inner_text() and "RUNNING" in card.inner_text()
+    _cell(page, LIVE).scroll_into_view_if_needed()
+    _shot(page, "query-card")
+    _cell(page, LIVE).get_by_role("button", name="Terminate").click()
+    _until(lambda: "TERMINATED" in card.inner_text(), 60, "TERMINATED")
+    assert _cell(page, LIVE).get_by_role("button", name="Terminate").is_disabled()
+    _shot(page, "query-card-terminated")
+    _run(page, LIVE + 1)
+    assert "No persistent query is running." in _cell(page, LIVE + 1).inner_text()

@@ -197,3 +197,41 @@ def test_unknown_column_error_carries_a_caret(shell, stream):
 def test_sql_on_the_cell_magic_line_is_refused(shell):
     with pytest.raises(UsageError, match="'SHOW' on the magic line is neither an option nor NAME <<"):
         shell.run_cell_magic("kstream", "SHOW STREAMS;", "SHOW TOPICS;")
+
+
+def test_persistent_query_cell_returns_a_live_card_and_queries_lists_it(shell, stream, broker):
+    from IPython.utils.capture import capture_output
+
+    from kafkasql_magic.kafka.peek import fetch_records
+    from kafkasql_magic.live.query_card import QueryCard
+
+    sink = f"CARD_{stream}"
+    with capture_output() as shown:
+        assert shell.run_cell_magic("kstream", "-o q", f"CREATE STREAM {sink} AS SELECT * FROM {stream};") is None
+        query = shell.user_ns["q"]
+        assert query.wait_for_records(3, 120)
+        shell.run_line_magic("kstream", "queries")
+    card = shown.outputs[0].data
+    assert "application/vnd.jupyter.widget-view+json" in card and card["text/plain"] == f"<query {query.id} RUNNING>"
+    assert len(shown.outputs) == 2 and shown.outputs[1].data["text/plain"] == card["text/plain"]
+    assert len(fetch_records(broker.bootstrap_servers, sink, from_beginning=True, limit=3, timeout_s=30)) == 3
+    ipython_cards = [w for w in _widgets() if isinstance(w, QueryCard) and w.model.state.query_id == query.id]
+    deadline = time.monotonic() + 30
+    while ipython_cards[0].model.state.records_out < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "records out: <b>3</b>" in ipython_cards[0].info.value and f"sink: <b>{sink}</b>" in ipython_cards[0].info.value
+    ipython_cards[0].terminate.click()  # TERMINATE through the session: every card of the query ends
+    for c in ipython_cards:
+        deadline = time.monotonic() + 30
+        while c.model.state.status != "TERMINATED" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert c.model.state.status == "TERMINATED" and c.terminate.disabled
+    shown_now = shell.run_line_magic("kstream", "SHOW QUERIES;")
+    assert query.id not in set(shown_now["Query ID"])
+
+
+def _widgets():
+    """The objects the magic displayed are only referenced by their widgets: find them."""
+    import gc
+
+    return gc.get_objects()

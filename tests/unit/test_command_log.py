@@ -36,3 +36,14 @@ def test_materialize_sinks_restart_until_dropped():
     assert still_running(log, parse) == {"SINK_B_2"}
     assert still_running(log + [Command(sink.format("a"), "materialize", {}, "SINK_A_3")], parse) \
         == {"SINK_B_2", "SINK_A_3"}  # a sink created again under a dropped sink's name runs
+
+
+def test_append_produces_the_command_as_one_record(monkeypatch):
+    from kafkasql_magic.kafka import producer
+    from kafkasql_magic.sinks.command_log import CommandLog
+
+    sent = []
+    monkeypatch.setattr(producer, "produce", lambda bootstrap, topic, records, conf=None: sent.append((bootstrap, topic, records)))
+    command = Command("CREATE STREAM O AS SELECT * FROM S;", "ksql", {}, "CSAS_O_1")
+    CommandLog("b:9092", "app").append(command)
+    assert sent == [("b:9092", "_kafkasql_app_command_topic", [{"value": command.to_json()}])]

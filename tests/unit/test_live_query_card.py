@@ -33,3 +33,23 @@ def test_card_shows_the_fields_and_terminate_calls_back_once_ended_it_is_disable
     assert calls == [1]
     model.update(status="TERMINATED")
     assert card.terminate.disabled and "TERMINATED" in card.info.value
+
+
+def test_follow_polls_the_status_object_until_the_query_ends():
+    from types import SimpleNamespace
+
+    from kafkasql_magic.live.query_card import follow
+
+    def status(state, out, message=None):
+        return SimpleNamespace(status=state, records_in=out * 2, records_out=out, lag=0, errors=1, message=message)
+
+    polls = iter([status("RUNNING", 5), status("RUNNING", 9), status("ERROR", 9, "broker gone")])
+    model = QueryCardModel("CSAS_OUT_1", sink_topic="out")
+    seen = []
+    model.subscribe(seen.append)
+    follow(model, lambda: next(polls), interval=0.01).join(timeout=5)
+    assert [s.records_out for s in seen] == [5, 9, 9]
+    assert model.state.status == "ERROR" and model.state.message == "broker gone"
+    assert model.state.records_in == 18 and model.state.out_per_second is None
+    card = QueryCard(model, on_terminate=lambda: None)
+    assert card.terminate.disabled and "broker gone" in card.info.value
