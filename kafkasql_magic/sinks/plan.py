@@ -55,6 +55,12 @@ def properties(props: Sequence[ast.Property]) -> dict:
     return out
 
 
+def check_value_columns(outputs: Sequence[Output]) -> None:
+    """A persistent query writes a value: selecting only key columns is refused (ksqlDB's words)."""
+    if all(o.key for o in outputs):
+        raise StatementError("The projection contains no value columns.")
+
+
 def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select) -> None:
     """ksqlDB requires a persistent query to keep the key: the source's key, or the grouping."""
     if any(o.key for o in outputs) or stmt.joins:

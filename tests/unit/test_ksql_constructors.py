@@ -45,8 +45,8 @@ def test_group_by_takes_a_parenthesised_list():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("MAP(1 := 2, 3)", "line 1:8: Every entry of a constructor needs `:=`"),
-    ("STRUCT(s.a := 1)", "line 1:15: A STRUCT field name must be an identifier"),
+    ("MAP(1 := 2, 3)", "line 1:8: Syntax Error\nEvery entry of a constructor needs `:=`"),
+    ("STRUCT(s.a := 1)", "line 1:15: Syntax Error\nA STRUCT field name must be an identifier"),
 ])
 def test_malformed_constructors_say_where(text, message):
     with pytest.raises(SqlSyntaxError) as caught:

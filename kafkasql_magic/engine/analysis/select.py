@@ -14,6 +14,7 @@ from ...catalog import Catalog, SourceDef, ViewDef
 from ...dialects import Dialect
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from .checks import check_clauses, check_persistent
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
@@ -37,10 +38,6 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming)
-    names = [name for name, _ in outputs]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates and dialect.refuses_duplicate_names:
-        raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     per_batch = retracts or (stmt.emit_changes and bool(stmt.joins) and not aggregating
@@ -55,8 +52,21 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect)
-    check_types(plan, dialect, text)
+    checked = check_types(plan, dialect, text)
+    if dialect.refuses_duplicate_names:
+        check_duplicates(outputs, checked.checker.type_of)
     return plan
+
+
+def check_duplicates(outputs, type_of) -> None:
+    """ksqlDB names the first repeated result column with the type of its second use."""
+    seen: set[str] = set()
+    for name, expr in outputs:
+        if name in seen:
+            found = type_of(expr)
+            typed = f" {display(found)}" if found is not None else ""
+            raise StatementError(f"Duplicate value columns found in schema: `{name}`{typed}")
+        seen.add(name)
 
 
 def retracting(stmt: ast.Select, first: Input, aggregating: bool) -> bool:
