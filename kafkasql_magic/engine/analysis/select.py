@@ -47,7 +47,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
-        keys=tuple(key_names(stmt, outputs, first, aggregating)),
+        keys=tuple(key_names(stmt, outputs, inputs, aggregating)),
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
@@ -99,7 +99,7 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
     are the FROM items (anything with `qualifiers` and `columns`); `prefixed` names a join's
     `*` columns, and a column several sources have, as ksqlDB does (`A_ID`, after the source's alias or name)."""
     outputs: list[tuple[str, ast.Expr]] = []
-    generated = 0
+    aliases = naming.aliases(naming.fold(c) for side in inputs for c in side.columns)
     joined = len(inputs) > 1
     seen = [c.lower() for side in inputs for c in dict.fromkeys(side.columns)]
     common = {c for c in seen if seen.count(c) > 1}  # columns more than one joined source has
@@ -123,11 +123,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
             outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
             outputs.append((naming.fold(item.expr.name), item.expr))
-        elif isinstance(item.expr, ast.Dereference):
-            outputs.append((naming.fold(item.expr.field), item.expr))
         else:
-            outputs.append((naming.generated(generated, item.expr), item.expr))
-            generated += 1
+            outputs.append((aliases.name_for(item.expr), item.expr))
     return outputs
 
 
@@ -141,27 +138,47 @@ def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
     return f"{naming.fold(side.qualifiers[0])}_{naming.fold(ref.name)}"
 
 
-def key_names(stmt: ast.Select, outputs, first: Input, aggregating: bool) -> list[str]:
-    """The result's key: GROUP BY or PARTITION BY expressions when selected, else the source's key."""
+def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]:
+    """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's ON
+    columns, else the source's key."""
     keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
     if keys:
         return [n for n, e in outputs if e in keys]
     if stmt.joins:
-        return []
+        return join_key(stmt.joins[-1].on, outputs, inputs)
+    first = inputs[0]
     key_columns = {c.name.lower() for c in first.source.key_columns}
     return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
+
+
+def _side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
+    """(index of the FROM item, column) a column reference of a join names (None: unknown or ambiguous)."""
+    name = ref.name.lower()
+    if ref.qualifier is not None:
+        found = [i for i, s in enumerate(inputs) if ref.qualifier.lower() in {q.lower() for q in s.qualifiers}]
+    else:
+        found = [i for i, s in enumerate(inputs) if name in {c.lower() for c in s.columns}]
+    return (found[0], name) if len(found) == 1 else None
+
+
+def join_key(on: ast.Expr, outputs, inputs) -> list[str]:
+    """ksqlDB keys a join's result by the columns its (last) ON clause equates: the first
+    result column that is one of them is the key, under its result name (`T_ID`)."""
+    if not (isinstance(on, ast.BinaryOp) and on.op == "=" and all(
+            isinstance(e, ast.ColumnRef) for e in (on.left, on.right))):
+        return []
+    joined = {_side_of(on.left, inputs), _side_of(on.right, inputs)} - {None}
+    return next(([n] for n, e in outputs if isinstance(e, ast.ColumnRef) and _side_of(e, inputs) in joined), [])
 
 
 def partitioned_star(outputs, partition_by, source: SourceDef, naming):
     """`SELECT * ... PARTITION BY x`: x becomes the key, first; the old key columns move to
     the end of the value columns (ksqlDB's repartition schema)."""
-    keys, generated = [], 0
+    keys = []
+    aliases = naming.aliases(naming.fold(c.name) for c in source.columns)
     for expr in partition_by:
-        if isinstance(expr, ast.ColumnRef):
-            keys.append((naming.fold(expr.name), expr))
-        else:
-            keys.append((naming.generated(generated, expr), expr))
-            generated += 1
+        name = naming.fold(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
+        keys.append((name, expr))
     key_names_ = {n.lower() for n, _ in keys}
     old_keys = {c.name.lower() for c in source.key_columns}
     rest = [(n, e) for n, e in outputs if n.lower() not in key_names_]
