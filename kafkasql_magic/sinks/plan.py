@@ -63,7 +63,19 @@ def check_value_columns(outputs: Sequence[Output]) -> None:
 
 def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select) -> None:
     """ksqlDB requires a persistent query to keep the key: the source's key, or the grouping."""
-    if any(o.key for o in outputs) or stmt.joins:
+    if any(o.key for o in outputs):
+        return
+    if stmt.joins:
+        on = stmt.joins[-1].on
+        sides = [e for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)] \
+            if isinstance(on, ast.BinaryOp) and on.op == "=" else []
+        if sides:
+            from ..sql.render import render
+
+            which = "expressions " + " or ".join(render(e) for e in sides) if len(sides) > 1 \
+                else "expression " + render(sides[0])
+            raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join "
+                                 f"{which} in its projection.")
         return
     if stmt.group_by:
         from ..sql.render import render

@@ -82,3 +82,14 @@ def test_a_persistent_query_of_key_columns_only_is_refused():
 def test_the_transient_query_keeps_its_own_aggregate_message():
     with pytest.raises(StatementError, match="Use of aggregate function COUNT requires a GROUP BY clause."):
         analyse(parse_statement("SELECT COUNT(*) FROM orders EMIT CHANGES;"), catalog())
+
+
+def test_a_persistent_join_must_select_a_join_column():
+    stmt = parse_statement("SELECT l.b, r.c FROM l JOIN r WITHIN 10 SECONDS ON l.a = r.a;")
+    with pytest.raises(StatementError) as info:
+        sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
+    assert str(info.value).endswith("\nThe query used to build `OUTPUT` must include the join expressions L.A or R.A "
+                                    "in its projection.")
+    stmt = parse_statement("SELECT l.b FROM l JOIN r WITHIN 10 SECONDS ON l.a = ABS(r.a);")
+    with pytest.raises(StatementError, match="must include the join expression L.A in its projection"):
+        sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)

@@ -69,3 +69,8 @@ def test_aliases_alone():
     field = ast.Dereference(ast.ColumnRef("S"), "name")
     assert [aliases.name_for(ast.Literal(1, "INTEGER")) for _ in range(3)] == ["KSQL_COL_1", "KSQL_COL_3", "KSQL_COL_4"]
     assert [aliases.name_for(field) for _ in range(2)] == ["NAME_2", "NAME_3"]
+
+
+def test_a_join_on_a_column_and_an_expression_is_keyed_by_the_column():
+    plan = plan_of("SELECT c.url, o.id FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = ABS(c.id) EMIT CHANGES;")
+    assert plan.names == ["URL", "O_ID"] and plan.keys == ("O_ID",)

@@ -151,7 +151,7 @@ def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]
     return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
 
 
-def _side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
+def side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
     """(index of the FROM item, column) a column reference of a join names (None: unknown or ambiguous)."""
     name = ref.name.lower()
     if ref.qualifier is not None:
@@ -164,11 +164,10 @@ def _side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
 def join_key(on: ast.Expr, outputs, inputs) -> list[str]:
     """ksqlDB keys a join's result by the columns its (last) ON clause equates: the first
     result column that is one of them is the key, under its result name (`T_ID`)."""
-    if not (isinstance(on, ast.BinaryOp) and on.op == "=" and all(
-            isinstance(e, ast.ColumnRef) for e in (on.left, on.right))):
+    if not (isinstance(on, ast.BinaryOp) and on.op == "="):
         return []
-    joined = {_side_of(on.left, inputs), _side_of(on.right, inputs)} - {None}
-    return next(([n] for n, e in outputs if isinstance(e, ast.ColumnRef) and _side_of(e, inputs) in joined), [])
+    joined = {side_of(e, inputs) for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)} - {None}
+    return next(([n] for n, e in outputs if isinstance(e, ast.ColumnRef) and side_of(e, inputs) in joined), [])
 
 
 def partitioned_star(outputs, partition_by, source: SourceDef, naming):
