@@ -126,7 +126,9 @@ def sink_formats(props: dict, leftmost: SourceDef, keyed: bool, settings: dict) 
         else:
             name = source_spec.name
             inherited = {k: v for k, v in source_spec.options.items() if k in INHERITED_OPTIONS[role]}
-            if role == "key" and name == "NONE" and keyed:
+            if role == "key" and not keyed:
+                name, inherited = "NONE", {}  # no key columns (PARTITION BY NULL): no key
+            elif role == "key" and name == "NONE" and keyed:
                 name = str(settings.get(DEFAULT_KEY_FORMAT) or "KAFKA").upper()
         formats.lookup(name)
         own = {k: v for k, v in props.items()
@@ -142,6 +144,8 @@ def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], le
     topic = str(props.get("KAFKA_TOPIC") or name.upper())  # unquoted names are upper-cased in ksqlDB
     keys = [Field(o.name, o.type) for o in outputs if o.key]
     values = [Field(o.name, o.type) for o in outputs if not o.key]
+    if not keys and "KEY_FORMAT" in props:
+        raise StatementError(f"Key format specified for {kind.lower()} without key columns.")
     key_spec, value_spec = sink_formats(props, leftmost, bool(keys), settings)
     shared = {"KAFKA_TOPIC": topic, "SCHEMA_REGISTRY_URL": registry_url}
     key_spec = FormatSpec(key_spec.name, {**key_spec.options, **shared})

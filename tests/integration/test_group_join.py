@@ -229,6 +229,24 @@ def test_stream_table_join_sees_table_updates_made_while_it_runs(shop, broker):
     produce(broker.bootstrap_servers, shop.topics["items"], [{"key": "plum", "value": json.dumps({"price": 7})}])
 
 
+def test_a_null_join_key_is_logged_and_left_out_of_an_inner_join_but_kept_by_a_left_join(shop, broker):
+    topic = f"nullkeys_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [
+        {"key": (1).to_bytes(4, "big"), "value": json.dumps({"item": None, "qty": 1})},
+        {"key": (2).to_bytes(4, "big"), "value": json.dumps({"item": "apple", "qty": 2})}], create_partitions=1)
+    shop.sql(f"CREATE STREAM null_orders (id INT KEY, item STRING, qty INT) "
+             f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    inner = shop.sql("SELECT o.id, i.price FROM null_orders o JOIN items i ON o.item = i.item EMIT CHANGES LIMIT 1;")
+    assert inner.to_dict("records") == [{"ID": 2, "PRICE": 3}]
+    log = shop.processing_log(query=inner.attrs["query_id"])
+    assert log[["SOURCE", "TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
+        ["NULL_ORDERS", topic, 0, 0, "Skipping record due to null join key or value."]]
+    left = shop.sql("SELECT o.id, i.price FROM null_orders o LEFT JOIN items i ON o.item = i.item "
+                    "EMIT CHANGES LIMIT 2;")
+    assert sorted(left.values.tolist(), key=str) == sorted([[1, None], [2, 3]], key=str)
+    assert shop.processing_log(query=left.attrs["query_id"]).empty
+
+
 def test_stream_stream_join_within_a_window(shop):
     rows = shop.sql("SELECT o.id, p.amount, o.ROWOFFSET AS o_offset, p.ROWOFFSET AS p_offset, "
                     "p.ROWTIME - o.ROWTIME AS delay FROM orders o JOIN payments p WITHIN 1 HOUR ON o.id = p.id "

@@ -74,3 +74,22 @@ def test_aliases_alone():
 def test_a_join_on_a_column_and_an_expression_is_keyed_by_the_column():
     plan = plan_of("SELECT c.url, o.id FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = ABS(c.id) EMIT CHANGES;")
     assert plan.names == ["URL", "O_ID"] and plan.keys == ("O_ID",)
+
+
+def test_partition_by_null_makes_a_stream_without_key_columns():
+    plan = plan_of("SELECT * FROM orders PARTITION BY NULL EMIT CHANGES;")
+    assert plan.names == ["ITEM", "QTY", "ID"] and plan.keys == ()
+    assert plan_of("SELECT id, item FROM orders PARTITION BY NULL EMIT CHANGES;").keys == ()
+    with pytest.raises(Exception, match="^Cannot PARTITION BY multiple columns including NULL$"):
+        plan_of("SELECT id, item FROM orders PARTITION BY NULL, id EMIT CHANGES;")
+
+
+def test_a_sink_without_key_columns_has_no_key_format_and_refuses_one():
+    from kafkasql_magic.sinks import plan as sink_plan
+
+    source = catalog().get("ORDERS")
+    outputs = [sink_plan.Output("ITEM", ast.Type("STRING")), sink_plan.Output("ID", ast.Type("INT"))]
+    sink = sink_plan.sink_source("STREAM", "OUT", {}, outputs, source, SETTINGS, None, "")
+    assert sink.key_format.name == "NONE" and not sink.key_columns
+    with pytest.raises(Exception, match=r"^Key format specified for stream without key columns\.$"):
+        sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": "DELIMITED"}, outputs, source, SETTINGS, None, "")

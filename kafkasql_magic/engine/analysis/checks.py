@@ -78,6 +78,8 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
     check_grouping_keys(stmt)
     if not stmt.emit_changes and ksql_rules:
         check_pull(stmt)
+    if len(stmt.partition_by) > 1 and any(isinstance(e, ast.Literal) and e.kind == "NULL" for e in stmt.partition_by):
+        raise StatementError("Cannot PARTITION BY multiple columns including NULL")
     if stmt.partition_by and aggregating:
         raise StatementError("PARTITION BY and GROUP BY cannot be combined: GROUP BY already sets the key.")
     if stmt.partition_by and inputs[0].kind == "TABLE" and not stmt.joins:

@@ -151,6 +151,10 @@ def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]
     return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
 
 
+def is_null(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Literal) and expr.kind == "NULL"
+
+
 def side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
     """(index of the FROM item, column) a column reference of a join names (None: unknown or ambiguous)."""
     name = ref.name.lower()
@@ -175,7 +179,7 @@ def partitioned_star(outputs, partition_by, source: SourceDef, naming):
     the end of the value columns (ksqlDB's repartition schema)."""
     keys = []
     aliases = naming.aliases(naming.fold(c.name) for c in source.columns)
-    for expr in partition_by:
+    for expr in (e for e in partition_by if not is_null(e)):  # PARTITION BY NULL: no key at all
         name = naming.fold(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
         keys.append((name, expr))
     key_names_ = {n.lower() for n, _ in keys}
