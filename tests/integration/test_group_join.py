@@ -6,6 +6,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
+import pandas as pd
 import pytest
 
 import kafkasql_magic as ks
@@ -239,12 +240,14 @@ def test_a_null_join_key_is_logged_and_left_out_of_an_inner_join_but_kept_by_a_l
     inner = shop.sql("SELECT o.id, i.price FROM null_orders o JOIN items i ON o.item = i.item EMIT CHANGES LIMIT 1;")
     assert inner.to_dict("records") == [{"ID": 2, "PRICE": 3}]
     log = shop.processing_log(query=inner.attrs["query_id"])
-    assert log[["SOURCE", "TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
-        ["NULL_ORDERS", topic, 0, 0, "Skipping record due to null join key or value."]]
+    log = log[log.SOURCE == "NULL_ORDERS"]  # the items table's own bad record is logged too
+    assert log[["TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
+        [topic, 0, 0, "Skipping record due to null join key or value."]]
     left = shop.sql("SELECT o.id, i.price FROM null_orders o LEFT JOIN items i ON o.item = i.item "
                     "EMIT CHANGES LIMIT 2;")
-    assert sorted(left.values.tolist(), key=str) == sorted([[1, None], [2, 3]], key=str)
-    assert shop.processing_log(query=left.attrs["query_id"]).empty
+    assert {r.ID: None if pd.isna(r.PRICE) else r.PRICE for r in left.itertuples()} == {1: None, 2: 3}
+    left_log = shop.processing_log(query=left.attrs["query_id"])
+    assert (left_log.SOURCE != "NULL_ORDERS").all()
 
 
 def test_stream_stream_join_within_a_window(shop):
