@@ -93,3 +93,17 @@ def test_a_sink_without_key_columns_has_no_key_format_and_refuses_one():
     assert sink.key_format.name == "NONE" and not sink.key_columns
     with pytest.raises(Exception, match=r"^Key format specified for stream without key columns\.$"):
         sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": "DELIMITED"}, outputs, source, SETTINGS, None, "")
+
+
+def test_the_leftmost_sides_join_column_keys_the_result_whatever_the_projection_order():
+    plan = plan_of("SELECT c.*, o.* FROM orders o JOIN clicks c WITHIN 1 SECONDS ON c.id = o.id EMIT CHANGES;")
+    assert plan.names[:2] == ["C_ID", "C_URL"] and plan.keys == ("O_ID",)
+
+
+def test_partition_by_over_a_join_keys_by_the_star_column_it_names():
+    plan = plan_of("SELECT * FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id PARTITION BY o.item "
+                   "EMIT CHANGES;")
+    assert plan.names[0] == "O_ITEM" and plan.keys == ("O_ITEM",) and plan.names.count("O_ITEM") == 1
+    plan = plan_of("SELECT * FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id PARTITION BY url "
+                   "EMIT CHANGES;")
+    assert plan.names[0] == "C_URL" and plan.keys == ("C_URL",)

@@ -37,7 +37,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
     outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
-        outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming)
+        outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
+                                   inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     per_batch = retracts or (stmt.emit_changes and bool(stmt.joins) and not aggregating
@@ -171,15 +172,23 @@ def join_key(on: ast.Expr, outputs, inputs) -> list[str]:
     if not (isinstance(on, ast.BinaryOp) and on.op == "="):
         return []
     joined = {side_of(e, inputs) for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)} - {None}
-    return next(([n] for n, e in outputs if isinstance(e, ast.ColumnRef) and side_of(e, inputs) in joined), [])
+    found = [(side_of(e, inputs), n) for n, e in outputs if isinstance(e, ast.ColumnRef) and side_of(e, inputs) in joined]
+    return [min(found, key=lambda f: f[0][0])[1]] if found else []  # the leftmost side's column wins
 
 
-def partitioned_star(outputs, partition_by, source: SourceDef, naming):
+def partitioned_star(outputs, partition_by, source: SourceDef, naming, inputs=None):
     """`SELECT * ... PARTITION BY x`: x becomes the key, first; the old key columns move to
-    the end of the value columns (ksqlDB's repartition schema)."""
+    the end of the value columns (ksqlDB's repartition schema). Over a join (`inputs`), a
+    column `*` already gives (`L_B` for `l.b`) becomes the key under that name."""
     keys = []
     aliases = naming.aliases(naming.fold(c.name) for c in source.columns)
     for expr in (e for e in partition_by if not is_null(e)):  # PARTITION BY NULL: no key at all
+        target = side_of(expr, inputs) if inputs and isinstance(expr, ast.ColumnRef) else None
+        same = next((n for n, e in outputs if target and isinstance(e, ast.ColumnRef)
+                     and side_of(e, inputs) == target), None)
+        if same is not None:
+            keys.append((same, expr))
+            continue
         name = naming.fold(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
         keys.append((name, expr))
     key_names_ = {n.lower() for n, _ in keys}
