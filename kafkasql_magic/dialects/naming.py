@@ -61,7 +61,14 @@ class KsqlAliases:
 
 
 #: ksqlDB upper-cases names and numbers unnamed expressions; names are exact (`a` <> `A`).
-KSQL = Naming(fold=str.upper, aliases=KsqlAliases, clash_key=lambda n: n,
+def _ksql_fold(name: str) -> str:
+    """The ksql parser upper-cases unquoted names already: a name with capitals is kept as
+    written (a quoted `Key` stays `Key`); an all-lower-case one (a Materialize source's
+    column) is upper-cased, as ksqlDB names results."""
+    return name if name != name.lower() else name.upper()
+
+
+KSQL = Naming(fold=_ksql_fold, aliases=KsqlAliases, clash_key=lambda n: n,
               duplicate=lambda n, hint: f"Duplicate column names: {n}")
 
 def _postgres_name(e: ast.Expr) -> str:

@@ -107,3 +107,11 @@ def test_partition_by_over_a_join_keys_by_the_star_column_it_names():
     plan = plan_of("SELECT * FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id PARTITION BY url "
                    "EMIT CHANGES;")
     assert plan.names[0] == "C_URL" and plan.keys == ("C_URL",)
+
+
+def test_a_quoted_mixed_case_column_keeps_its_case():
+    cat = catalog()
+    cat.add(ddl.source_from_create(parse_statement(
+        "CREATE STREAM q (`Key` STRING KEY, `Name` STRING) WITH (kafka_topic='q', value_format='JSON');"), SETTINGS))
+    plan = plan_of("SELECT *, `Name` AS `Name2` FROM q PARTITION BY `Key` EMIT CHANGES;", cat=cat)
+    assert plan.names == ["Key", "Name", "Name2"] and plan.keys == ("Key",)
