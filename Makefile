@@ -47,6 +47,7 @@ test-browser: check-java $(STAMP)
 bench: check-java $(STAMP)
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/sink.py
+	$(BIN)/python bench/planning.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse
