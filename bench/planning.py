@@ -99,7 +99,9 @@ def main() -> None:
     if not args.no_spark:
         from ingest import spark_session
 
-        spark = spark_session(2)
+        from kafkasql_magic import sparkenv
+
+        spark = sparkenv.prepare(spark_session(2))  # with the SQL settings ksql semantics need
     report = {"machine": machine_facts(), "shapes": run(args.repeat, spark)}
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {args.out}")
