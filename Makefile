@@ -48,6 +48,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/sink.py
 	$(BIN)/python bench/sink_stages.py
+	$(BIN)/python bench/planning.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse

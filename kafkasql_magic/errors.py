@@ -20,17 +20,27 @@ class KStreamError(Exception):
 
 
 class SqlSyntaxError(KStreamError):
-    """SQL that does not parse; the message names line and column and shows a caret."""
+    """SQL that does not parse; the message names line and column and shows a caret.
 
-    def __init__(self, message: str, line: int, column: int, excerpt: str = ""):
+    With a `headline` (ksqlDB's "Syntax Error") the first line is `line L:C: <headline>` and
+    the reason follows on its own line, as ksqlDB words it."""
+
+    def __init__(self, message: str, line: int, column: int, excerpt: str = "", headline: str | None = None):
         self.reason = message
         self.line = line
         self.column = column
         self.excerpt = excerpt
-        text = f"line {line}:{column}: {message}"
+        self.headline = headline
+        text = f"line {line}:{column}: {headline}\n{message}" if headline else f"line {line}:{column}: {message}"
         if excerpt:
             text += "\n" + excerpt
         super().__init__(text)
+
+    def headed(self, headline: str | None) -> "SqlSyntaxError":
+        """This error under `headline` (itself when there is none or it has one)."""
+        if headline is None or self.headline is not None:
+            return self
+        return type(self)(self.reason, self.line, self.column, self.excerpt, headline)
 
 
 class StatementError(KStreamError):

@@ -18,7 +18,7 @@ import pandas as pd
 from . import clientconf, dialects, redact, sql as sqlparse
 from .catalog import Catalog, ViewDef
 from .engine.columns import DROP, result_column
-from .errors import KStreamError, StatementError
+from .errors import KStreamError, SqlSyntaxError, StatementError
 from .kafka import outage
 from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
@@ -152,7 +152,11 @@ class Session:
     def _statements(self, text: str, dialect: dialects.Dialect):
         """(statement, its text after variable substitution) per statement of `text`, parsed
         one at a time (a DEFINE changes what the next statement reads)."""
-        for piece in sqlparse.split_statements(text):
+        try:
+            pieces = sqlparse.split_statements(text)
+        except SqlSyntaxError as e:
+            raise e.headed(dialect.parser.syntax_headline) from None
+        for piece in pieces:
             body = sqlparse.substitute_variables(piece.text, self.variables, line=piece.line, column=piece.column)
             yield dialect.parser.parse_statement(body, line=piece.line, column=piece.column), body
 

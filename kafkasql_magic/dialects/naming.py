@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -12,7 +13,8 @@ from ..sql import ast
 @dataclass(frozen=True)
 class Naming:
     fold: Callable[[str], str]  # an unquoted column reference -> its result name
-    generated: Callable[[int, ast.Expr], str]  # the n-th unnamed expression -> its result name
+    #: the source columns' names -> a namer of unnamed expressions (`.name_for(expr)`), one per statement
+    aliases: Callable[[Iterable[str]], "Aliases"]
     clash_key: Callable[[str], str]  # two column names clash when their keys are equal
     duplicate: Callable[[str, str], str]  # (column, hint) -> the message refusing a repeated name
 
@@ -25,8 +27,48 @@ class Naming:
             seen.add(self.clash_key(name))
 
 
+#: A name ending in `_<number>` split into its stem and number (`KSQL_COL_3`, `F_1`; `F` is F_0).
+_NUMBERED = re.compile(r"(?P<stem>.*?)(?:_(?P<number>\d+))?")
+
+#: The stem of ksqlDB's generated names; unlike a field's name it always carries its number.
+GENERATED = "KSQL_COL"
+
+
+class KsqlAliases:
+    """ksqlDB's names for unnamed expressions: `KSQL_COL_n` for an expression, the field's name
+    for a struct field (`s->f` -> `F`, then `F_1`, ...), each numbered past the numbers the
+    source columns already use under that stem (a source column `KSQL_COL_0` makes the first
+    generated name `KSQL_COL_1`; a column `F` makes a field `f` `F_1`)."""
+
+    def __init__(self, used: Iterable[str]):
+        self._used: dict[str, set[int]] = {}
+        for name in used:
+            match = _NUMBERED.fullmatch(name)
+            self._used.setdefault(match["stem"], set()).add(int(match["number"] or 0))
+        self._next: dict[str, int] = {}
+
+    def _next_name(self, stem: str) -> str:
+        used, index = self._used.get(stem, set()), self._next.get(stem, 0)
+        while index in used:
+            index += 1
+        self._next[stem] = index + 1
+        return stem if index == 0 and stem != GENERATED else f"{stem}_{index}"
+
+    def name_for(self, expr: ast.Expr) -> str:
+        if isinstance(expr, ast.Dereference):
+            return self._next_name(_NUMBERED.fullmatch(expr.field.upper())["stem"])
+        return self._next_name(GENERATED)
+
+
 #: ksqlDB upper-cases names and numbers unnamed expressions; names are exact (`a` <> `A`).
-KSQL = Naming(fold=str.upper, generated=lambda i, e: f"KSQL_COL_{i}", clash_key=lambda n: n,
+def _ksql_fold(name: str) -> str:
+    """The ksql parser upper-cases unquoted names already: a name with capitals is kept as
+    written (a quoted `Key` stays `Key`); an all-lower-case one (a Materialize source's
+    column) is upper-cased, as ksqlDB names results."""
+    return name if name != name.lower() else name.upper()
+
+
+KSQL = Naming(fold=_ksql_fold, aliases=KsqlAliases, clash_key=lambda n: n,
               duplicate=lambda n, hint: f"Duplicate column names: {n}")
 
 def _postgres_name(e: ast.Expr) -> str:
@@ -41,10 +83,24 @@ def _postgres_name(e: ast.Expr) -> str:
     return e.name.lower() if isinstance(e, ast.FunctionCall) else "?column?"
 
 
+class PostgresAliases:
+    """PostgreSQL names every unnamed expression on its own (no numbering)."""
+
+    def __init__(self, used: Iterable[str] = ()):
+        pass
+
+    @staticmethod
+    def name_for(expr: ast.Expr) -> str:
+        return _postgres_name(expr)
+
+
+Aliases = KsqlAliases | PostgresAliases
+
+
 #: Materialize lower-cases names, names an expression as PostgreSQL does and compares column
 #: names case-insensitively.
 MATERIALIZE = Naming(
     fold=str.lower,
-    generated=lambda i, e: _postgres_name(e),
+    aliases=PostgresAliases,
     clash_key=str.lower,
     duplicate=lambda n, hint: f'column "{n}" specified more than once{hint}')

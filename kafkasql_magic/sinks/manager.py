@@ -66,7 +66,7 @@ class PersistentQueries:
             raise StatementError(f"Cannot add {stmt.kind.lower()} '{stmt.name}': A {existing.kind.lower()} "
                                  "with the same name already exists")
         props = sink_plan.properties(stmt.properties)
-        query, prepared, outputs, window = self._planned(stmt.query)
+        query, prepared, outputs, window = self._planned(stmt.query, stmt.kind)
         plan = prepared.plan
         leftmost = plan.source
         sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query)
@@ -106,11 +106,11 @@ class PersistentQueries:
         query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
         return self._start(query_id, "INSERT", text, prepared, write, query, resume)
 
-    def _planned(self, select: ast.Select):
+    def _planned(self, select: ast.Select, kind: str | None = None):
         from ..engine.analysis import check_persistent
         from ..statements.queries import prepare
 
-        check_persistent(select)
+        check_persistent(select, kind)
         query = replace(select, emit_changes=True)
         prepared = prepare(self.session, query, keep_headers=True, changelog=True)
         plan, planned = prepared.plan, prepared.built.frame
@@ -122,6 +122,7 @@ class PersistentQueries:
         outputs = [sink_plan.Output(name, types.from_spark(planned.schema[result_column(i)].dataType),
                                     name in key_names and name not in window.values())
                    for i, name in enumerate(plan.names)]
+        sink_plan.check_value_columns(outputs)
         return query, prepared, outputs, window
 
     @staticmethod

@@ -55,9 +55,27 @@ def properties(props: Sequence[ast.Property]) -> dict:
     return out
 
 
+def check_value_columns(outputs: Sequence[Output]) -> None:
+    """A persistent query writes a value: selecting only key columns is refused (ksqlDB's words)."""
+    if all(o.key for o in outputs):
+        raise StatementError("The projection contains no value columns.")
+
+
 def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select) -> None:
     """ksqlDB requires a persistent query to keep the key: the source's key, or the grouping."""
-    if any(o.key for o in outputs) or stmt.joins:
+    if any(o.key for o in outputs):
+        return
+    if stmt.joins:
+        on = stmt.joins[-1].on
+        sides = [e for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)] \
+            if isinstance(on, ast.BinaryOp) and on.op == "=" else []
+        if sides:
+            from ..sql.render import render
+
+            which = "expressions " + " or ".join(render(e) for e in sides) if len(sides) > 1 \
+                else "expression " + render(sides[0])
+            raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join "
+                                 f"{which} in its projection.")
         return
     if stmt.group_by:
         from ..sql.render import render
@@ -108,7 +126,9 @@ def sink_formats(props: dict, leftmost: SourceDef, keyed: bool, settings: dict) 
         else:
             name = source_spec.name
             inherited = {k: v for k, v in source_spec.options.items() if k in INHERITED_OPTIONS[role]}
-            if role == "key" and name == "NONE" and keyed:
+            if role == "key" and not keyed:
+                name, inherited = "NONE", {}  # no key columns (PARTITION BY NULL): no key
+            elif role == "key" and name == "NONE" and keyed:
                 name = str(settings.get(DEFAULT_KEY_FORMAT) or "KAFKA").upper()
         formats.lookup(name)
         own = {k: v for k, v in props.items()
@@ -124,6 +144,8 @@ def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], le
     topic = str(props.get("KAFKA_TOPIC") or name.upper())  # unquoted names are upper-cased in ksqlDB
     keys = [Field(o.name, o.type) for o in outputs if o.key]
     values = [Field(o.name, o.type) for o in outputs if not o.key]
+    if not keys and "KEY_FORMAT" in props:
+        raise StatementError(f"Key format specified for {kind.lower()} without key columns.")
     key_spec, value_spec = sink_formats(props, leftmost, bool(keys), settings)
     shared = {"KAFKA_TOPIC": topic, "SCHEMA_REGISTRY_URL": registry_url}
     key_spec = FormatSpec(key_spec.name, {**key_spec.options, **shared})

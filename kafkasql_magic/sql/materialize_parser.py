@@ -271,6 +271,7 @@ class MaterializeDialect(Dialect):
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
     statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP"
+    syntax_headline = None  # Materialize puts the reason on the first line
 
     def expected_list(self, items: list[str]) -> str:
         if len(items) <= 1:

@@ -110,6 +110,8 @@ class Dialect:
     statement_words = ("SELECT CREATE INSERT DESCRIBE SHOW LIST DROP PRINT SET UNSET DEFINE "
                        "UNDEFINE EXPLAIN TERMINATE")
     literal_terminals = frozenset({"STRING_LITERAL", "INTEGER_VALUE", "DECIMAL_VALUE", "FLOAT_VALUE"})
+    #: The first line of a syntax error after `line L:C:` (ksqlDB's), the reason under it.
+    syntax_headline: str | None = "Syntax Error"
 
     def __init__(self):
         self._keywords: dict[str, str] = {}  # upper-cased word -> terminal name; filled by .lark
@@ -174,11 +176,21 @@ class Dialect:
     # ------------------------------------------------------------ parsing
     def parse(self, text: str) -> list[ast.Statement]:
         """Parse every statement of a cell (no variable substitution)."""
-        return [self.parse_statement(s.text, line=s.line, column=s.column) for s in split_statements(text)]
+        try:
+            pieces = split_statements(text)
+        except SqlSyntaxError as e:
+            raise e.headed(self.syntax_headline) from None
+        return [self.parse_statement(s.text, line=s.line, column=s.column) for s in pieces]
 
     def parse_statement(self, text: str, *, line: int = 1, column: int = 1) -> ast.Statement:
         """Parse one statement, optionally ending with `;`. `line`/`column` (1-based) say where
         `text` starts in the cell: positions in the AST and in errors are the cell's."""
+        try:
+            return self._parse_statement(text, line, column)
+        except SqlSyntaxError as e:
+            raise e.headed(self.syntax_headline) from None
+
+    def _parse_statement(self, text: str, line: int, column: int) -> ast.Statement:
         check_terminated(text, line, column)
         # Padding makes the lexer count lines and columns as in the cell.
         padded = "\n" * (line - 1) + " " * (column - 1) + text

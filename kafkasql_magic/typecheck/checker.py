@@ -11,7 +11,7 @@ from ..sql import ast
 from ..sql.render import render
 from ..sql.split import excerpt
 from ..sql.typetext import display
-from . import signatures
+from . import signatures, signatures_more
 from .messages import COMPARISONS, MESSAGES, Messages
 from .rules import (BOOLEAN, CASTS, COMPARABLE, EQUALITY, LITERAL_TYPES, arithmetic_type, decimal_literal_type,
                     decimal_problem)
@@ -147,7 +147,8 @@ class Checker:
             raise self.error(e, self.messages.unknown_function(e.name, [self.type_of(a) for a in e.args]))
         if e.star and e.name in signatures.STAR_AGGREGATES:
             return ast.Type("BIGINT")
-        args = [self.type_of(a) for a in e.args]
+        args = [signatures_more.TIMEUNIT if signatures_more.time_unit(e.name, i, a) else self.type_of(a)
+                for i, a in enumerate(e.args)]
         if e.name == "ARRAY" and (not args or all(a is None for a in args)):
             raise self.error(e, self.messages.empty_array(bool(args)))
         if e.name == "MAP":

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ..sql import ast
+from .signatures_more import SCALAR_MORE
 
 NUMERIC_RANK = {"INT": 0, "BIGINT": 1, "DECIMAL": 2, "DOUBLE": 3}
 #: Integer types as decimals, to mix them with DECIMAL operands (ksqlDB's rule).
@@ -241,7 +242,7 @@ AGGREGATE: dict[str, list[str]] = {
 STAR_AGGREGATES = frozenset({"COUNT"})
 
 SIGNATURES: dict[str, tuple[Signature, ...]] = {
-    name: tuple(signature(text) for text in texts) for name, texts in {**SCALAR, **AGGREGATE}.items()
+    name: tuple(signature(text) for text in texts) for name, texts in {**SCALAR, **SCALAR_MORE, **AGGREGATE}.items()
 }
 
 

@@ -6,6 +6,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
+import pandas as pd
 import pytest
 
 import kafkasql_magic as ks
@@ -227,6 +228,26 @@ def test_stream_table_join_sees_table_updates_made_while_it_runs(shop, broker):
     rows = settle(handle, lambda r: len(r) >= 2)
     assert rows.to_dict("records") == [{"ID": 1, "PRICE": 7}, {"ID": 2, "PRICE": 70}]
     produce(broker.bootstrap_servers, shop.topics["items"], [{"key": "plum", "value": json.dumps({"price": 7})}])
+
+
+def test_a_null_join_key_is_logged_and_left_out_of_an_inner_join_but_kept_by_a_left_join(shop, broker):
+    topic = f"nullkeys_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [
+        {"key": (1).to_bytes(4, "big"), "value": json.dumps({"item": None, "qty": 1})},
+        {"key": (2).to_bytes(4, "big"), "value": json.dumps({"item": "apple", "qty": 2})}], create_partitions=1)
+    shop.sql(f"CREATE STREAM null_orders (id INT KEY, item STRING, qty INT) "
+             f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    inner = shop.sql("SELECT o.id, i.price FROM null_orders o JOIN items i ON o.item = i.item EMIT CHANGES LIMIT 1;")
+    assert inner.to_dict("records") == [{"ID": 2, "PRICE": 3}]
+    log = shop.processing_log(query=inner.attrs["query_id"])
+    log = log[log.SOURCE == "NULL_ORDERS"]  # the items table's own bad record is logged too
+    assert log[["TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
+        [topic, 0, 0, "Skipping record due to null join key or value."]]
+    left = shop.sql("SELECT o.id, i.price FROM null_orders o LEFT JOIN items i ON o.item = i.item "
+                    "EMIT CHANGES LIMIT 2;")
+    assert {r.ID: None if pd.isna(r.PRICE) else r.PRICE for r in left.itertuples()} == {1: None, 2: 3}
+    left_log = shop.processing_log(query=left.attrs["query_id"])
+    assert (left_log.SOURCE != "NULL_ORDERS").all()
 
 
 def test_stream_stream_join_within_a_window(shop):

@@ -48,3 +48,53 @@ def test_added_scalar_functions_compute_as_ksqldb_documents(session, broker, new
                       "ARRAY_CONCAT(arr, NULL) AS cc FROM fns;").to_dict("records")[0]
     assert row == {"P": 9.0, "D": 180, "M": "Xxn-", "C": "A", "HOST": "h.example", "Y": "2", "F": "frag",
                    "DIS": [3, 1, None], "MX": 3, "SL": [1, 3], "J": "1-2", "E": "b", "V": 3, "CC": [3, 1, 3, None]}
+
+
+def test_date_time_json_map_mask_url_and_geo_functions_compute_as_ksqldb_documents(session, broker, new_topic):
+    import datetime
+    import math
+
+    topic = new_topic()
+    ms, days = 1_700_000_000_000, 19_000
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": json.dumps(
+        {"ms": ms, "days": days, "u": "https://h.example:8080/p?x=1"})}])
+    session.sql(f"CREATE STREAM fns2 (ms BIGINT, days INT, u STRING) WITH (kafka_topic='{topic}', value_format='JSON');")
+    row = session.sql(
+        "SELECT UNIX_TIMESTAMP(TIMESTAMPADD(HOURS, 2, FROM_UNIXTIME(ms))) AS plus2h, "
+        "UNIX_TIMESTAMP(TIMESTAMPSUB(MINUTES, 1, FROM_UNIXTIME(ms))) AS minus1m, "
+        "UNIX_DATE(DATEADD(DAYS, 3, FROM_DAYS(days))) AS plus3d, UNIX_DATE(DATESUB(HOURS, 48, FROM_DAYS(days))) AS minus2d, "
+        "FORMAT_DATE(FROM_DAYS(days), 'yyyy-MM-dd') AS fd, FORMAT_TIMESTAMP(FROM_UNIXTIME(ms), 'yyyy-MM-dd HH:mm') AS ft, "
+        "TIMESTAMPTOSTRING(ms, 'HH:mm', 'America/New_York') AS tts, UNIX_DATE(PARSE_DATE('2024-02-29', 'yyyy-MM-dd')) AS pd, "
+        "STRINGTODATE('2024-02-29', 'yyyy-MM-dd') AS sd, DATETOSTRING(days, 'yyyy-MM-dd') AS ds, "
+        "UNIX_TIMESTAMP(CONVERT_TZ(FROM_UNIXTIME(ms), 'UTC', 'America/New_York')) AS ny, "
+        "IS_JSON_STRING('{\"a\": 1}') AS j1, IS_JSON_STRING('x') AS j2, JSON_ARRAY_LENGTH('[1, 2, 3]') AS jl, "
+        "JSON_KEYS('{\"a\": 1, \"b\": {\"c\": 2}}') AS jk, JSON_RECORDS('{\"a\": \"x\", \"b\": {\"c\": 2}, \"d\": 1}') AS jr, "
+        "JSON_ITEMS('[1, \"a\", {\"b\": 2}]') AS ji, TO_JSON_STRING(STRUCT(a := 1, b := 'x')) AS tj, "
+        "TO_JSON_STRING('q') AS tq, SPLIT_TO_MAP('a=1;b=2;c;a=3', ';', '=') AS sm, "
+        "MAP_UNION(MAP('a' := 1, 'b' := 2), MAP('b' := 3)) AS mu, FIELD('b', 'a', 'b') AS f1, FIELD('z', 'a') AS f0, "
+        "ENCODE('hi', 'utf8', 'hex') AS eh, ENCODE('aGk=', 'base64', 'utf8') AS eb, "
+        "REGEXP_EXTRACT_ALL('[0-9]+', 'a1b22') AS ra, REGEXP_SPLIT_TO_ARRAY('a1b22c', '[0-9]+') AS rs, "
+        "MASK_LEFT('Ab1!cd', 2) AS ml, MASK_RIGHT('Ab1!cd', 2) AS mr, MASK_KEEP_LEFT('Ab1!cd', 2) AS mkl, "
+        "MASK_KEEP_RIGHT('Ab1!cd', 2) AS mkr, URL_ENCODE_PARAM('a b&c') AS ue, URL_DECODE_PARAM('a+b%26c') AS ud, "
+        "URL_EXTRACT_PORT(u) AS port, GEO_DISTANCE(37.4439, -122.1663, 51.5257, -0.1122) AS km, "
+        "GEO_DISTANCE(37.4439, -122.1663, 51.5257, -0.1122, 'miles') AS mi FROM fns2;").to_dict("records")[0]
+    epoch = datetime.date(1970, 1, 1)
+    leap_day = (datetime.date(2024, 2, 29) - epoch).days
+
+    def haversine(radius):
+        lat1, lon1, lat2, lon2 = map(math.radians, (37.4439, -122.1663, 51.5257, -0.1122))
+        a = math.sin((lat2 - lat1) / 2) ** 2 + math.sin((lon2 - lon1) / 2) ** 2 * math.cos(lat1) * math.cos(lat2)
+        return 2 * math.asin(math.sqrt(a)) * radius
+
+    km, mi = row.pop("KM"), row.pop("MI")
+    assert math.isclose(km, haversine(6371), rel_tol=1e-9) and 8600 < km < 8700
+    assert math.isclose(mi, haversine(3959), rel_tol=1e-9)
+    assert row == {
+        "PLUS2H": ms + 7_200_000, "MINUS1M": ms - 60_000, "PLUS3D": days + 3, "MINUS2D": days - 2,
+        "FD": str(epoch + datetime.timedelta(days=days)), "FT": "2023-11-14 22:13", "TTS": "17:13", "PD": leap_day, "SD": leap_day,
+        "DS": str(epoch + datetime.timedelta(days=days)), "NY": ms - 5 * 3_600_000,
+        "J1": True, "J2": False, "JL": 3, "JK": ["a", "b"], "JR": {"a": '"x"', "b": '{"c":2}', "d": "1"},
+        "JI": ["1", '"a"', '{"b":2}'], "TJ": '{"A":1,"B":"x"}', "TQ": '"q"', "SM": {"a": "3", "b": "2"},
+        "MU": {"a": 1, "b": 3}, "F1": 2, "F0": 0, "EH": "6869", "EB": "hi", "RA": ["1", "22"],
+        "RS": ["a", "b", "c"], "ML": "Xx1!cd", "MR": "Ab1!xx", "MKL": "Abn-xx", "MKR": "Xxn-cd",
+        "UE": "a+b%26c", "UD": "a b&c", "PORT": 8080}

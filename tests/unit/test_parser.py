@@ -440,7 +440,7 @@ def test_select_a_comma_from_is_an_error_at_from():
     assert (e.line, e.column) == (1, 11)
     assert e.excerpt == "SELECT a, FROM s\n          ^"
     assert "'FROM'" in e.reason and "expecting" in e.reason and "an expression" in e.reason
-    assert str(e).startswith("line 1:11: mismatched input 'FROM'")
+    assert str(e).startswith("line 1:11: Syntax Error\nmismatched input 'FROM'")
 
 
 # ---------------------------------------------------------------- comments and terminators

@@ -229,7 +229,7 @@ def test_declared_types_are_checked():
 def test_every_function_has_a_signature_and_unknown_ones_say_so():
     functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
     aggregates = pytest.importorskip("kafkasql_magic.engine.aggregates", reason="aggregates need pyspark")
-    assert set(functions.FUNCTIONS) <= set(signatures.SCALAR)
+    assert set(functions.FUNCTIONS) == set(signatures.SCALAR) | set(signatures.SCALAR_MORE)
     assert set(aggregates.AGGREGATES) == set(signatures.AGGREGATE)
 
 
@@ -255,3 +255,26 @@ def test_the_deepest_statement_the_parser_allows_checks_without_recursion_errors
 
 def test_type_errors_are_user_errors():
     assert issubclass(ExpressionTypeError, KStreamError)
+
+
+def test_the_rest_of_ksqldbs_scalar_functions_are_typed_and_built():
+    from kafkasql_magic.engine.build import functions
+    from kafkasql_magic.typecheck import signatures
+
+    assert set(signatures.SCALAR) | set(signatures.SCALAR_MORE) == set(functions.FUNCTIONS)
+    from kafkasql_magic.sql import parse_statement
+    from kafkasql_magic.typecheck import check_expression
+
+    def type_of(text, columns):
+        return check_expression(parse_statement(f"SELECT {text} FROM s;").items[0].expr, columns)
+
+    cols = {"TS": ast.Type("TIMESTAMP"), "D": ast.Type("DATE"), "N": ast.Type("INT")}
+    assert type_of("TIMESTAMPADD(HOURS, n, ts)", cols) == ast.Type("TIMESTAMP")
+    assert type_of("DATEADD(DAYS, 1, d)", cols) == ast.Type("DATE")
+    assert type_of("GEO_DISTANCE(1, 2, 3.5, n, 'km')", cols) == ast.Type("DOUBLE")
+    assert type_of("SPLIT_TO_MAP('a=1', ';', '=')", cols) == ast.Type("MAP", key=ast.Type("STRING"),
+                                                                         value=ast.Type("STRING"))
+    with pytest.raises(ExpressionTypeError, match="Function 'DATEADD' does not accept parameters"):
+        type_of("DATEADD(DAYS, 1, ts)", cols)
+    with pytest.raises(ExpressionTypeError):
+        type_of("TIMESTAMPADD(FORTNIGHTS, 1, ts)", cols)  # not a unit: a column that does not exist

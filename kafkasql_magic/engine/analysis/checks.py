@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.render import render
 from ...typecheck import signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
 from .grouping import WINDOW_KINDS, aggregate_calls
@@ -24,6 +25,7 @@ PULL_CLAUSES = (("GROUP BY", lambda s: s.group_by), ("HAVING", lambda s: s.havin
 def check_functions(stmt: ast.Select) -> None:
     """ksqlDB names an unknown function before it checks anything about grouping."""
     exprs = [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)] + list(stmt.group_by) + \
+        list(stmt.partition_by) + [j.on for j in stmt.joins] + \
         [e for e in (stmt.where, stmt.having) if e is not None]
     for expr in exprs:
         for node in ast.walk(expr):
@@ -76,6 +78,8 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
     check_grouping_keys(stmt)
     if not stmt.emit_changes and ksql_rules:
         check_pull(stmt)
+    if len(stmt.partition_by) > 1 and any(isinstance(e, ast.Literal) and e.kind == "NULL" for e in stmt.partition_by):
+        raise StatementError("Cannot PARTITION BY multiple columns including NULL")
     if stmt.partition_by and aggregating:
         raise StatementError("PARTITION BY and GROUP BY cannot be combined: GROUP BY already sets the key.")
     if stmt.partition_by and inputs[0].kind == "TABLE" and not stmt.joins:
@@ -142,8 +146,20 @@ def check_pull(stmt: ast.Select) -> None:
                 f"Pull queries don't support the following columns in {clause} clauses: {', '.join(found)}")
 
 
-def check_persistent(stmt: ast.Select) -> None:
-    """A persistent query's output is a new source: pseudocolumns there need an alias."""
+#: COUNT(*) as ksqlDB spells it in messages (it counts ROWTIME).
+def _aggregate_text(call: ast.FunctionCall) -> str:
+    return f"{call.name}(ROWTIME)" if call.star or not call.args else render(call)
+
+
+def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
+    """A persistent query's output is a new source: pseudocolumns there need an alias; a
+    CREATE TABLE AS SELECT that aggregates needs GROUP BY (ksqlDB's message lists the calls)."""
+    check_functions(stmt)
+    if kind == "TABLE" and not stmt.group_by:
+        calls = [c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr)]
+        if calls:
+            raise StatementError("CREATE TABLE AS SELECT statement does not support aggregate function "
+                                 f"[{', '.join(_aggregate_text(c) for c in calls)}] without a GROUP BY clause.")
     for item in stmt.items:
         if isinstance(item, ast.SelectItem) and item.alias is None and isinstance(item.expr, ast.ColumnRef) \
                 and item.expr.name in PSEUDOCOLUMNS:

@@ -14,6 +14,7 @@ from ...catalog import Catalog, SourceDef, ViewDef
 from ...dialects import Dialect
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from .checks import check_clauses, check_persistent
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
@@ -38,11 +39,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     check_window_timing(stmt, aggregating)
     outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
-        outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming)
-    names = [name for name, _ in outputs]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates and dialect.refuses_duplicate_names:
-        raise StatementError(f"Duplicate value columns found in schema: `{sorted(duplicates)[0]}`")
+        outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
+                                   inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
@@ -53,14 +51,27 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
-        keys=tuple(key_names(stmt, outputs, first, aggregating)),
+        keys=tuple(key_names(stmt, outputs, inputs, aggregating)),
         kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
         tracks_time=tracks_time)
-    check_types(plan, dialect, text)
+    checked = check_types(plan, dialect, text)
+    if dialect.refuses_duplicate_names:
+        check_duplicates(outputs, checked.checker.type_of)
     return plan
+
+
+def check_duplicates(outputs, type_of) -> None:
+    """ksqlDB names the first repeated result column with the type of its second use."""
+    seen: set[str] = set()
+    for name, expr in outputs:
+        if name in seen:
+            found = type_of(expr)
+            typed = f" {display(found)}" if found is not None else ""
+            raise StatementError(f"Duplicate value columns found in schema: `{name}`{typed}")
+        seen.add(name)
 
 
 def retracting(stmt: ast.Select, first: Input, aggregating: bool) -> bool:
@@ -93,7 +104,7 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
     are the FROM items (anything with `qualifiers` and `columns`); `prefixed` names a join's
     `*` columns, and a column several sources have, as ksqlDB does (`A_ID`, after the source's alias or name)."""
     outputs: list[tuple[str, ast.Expr]] = []
-    generated = 0
+    aliases = naming.aliases(naming.fold(c) for side in inputs for c in side.columns)
     joined = len(inputs) > 1
     seen = [c.lower() for side in inputs for c in dict.fromkeys(side.columns)]
     common = {c for c in seen if seen.count(c) > 1}  # columns more than one joined source has
@@ -117,11 +128,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
             outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
             outputs.append((naming.fold(item.expr.name), item.expr))
-        elif isinstance(item.expr, ast.Dereference):
-            outputs.append((naming.fold(item.expr.field), item.expr))
         else:
-            outputs.append((naming.generated(generated, item.expr), item.expr))
-            generated += 1
+            outputs.append((aliases.name_for(item.expr), item.expr))
     return outputs
 
 
@@ -135,27 +143,58 @@ def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
     return f"{naming.fold(side.qualifiers[0])}_{naming.fold(ref.name)}"
 
 
-def key_names(stmt: ast.Select, outputs, first: Input, aggregating: bool) -> list[str]:
-    """The result's key: GROUP BY or PARTITION BY expressions when selected, else the source's key."""
+def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]:
+    """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's ON
+    columns, else the source's key."""
     keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
     if keys:
         return [n for n, e in outputs if e in keys]
     if stmt.joins:
-        return []
+        return join_key(stmt.joins[-1].on, outputs, inputs)
+    first = inputs[0]
     key_columns = {c.name.lower() for c in first.source.key_columns}
     return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
 
 
-def partitioned_star(outputs, partition_by, source: SourceDef, naming):
+def is_null(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Literal) and expr.kind == "NULL"
+
+
+def side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
+    """(index of the FROM item, column) a column reference of a join names (None: unknown or ambiguous)."""
+    name = ref.name.lower()
+    if ref.qualifier is not None:
+        found = [i for i, s in enumerate(inputs) if ref.qualifier.lower() in {q.lower() for q in s.qualifiers}]
+    else:
+        found = [i for i, s in enumerate(inputs) if name in {c.lower() for c in s.columns}]
+    return (found[0], name) if len(found) == 1 else None
+
+
+def join_key(on: ast.Expr, outputs, inputs) -> list[str]:
+    """ksqlDB keys a join's result by the columns its (last) ON clause equates: the first
+    result column that is one of them is the key, under its result name (`T_ID`)."""
+    if not (isinstance(on, ast.BinaryOp) and on.op == "="):
+        return []
+    joined = {side_of(e, inputs) for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)} - {None}
+    found = [(side_of(e, inputs), n) for n, e in outputs if isinstance(e, ast.ColumnRef) and side_of(e, inputs) in joined]
+    return [min(found, key=lambda f: f[0][0])[1]] if found else []  # the leftmost side's column wins
+
+
+def partitioned_star(outputs, partition_by, source: SourceDef, naming, inputs=None):
     """`SELECT * ... PARTITION BY x`: x becomes the key, first; the old key columns move to
-    the end of the value columns (ksqlDB's repartition schema)."""
-    keys, generated = [], 0
-    for expr in partition_by:
-        if isinstance(expr, ast.ColumnRef):
-            keys.append((naming.fold(expr.name), expr))
-        else:
-            keys.append((naming.generated(generated, expr), expr))
-            generated += 1
+    the end of the value columns (ksqlDB's repartition schema). Over a join (`inputs`), a
+    column `*` already gives (`L_B` for `l.b`) becomes the key under that name."""
+    keys = []
+    aliases = naming.aliases(naming.fold(c.name) for c in source.columns)
+    for expr in (e for e in partition_by if not is_null(e)):  # PARTITION BY NULL: no key at all
+        target = side_of(expr, inputs) if inputs and isinstance(expr, ast.ColumnRef) else None
+        same = next((n for n, e in outputs if target and isinstance(e, ast.ColumnRef)
+                     and side_of(e, inputs) == target), None)
+        if same is not None:
+            keys.append((same, expr))
+            continue
+        name = naming.fold(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
+        keys.append((name, expr))
     key_names_ = {n.lower() for n, _ in keys}
     old_keys = {c.name.lower() for c in source.key_columns}
     rest = [(n, e) for n, e in outputs if n.lower() not in key_names_]

@@ -15,6 +15,7 @@ from ...dialects import KSQL, Dialect
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
+from ...typecheck.signatures_more import time_unit
 from .. import aggregates
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -120,6 +121,10 @@ class Compiler:
 
     scope: Scope
     failures: list[tuple[Column, Column]] = field(default_factory=list)
+    #: id of a compiled `+` node -> whether it joined strings, so that a chain of `+` asks
+    #: Spark the type of each operand once (asking about the chain so far at every link is
+    #: quadratic in the chain's length)
+    _texts: dict[int, bool] = field(default_factory=dict)
 
     def fail(self, condition: Column, message: Column) -> None:
         self.failures.append((condition, message))
@@ -166,7 +171,7 @@ class Compiler:
         if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
                                  "only in the SELECT list and HAVING clause, and not inside another aggregate.")
-        args = [self.compile(a) for a in e.args]
+        args = [F.lit(unit) if (unit := time_unit(e.name, i, a)) else self.compile(a) for i, a in enumerate(e.args)]
         fn = self.scope.dialect.function(e.name, len(args), lambda: [self._type_of(a) for a in args])
         return fn.build(self, args, e.args)
 
@@ -181,14 +186,20 @@ class Compiler:
 
     def _BinaryOp(self, e: ast.BinaryOp) -> Column:
         left, right = self.compile(e.left), self.compile(e.right)
-        if e.op == "+" and T.StringType() in (self.scope.type_of(left), self.scope.type_of(right)):
-            return F.concat(left.cast("string"), right.cast("string"))  # ksql's + joins strings
+        if e.op == "+":
+            self._texts[id(e)] = self._is_text(e.left, left) or self._is_text(e.right, right)
+            if self._texts[id(e)]:
+                return F.concat(left.cast("string"), right.cast("string"))  # ksql's + joins strings
         if e.op == "/":
             return self._divide(left, right)
         if e.op == "%":
             self.fail(right == 0, F.lit("/ by zero"))
             return F.when(right != 0, left % right)
         return OPERATORS[e.op](left, right)
+
+    def _is_text(self, expr: ast.Expr, column: Column) -> bool:
+        known = self._texts.get(id(expr))
+        return known if known is not None else self.scope.type_of(column) == T.StringType()
 
     def _divide(self, left: Column, right: Column) -> Column:
         """ksqlDB divides integers to an integer; Spark's `/` always gives a fraction."""

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from ...errors import StatementError
 from ...formats import bytes_codec
 from ...sql import ast
+from . import functions_more
 
 
 class Context(Protocol):
@@ -148,7 +149,7 @@ def _timestamp_to_string(ms: Column, fmt: Column, tz: Column | None = None) -> C
     ts = F.timestamp_millis(ms)
     if tz is not None:
         ts = F.from_utc_timestamp(ts, tz)
-    return F.date_format(ts, fmt)
+    return functions_more.date_format(ts, fmt)
 
 
 FUNCTIONS: dict[str, Function] = {
@@ -194,7 +195,7 @@ FUNCTIONS: dict[str, Function] = {
     "UNIX_DATE": Function(lambda ctx, a, e: F.unix_date(a[0]) if a else F.unix_date(F.current_date()), 0, 1),
     "FROM_UNIXTIME": Function(_simple(F.timestamp_millis), 1, 1),
     "TIMESTAMPTOSTRING": Function(_simple(_timestamp_to_string), 2, 3),
-    "FORMAT_TIMESTAMP": Function(_simple(lambda ts, fmt, tz=None: F.date_format(
+    "FORMAT_TIMESTAMP": Function(_simple(lambda ts, fmt, tz=None: functions_more.date_format(
         ts if tz is None else F.from_utc_timestamp(ts, tz), fmt)), 2, 3),
     "PARSE_TIMESTAMP": Function(_simple(lambda s, fmt, tz=None: F.try_to_timestamp(s, fmt) if tz is None
                                          else F.to_utc_timestamp(F.try_to_timestamp(s, fmt), tz)), 2, 3),
@@ -243,6 +244,9 @@ FUNCTIONS: dict[str, Function] = {
     "CONVERT_FROM": Function(_encoding(0), 2, 2),
     "HEADERS_TO_MAP": Function(_simple(lambda h: _headers_to_map(h)), 1, 1),
 }
+
+
+FUNCTIONS.update({name: Function(*spec) for name, spec in functions_more.TABLE.items()})
 
 
 def _headers_to_map(headers: Column) -> Column:

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
+from ..analysis.select import side_of
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
                        ROWTIME, result_column)
@@ -130,7 +131,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
             frame_i = _input_frame(side, side_raw, read, captures)
         else:
             frame_i = frame
-        frame_i = captures.without_errors(frame_i, f"__errors_{index}")
+        frame_i = captures.without_errors(_null_join_keys(plan, index, side, frame_i), f"__errors_{index}")
         columns = {name: f"__s{index}_{name}" for name in side.visible}
         kept = [F.col(quoted(n)).alias(c) for n, c in columns.items()]
         record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS)]
@@ -167,6 +168,34 @@ def _joined_record(frame: DataFrame, side: str, stream: bool) -> DataFrame:
         frame = frame.withColumns({RAW_HEADERS: F.when(later, headers).otherwise(F.col(RAW_HEADERS)),
                                    RAW_TIMESTAMP: F.greatest(left, time)})
     return frame.drop(f"{side}{RAW_TIMESTAMP}", f"{side}{RAW_HEADERS}")
+
+
+#: Kafka Streams' words for a stream record a join drops because its join key is NULL.
+NULL_JOIN_KEY = "Skipping record due to null join key or value."
+
+
+def _null_join_keys(plan: QueryPlan, index: int, side: Input, frame: DataFrame) -> DataFrame:
+    """A stream record whose join key (its side of an ON equality) is NULL fails with Kafka
+    Streams' message, so it is logged and left out: on the right of any join, and on the left
+    of an INNER one (a LEFT join keeps it, unmatched, as Kafka Streams does since KIP-962)."""
+    if side.kind != "STREAM":
+        return frame  # a table's NULL keys are its envelope's concern
+    scope = Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect)
+    nulls = []
+    for number, join in enumerate(plan.statement.joins):
+        if not (index == number + 1 or (index <= number and join.kind == "INNER")):
+            continue
+        on = join.on
+        if not (isinstance(on, ast.BinaryOp) and on.op == "="):
+            continue
+        for operand in (on.left, on.right):
+            refs = [n for n in ast.walk(operand) if isinstance(n, ast.ColumnRef)]
+            if refs and all(side_of(r, plan.inputs) == (index, r.name.lower()) for r in refs):
+                nulls.append(Compiler(scope).compile(operand).isNull())
+    if not nulls:
+        return frame
+    null_key = F.when(F.greatest(*nulls) if len(nulls) > 1 else nulls[0], F.lit(NULL_JOIN_KEY))
+    return frame.withColumn(ERROR, F.coalesce(F.col(ERROR), null_key))
 
 
 def _within(window: tuple[int, int], left_time: str | None, right_time: str | None) -> Column:

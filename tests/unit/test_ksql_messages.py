@@ -1,0 +1,95 @@
+"""ksqlDB's wording for refused statements: syntax errors, duplicate and missing value
+columns, aggregates without GROUP BY, unknown functions. No Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkasql_magic.engine.analysis import analyse, check_persistent
+from kafkasql_magic.errors import SqlSyntaxError, StatementError
+from kafkasql_magic.sinks import plan as sink_plan
+from kafkasql_magic.sql import ast, parse, parse_statement
+
+from test_analysis import catalog, plan_of
+
+
+def syntax_error(text: str, dialect: str = "ksql") -> SqlSyntaxError:
+    with pytest.raises(SqlSyntaxError) as info:
+        parse(text, dialect=dialect)
+    return info.value
+
+
+def test_a_ksql_syntax_error_is_headed_syntax_error_with_the_detail_and_the_caret_under_it():
+    error = syntax_error("SELECT a FROM s;\n\nSELECT a b c FROM s;")
+    lines = str(error).split("\n")
+    assert lines[0] == "line 3:12: Syntax Error"
+    assert lines[1] == "mismatched input 'c' expecting one of: ',', FROM"
+    assert lines[2:] == ["SELECT a b c FROM s", "           ^"]
+    assert (error.line, error.column, error.headline) == (3, 12, "Syntax Error")
+
+
+def test_lines_count_from_the_start_of_the_submitted_text_for_errors_found_while_splitting():
+    error = syntax_error("SELECT 1 FROM s;\nSELECT a FROM s WHERE 'x;")
+    assert str(error).split("\n")[:2] == ["line 2:23: Syntax Error", "unterminated string literal"]
+
+
+def test_materialize_keeps_its_own_one_line_wording():
+    error = syntax_error("SELECT a, FROM s", "materialize")
+    assert str(error).startswith("line 1:11: Expected one of '*' or an expression, found FROM")
+    assert error.headline is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT item AS count, COUNT(*) AS count FROM orders GROUP BY item EMIT CHANGES;",
+     "Duplicate value columns found in schema: `COUNT` BIGINT"),
+    ("SELECT qty AS x, item AS x FROM orders EMIT CHANGES;", "Duplicate value columns found in schema: `X` STRING"),
+    ("SELECT NO_SUCH(item), COUNT(*) FROM orders EMIT CHANGES;", "Can't find any functions with the name 'NO_SUCH'"),
+    ("SELECT item, COUNT(*) FROM orders GROUP BY NO_SUCH(SUM(qty)) EMIT CHANGES;",
+     "Can't find any functions with the name 'NO_SUCH'"),
+    ("SELECT * FROM orders PARTITION BY NO_SUCH(item) EMIT CHANGES;",
+     "Can't find any functions with the name 'NO_SUCH'"),
+    ("SELECT item, COUNT(*) FROM orders GROUP BY SUM(qty) EMIT CHANGES;",
+     "GROUP BY does not support aggregate functions: SUM is an aggregate function."),
+])
+def test_ksqldb_messages(text, message):
+    with pytest.raises(StatementError) as info:
+        plan_of(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT COUNT(*) FROM orders;",
+     "CREATE TABLE AS SELECT statement does not support aggregate function [COUNT(ROWTIME)] without a GROUP BY "
+     "clause."),
+    ("SELECT SUM(qty), COUNT() FROM orders;",
+     "CREATE TABLE AS SELECT statement does not support aggregate function [SUM(QTY), COUNT(ROWTIME)] without a "
+     "GROUP BY clause."),
+    ("SELECT NOPE(qty), COUNT(*) FROM orders;", "Can't find any functions with the name 'NOPE'"),
+])
+def test_create_table_as_select_aggregating_without_group_by(text, message):
+    with pytest.raises(StatementError) as info:
+        check_persistent(parse_statement(text), "TABLE")
+    assert str(info.value) == message
+
+
+def test_a_persistent_query_of_key_columns_only_is_refused():
+    key = sink_plan.Output("NAME", ast.Type("STRING"), True)
+    with pytest.raises(StatementError, match=r"^The projection contains no value columns\.$"):
+        sink_plan.check_value_columns([key])
+    sink_plan.check_value_columns([key, sink_plan.Output("N", ast.Type("BIGINT"), False)])
+
+
+def test_the_transient_query_keeps_its_own_aggregate_message():
+    with pytest.raises(StatementError, match="Use of aggregate function COUNT requires a GROUP BY clause."):
+        analyse(parse_statement("SELECT COUNT(*) FROM orders EMIT CHANGES;"), catalog())
+
+
+def test_a_persistent_join_must_select_a_join_column():
+    stmt = parse_statement("SELECT l.b, r.c FROM l JOIN r WITHIN 10 SECONDS ON l.a = r.a;")
+    with pytest.raises(StatementError) as info:
+        sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
+    assert str(info.value).endswith("\nThe query used to build `OUTPUT` must include the join expressions L.A or R.A "
+                                    "in its projection.")
+    stmt = parse_statement("SELECT l.b FROM l JOIN r WITHIN 10 SECONDS ON l.a = ABS(r.a);")
+    with pytest.raises(StatementError, match="must include the join expression L.A in its projection"):
+        sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
