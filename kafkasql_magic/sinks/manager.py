@@ -22,6 +22,7 @@ from ..errors import StatementError
 from ..formats import Field
 from ..kafka import admin
 from ..sql import ast
+from ..statements.defaults import retry_backoff
 from . import plan as sink_plan
 from . import schemas
 from .runner import WINDOW_BOUNDS, PersistentQuery, SinkWrite
@@ -147,6 +148,7 @@ class PersistentQueries:
                                   log=self.session.log, checkpoint=checkpoint,
                                   trigger_interval=self.session.trigger_interval,
                                   build_batch=prepared.build_batch,
+                                  backoff=retry_backoff(self.session.settings),
                                   on_stopped=lambda q: self.queries.pop(q.id, None))
         self.queries[query_id] = running.start()
         return running

@@ -91,11 +91,14 @@ class SinkWrite:
 
 
 class PersistentQuery:
-    """CREATE ... AS SELECT / INSERT INTO ... SELECT, running until terminated."""
+    """CREATE ... AS SELECT / INSERT INTO ... SELECT, running until terminated. A failed query
+    shows ERROR (with its reason) and restarts from its checkpoint after a back-off, as ksqlDB
+    retries failed persistent queries: a transient fault (a broker outage, a Python worker that
+    could not start in time) costs a pause, never the query."""
 
     def __init__(self, query_id: str, kind: str, sql: str, plan, planned: DataFrame, write: SinkWrite, *,
                  sources: list[str], log: ProcessingLog, checkpoint: str, trigger_interval: str,
-                 build_batch: Callable | None = None,
+                 build_batch: Callable | None = None, backoff: tuple[float, float] = (15.0, 900.0),
                  on_stopped: Callable[["PersistentQuery"], None] | None = None):
         """`planned` is the built frame, or (a per-batch plan) the raw stream that
         `build_batch` turns into a Built per micro-batch."""
@@ -119,6 +122,9 @@ class PersistentQuery:
         self._failure: BaseException | None = None
         self._observed_through = -1
         self._stopped = threading.Event()
+        self._terminating = threading.Event()
+        self._backoff = backoff
+        self.restarts = 0
         self._on_stopped = on_stopped
 
     @property
@@ -130,21 +136,49 @@ class PersistentQuery:
         return self.write.sink.topic
 
     def start(self) -> "PersistentQuery":
-        self._query = (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
-                       .foreachBatch(self._on_batch).option("checkpointLocation", self.checkpoint)
-                       .trigger(processingTime=self._trigger).start())
+        self._query = self._stream()
         threading.Thread(target=self._watch, name=f"{self.id}-watch", daemon=True).start()
         return self
 
+    def _stream(self):
+        return (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
+                .foreachBatch(self._on_batch).option("checkpointLocation", self.checkpoint)
+                .trigger(processingTime=self._trigger).start())
+
     def _watch(self) -> None:
+        backoff, longest = self._backoff
         try:
-            while not self._query.awaitTermination(0.5):
-                self._count_input()
-                self._log_observed()
-        except Exception as exc:  # the Spark query failed: keep the reason for SHOW QUERIES
-            self._failure = exc
+            while True:
+                try:
+                    while not self._query.awaitTermination(0.5):
+                        self._count_input()
+                        self._log_observed()
+                    return  # terminated
+                except Exception as exc:  # the Spark query failed: keep the reason for SHOW QUERIES
+                    self._failure = exc
+                if not self._restart_after(backoff, longest):
+                    return
+                backoff = min(2 * backoff, longest)
         finally:
             self._stopped.set()
+
+    def _restart_after(self, backoff: float, longest: float) -> bool:
+        """Wait `backoff` seconds, then start the query again from its checkpoint (waiting
+        longer each time it cannot start); False when it was terminated meanwhile."""
+        while not self._terminating.wait(backoff):
+            try:
+                self._query = self._stream()
+            except Exception as exc:
+                self._failure = exc
+                backoff = min(2 * backoff, longest)
+                continue
+            if self._terminating.is_set():  # terminated while it started
+                self._query.stop()
+                return False
+            self._failure = None
+            self.restarts += 1
+            return True
+        return False
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
@@ -229,7 +263,8 @@ class PersistentQuery:
                            None if self._failure is None else str(self._failure).strip().splitlines()[0][:500])
 
     def terminate(self) -> None:
-        """Stop the query (its checkpoint stays, so the same query can resume)."""
+        """Stop the query, or its retries (its checkpoint stays, so the same query can resume)."""
+        self._terminating.set()
         if self._query is not None and self._query.isActive:
             self._query.stop()
         self._stopped.wait(timeout=30)
@@ -240,9 +275,10 @@ class PersistentQuery:
         return f"Created query with ID {self.id} ({self.state}, writing {self.sink_topic})"
 
     def wait_for_records(self, count: int, timeout: float) -> bool:
-        """True once `count` records were written (tests, notebooks)."""
+        """True once `count` records were written (tests, notebooks); a query retrying after a
+        failure is still waited for."""
         deadline = time.monotonic() + timeout
-        while self._out < count and time.monotonic() < deadline and self.state == "RUNNING":
+        while self._out < count and time.monotonic() < deadline and not self._stopped.is_set():
             time.sleep(0.1)
         return self._out >= count
 

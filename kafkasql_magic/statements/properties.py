@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import clientconf
 from ..errors import StatementError
 from ..sql import ast
-from .defaults import DEFAULT_SETTINGS
+from .defaults import DEFAULT_SETTINGS, RETRY_INITIAL, RETRY_MAX
 
 
 #: processing.guarantee values (Kafka Streams' list) -> why the value cannot be honoured (None: it can).
@@ -28,9 +28,21 @@ def check_guarantee(value: str) -> None:
         raise StatementError(f"processing.guarantee '{value}' is not supported. {GUARANTEES[value]}")
 
 
+#: Settings that are a number of milliseconds (a persistent query's retry back-off).
+MILLISECONDS = {RETRY_INITIAL[0], RETRY_MAX[0]}
+
+
+def check_milliseconds(name: str, value: str) -> None:
+    """Refuse a value that is not a whole number of milliseconds, in Kafka's words."""
+    if not value.strip().isdigit():
+        raise StatementError(f"Invalid value {value} for configuration {name}: Not a number of type LONG")
+
+
 def set_property(session, stmt: ast.SetProperty, text, timeout):
     if stmt.name == "processing.guarantee":
         check_guarantee(stmt.value)
+    if stmt.name in MILLISECONDS:
+        check_milliseconds(stmt.name, stmt.value)
     if clientconf.is_client_property(stmt.name):
         clientconf.configure(session.bootstrap_servers, session.schema_registry_url, {stmt.name: stmt.value})
     session.settings[stmt.name] = stmt.value

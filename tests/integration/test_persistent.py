@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import time
 import uuid
 
 import fastavro
@@ -196,3 +197,36 @@ def test_windowed_table_key_is_inner_key_then_window_start(ksql, broker):
     start = BASE - BASE % 10_000
     assert got == {struct.pack(">i", 7) + struct.pack(">q", start): {"N": 2},
                    struct.pack(">i", 7) + struct.pack(">q", start + 10_000): {"N": 1}}
+
+
+def test_a_failed_query_restarts_from_its_checkpoint_after_a_back_off(ksql, broker, monkeypatch):
+    """As ksqlDB retries a failed persistent query: ERROR with the reason, then RUNNING again from
+    the checkpoint, the failed micro-batch written once it succeeds (nothing lost)."""
+    from kafkasql_magic.sinks.runner import PersistentQuery
+
+    src, topic = names()
+    out = f"OUT_{src}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", i), "value": json.dumps({"V": f"v{i}"}).encode()} for i in range(4)])
+    failures, write_batch = [], PersistentQuery._on_batch
+
+    def fails_once(self, batch, batch_id):
+        if not failures:
+            failures.append(batch_id)
+            raise RuntimeError("the first micro-batch fails")
+        return write_batch(self, batch, batch_id)
+
+    monkeypatch.setattr(PersistentQuery, "_on_batch", fails_once)
+    ksql.sql("SET 'ksql.query.retry.backoff.initial.ms'='3000';")
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {src};")
+    deadline = time.monotonic() + 90
+    while query.state != "ERROR" and query.records_out == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert query.state == "ERROR" and "the first micro-batch fails" in str(query.failure)
+    assert query.wait_for_records(4, 90), query.failure
+    assert (query.state, query.restarts, failures) == ("RUNNING", 1, [0])
+    assert sorted(r["key"] for r in read_back(broker, out, 4)) == [struct.pack(">i", i) for i in range(4)]
+    with pytest.raises(StatementError, match="^Invalid value soon for configuration "
+                                             "ksql.query.retry.backoff.max.ms: Not a number of type LONG$"):
+        ksql.sql("SET 'ksql.query.retry.backoff.max.ms'='soon';")

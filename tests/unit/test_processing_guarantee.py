@@ -22,3 +22,11 @@ def test_unknown_guarantee_lists_the_values():
         check_guarantee("twice")
     assert str(info.value) == ("Invalid value twice for configuration processing.guarantee: String must be one of: "
                                "at_least_once, exactly_once, exactly_once_beta, exactly_once_v2")
+
+
+def test_retry_back_off_comes_from_ksqldb_settings_in_milliseconds():
+    from kafkasql_magic.statements.defaults import retry_backoff
+
+    assert retry_backoff({}) == (15.0, 900.0)  # ksqlDB's defaults
+    assert retry_backoff({"ksql.query.retry.backoff.initial.ms": "500",
+                          "ksql.query.retry.backoff.max.ms": "2000"}) == (0.5, 2.0)
