@@ -139,11 +139,11 @@ class Checker:
 
     # ------------------------------------------------------------ functions
     def _FunctionCall(self, e: ast.FunctionCall) -> ast.Type | None:
+        if e.name.upper() in self.untyped:  # the dialect's own, over ksql's of the same name (PostgreSQL's
+            for a in e.args:             # encode is not ksqlDB's): the build resolves it, its arguments
+                self.type_of(a)          # are still checked
+            return None
         if not signatures.is_known(e.name):
-            if e.name.upper() in self.untyped:  # the build resolves it; its arguments are still checked
-                for a in e.args:
-                    self.type_of(a)
-                return None
             raise self.error(e, self.messages.unknown_function(e.name, [self.type_of(a) for a in e.args]))
         if e.star and e.name in signatures.STAR_AGGREGATES:
             return ast.Type("BIGINT")

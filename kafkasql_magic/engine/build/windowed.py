@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from ..analysis.plan import QueryPlan
 from ..analysis.windows import timing_of
 from ..columns import ERROR, OFFSET, ORIGIN, PARTITION, TOPIC
-from .aggregate import aggregate_columns, finished, stage
+from .aggregate import aggregate_columns, finished, record_columns, stage
 from .expressions import Scope
 
 #: Stream time before any record: earlier than every record time.
@@ -72,7 +72,8 @@ def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Colum
             .localCheckpoint())
     late = good.where("__late").select(expired_message(timing.grace).alias(ERROR), *ORIGIN)
     without_errors(batch.select(ERROR, *ORIGIN).unionByName(late), "__errors_aggregate")
-    members = [*staged.keys, *[c for c in good.columns if c.startswith("__a")], "__order", "__wstart", "__wend"]
+    members = [*staged.keys, *[c for c in good.columns if c.startswith("__a")], "__order", "__rt", "__rh",
+               "__wstart", "__wend"]
     accepted = good.where(~F.col("__late")).select(*members)
     newest = good.agg(F.max("__t")).first()[0]
     stream_time = max(state.stream_time, newest if newest is not None else NO_TIME)
@@ -82,7 +83,8 @@ def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Colum
         emitting = current.where(F.col("__wend") + F.lit(timing.grace) <= F.lit(stream_time))
     else:
         emitting = current.join(accepted.select(*windows).distinct(), windows, "left_semi")
-    grouped = emitting.groupBy(*windows).agg(*aggregate_columns(staged))  # over frames that stay as they are
+    grouped = emitting.groupBy(*windows).agg(  # over frames that stay as they are
+        *aggregate_columns(staged), *record_columns(F.struct(F.col("__rt"), F.col("__order"))))
     state.members = current.where(F.col("__wend") + F.lit(timing.grace) > F.lit(stream_time)).localCheckpoint()
     state.stream_time = stream_time
     return finished(plan, grouped)
