@@ -59,7 +59,8 @@ def _notebook(workdir, name: str = "browser.ipynb") -> str:
 
 
 def _cell(page, index):
-    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+    """Cell `index` of the notebook on show (JupyterLab may restore an earlier test's tab behind it)."""
+    return page.locator(".jp-Notebook:visible .jp-Cell").nth(index)
 
 
 def _run(page, index, *, wait: bool = True, timeout: float = 180):
@@ -68,7 +69,7 @@ def _run(page, index, *, wait: bool = True, timeout: float = 180):
     before = prompt.inner_text().strip()
     for _ in range(5):  # a key press can land before the editor has focus: try again
         cell.locator(".jp-InputPrompt").click()  # selects the cell
-        page.locator(".jp-NotebookPanel-toolbar [data-command='notebook:run-cell-and-select-next']").click()
+        page.locator(".jp-NotebookPanel-toolbar:visible [data-command='notebook:run-cell-and-select-next']").click()
         deadline = time.monotonic() + 3
         while prompt.inner_text().strip() == before and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -126,7 +127,7 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     base, token, workdir = lab
     name = _notebook(workdir)
     page.goto(f"{base}/lab/tree/{name}?token={token}")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    page.locator(".jp-Notebook:visible .jp-Cell").first.wait_for(timeout=60_000)
     _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
     time.sleep(1)  # the page connects to the kernel just after the server reports it
     for index in range(LIVE):
@@ -177,11 +178,11 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
 
 def _insert_from_schema_pane(page):
     _run(page, SCHEMA)  # running the last cell adds an empty one below it
-    cells_before = page.locator(".jp-Notebook .jp-Cell").count()
+    cells_before = page.locator(".jp-Notebook:visible .jp-Cell").count()
     insert = _cell(page, SCHEMA).get_by_role("button", name="Insert into a new cell")
     _until(lambda: insert.is_enabled(), 60, "the CREATE statement")
     insert.click()
-    _until(lambda: page.locator(".jp-Notebook .jp-Cell").count() == cells_before + 1, 10, "a new cell")
+    _until(lambda: page.locator(".jp-Notebook:visible .jp-Cell").count() == cells_before + 1, 10, "a new cell")
     editor = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor")
     _until(lambda: editor.inner_text().strip(), 10, "the statement in the new cell")  # filled just after
     _shot(page, "inserted")
@@ -199,7 +200,7 @@ def test_insert_in_notebook_7(lab, page):
     base, token, workdir = lab
     name = _notebook(workdir, "notebook7.ipynb")
     page.goto(f"{base}/notebooks/{name}?token={token}")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    page.locator(".jp-Notebook:visible .jp-Cell").first.wait_for(timeout=60_000)
     _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
     time.sleep(1)
     for index in range(LIVE - 1):  # the stack and a topic with records
@@ -217,7 +218,7 @@ def test_persistent_query_card_counts_and_terminates(lab, page):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, workdir / "cards.ipynb")
     page.goto(f"{base}/lab/tree/cards.ipynb?token={token}")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    page.locator(".jp-Notebook:visible .jp-Cell").first.wait_for(timeout=60_000)
     _until(lambda: _kernel_ready(base, token), 60, "the notebook's kernel")
     time.sleep(1)
     for index in range(LIVE):
