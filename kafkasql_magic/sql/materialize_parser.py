@@ -17,9 +17,12 @@ from lark import Token, v_args
 
 from . import ast
 from . import ast_materialize as mz_ast
-from .builder import Builder, _pos, _unquote
+from .builder import Builder, Invalid, _pos, _unquote
 from .materialize_ddl_builder import MaterializeDdlRules, split_formats
 from .parser import Dialect
+
+#: The widest CSV a source may declare: every column is a Spark column, planned and decoded.
+MAX_CSV_COLUMNS = 10_000
 
 __all__ = ["MATERIALIZE", "MaterializeDialect", "MaterializeBuilder", "FUTURE_RESERVED"]
 
@@ -131,7 +134,11 @@ class MaterializeBuilder(MaterializeDdlRules):
         return ast.SourceFormat("REGEX", regex=_unquote(pattern), **_pos(meta))
 
     def csv_format(self, meta, columns):
-        return ast.SourceFormat("CSV", csv_columns=int(columns), **_pos(meta))
+        count = int(columns)
+        if not 1 <= count <= MAX_CSV_COLUMNS:
+            raise Invalid(f"CSV WITH {columns} COLUMNS: a CSV format has 1 to {MAX_CSV_COLUMNS:,} columns",
+                          meta.line, meta.column)
+        return ast.SourceFormat("CSV", csv_columns=count, **_pos(meta))
 
     def avro_schema_format(self, meta, schema, framed):
         return ast.SourceFormat("AVRO", avro_schema=_unquote(schema),

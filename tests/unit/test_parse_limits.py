@@ -79,3 +79,14 @@ def test_durations_are_bounded(text, message, column):
 def test_the_longest_duration_parses():
     statement = parse_statement("SELECT * FROM a JOIN b WITHIN 36500 DAYS ON a.x = b.x")
     assert statement.joins[0].within == (36500 * 86_400_000,) * 2
+
+
+@pytest.mark.parametrize("count", ["0", "99999999"])
+def test_csv_column_counts_are_bounded(count):
+    """`CSV WITH 99999999 COLUMNS` would plan a hundred million columns: refused at the parser."""
+    text = f"CREATE SOURCE s FROM KAFKA BROKER 'b:9092' TOPIC 't' FORMAT CSV WITH {count} COLUMNS"
+    with pytest.raises(SqlSyntaxError) as caught:
+        parse_statement(text, dialect="materialize")
+    assert caught.value.reason == f"CSV WITH {count} COLUMNS: a CSV format has 1 to 10,000 columns"
+    assert caught.value.column == text.index("CSV") + 1
+    assert parse_statement(text.replace(count, "10000"), dialect="materialize").format.csv_columns == 10_000
