@@ -3,7 +3,8 @@ that say it (the one place offsets become option text).
 
 A push query reads from 'auto.offset.reset' on, narrowed by its plan's seek ranges; a
 bounded read (a pull query, a table read as it is now) reads every partition from the
-earliest offsets to the end offsets found when the read is planned.
+earliest offsets to the end offsets found when the read is planned, or only the partitions
+holding the keys a pull query looks up.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class TopicRead:
     seek: Seek = Seek()
     #: Only the last header of each of these keys (HEADER('k') columns); None: every header.
     header_keys: tuple[str, ...] | None = None
+    #: The key values a bounded read was narrowed to (their partitions are `partitions`).
+    keys: tuple | None = None
 
     def options(self) -> dict[str, str]:
         """The `kafkasql` source options of this read."""
@@ -64,6 +67,10 @@ class TopicRead:
             return "nothing (the WHERE clause cannot match)"
         if self.seek.narrows:
             return self.seek.describe()
+        if self.keys is not None:
+            where = "partition" + ("s " if len(self.partitions) > 1 else " ") + ", ".join(map(str, self.partitions))
+            return (f"{where} only, where Kafka's default partitioner puts the keys looked up "
+                    f"({', '.join(map(repr, self.keys))}), up to the end offsets now")
         if not self.streaming:
             return "the whole topic, as it is now"
         return f"all partitions from the {_offsets_text(self.starting)} offsets"
@@ -80,10 +87,13 @@ def _offsets_text(offsets: str | Mapping[int, int]) -> str:
 
 
 def bounded(bootstrap: str, topic: str, *, include_headers: bool = True, seek: Seek = Seek(),
-            start: Mapping[int, int] | None = None, header_keys: tuple[str, ...] | None = None) -> TopicRead:
-    """The whole topic as it is now (from `start`, a source's first offsets, when it has them)."""
+            start: Mapping[int, int] | None = None, header_keys: tuple[str, ...] | None = None,
+            keys: tuple | None = None, partitions: tuple[int, ...] | None = None) -> TopicRead:
+    """The whole topic as it is now (from `start`, a source's first offsets, when it has them);
+    with `partitions`, only those (where the key values `keys` are), each to its end offset now."""
     return TopicRead(bootstrap, topic, False, dict(start) if start else "earliest", "latest",
-                     include_headers=include_headers, seek=seek, header_keys=header_keys)
+                     partitions=partitions, include_headers=include_headers, seek=seek, header_keys=header_keys,
+                     keys=keys if partitions is not None else None)
 
 
 def push(bootstrap: str, topic: str, *, reset: str, seek: Seek, max_per_trigger: int,

@@ -11,10 +11,12 @@ from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.headers import header_use
+from ..engine.analysis.lookup import KeyLookup
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..errors import StatementError
 from ..kafka import reads
+from ..kafka.key_partitions import lookup_partitions
 from ..kafka.reach import ensure_reachable
 from ..kafka.start_position import START_PROPERTY
 from ..results import located_message, to_pandas
@@ -48,13 +50,14 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
 
-    def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
+    def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = header_use(source, forwarded=keep_headers)
         start = source.properties.get(START_PROPERTY)
         if not streaming:
+            partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
-                                 start=start)
+                                 start=start, keys=lookup.values if lookup else None, partitions=partitions)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
                           max_per_trigger=session.max_records_per_trigger, include_headers=headers.needed,
                           header_keys=headers.keys, start=start)
@@ -62,7 +65,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))
 
-    read = topic_read(plan.source, stmt.emit_changes, plan.seek)
+    read = topic_read(plan.source, stmt.emit_changes, plan.seek, plan.lookup)
     raw = session.raw_frame(read)
     built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
     state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None

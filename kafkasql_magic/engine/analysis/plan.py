@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ...catalog import SourceDef
 from ...dialects import KSQL, Dialect
 from ...sql import ast
+from .lookup import KeyLookup
 from .seek import Seek
 
 STREAM, TABLE = "STREAM", "TABLE"
@@ -85,6 +86,8 @@ class QueryPlan:
     #: the open windows as state, so late records are dropped and EMIT FINAL knows when a window closes.
     tracks_time: bool = False
     dialect: Dialect = KSQL  # the query's (its functions and casts)
+    #: The keys a pull query on a table looks up (its WHERE pins the key to constants), else None.
+    lookup: KeyLookup | None = None
 
     @property
     def source(self) -> SourceDef:

@@ -20,6 +20,7 @@ from .checks import check_clauses, check_persistent
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
+from .lookup import key_lookup
 from .seek import Seek, seek_of
 from .types import check_types
 from .windows import check_window_timing, tracks_stream_time
@@ -56,7 +57,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
-        tracks_time=tracks_time)
+        tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)

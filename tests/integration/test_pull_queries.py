@@ -1,0 +1,105 @@
+"""Pull queries on tables: a key lookup reads only the key's partition, IN its keys' partitions,
+ranges read everything and filter; windowed tables take WINDOWSTART/WINDOWEND bounds."""
+
+from __future__ import annotations
+
+import json
+import struct
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.errors import StatementError
+from kafkasql_magic.kafka.partitioner import default_partition
+from kafkasql_magic.kafka.producer import produce
+from kafkasql_magic.sql import parse_statement
+from kafkasql_magic.statements.queries import prepare
+
+PARTITIONS = 4
+
+
+@pytest.fixture
+def ksql(broker, spark, tmp_path):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                   state_dir=str(tmp_path / "state"))
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    yield s
+    s.stop()
+
+
+def names(prefix="t"):
+    tag = uuid.uuid4().hex[:8]
+    return f"{prefix.upper()}_{tag.upper()}", f"{prefix}-{tag}"
+
+
+def key(i: int) -> bytes:
+    return struct.pack(">i", i)
+
+
+def read_of(ksql, text):
+    """What a pull query reads, and how many raw records that read yields on Spark."""
+    prepared = prepare(ksql, parse_statement(text))
+    return prepared.read, ksql.raw_frame(prepared.read).count()
+
+
+@pytest.fixture
+def table(ksql, broker):
+    """A table over a 4-partition changelog (keys 0..11 placed by the default partitioner,
+    keys 3 and 5 updated, key 4 deleted): (name, records per partition)."""
+    name, topic = names()
+    ksql.sql(f"CREATE TABLE {name} (ID INT PRIMARY KEY, V STRING) "
+             f"WITH (kafka_topic='{topic}', value_format='JSON', partitions={PARTITIONS});")
+    records = [{"key": key(i), "value": json.dumps({"V": f"v{i}"}).encode()} for i in range(12)]
+    records += [{"key": key(3), "value": b'{"V": "v3b"}'}, {"key": key(5), "value": b'{"V": "v5b"}'},
+                {"key": key(4), "value": None}]
+    produce(broker.bootstrap_servers, topic, records)
+    per_partition = [0] * PARTITIONS
+    for r in records:
+        per_partition[default_partition(r["key"], PARTITIONS)] += 1
+    return name, per_partition
+
+
+def test_a_key_lookup_reads_only_the_keys_partition(ksql, table):
+    name, per_partition = table
+    part = default_partition(key(3), PARTITIONS)
+    assert ksql.sql(f"SELECT * FROM {name} WHERE ID = 3;").to_dict("records") == [{"ID": 3, "V": "v3b"}]
+    read, count = read_of(ksql, f"SELECT * FROM {name} WHERE ID = 3;")
+    assert read.partitions == (part,) and read.options()["partitions"] == str(part)
+    assert count == per_partition[part] < sum(per_partition)  # the raw records of that one partition
+    assert ksql.sql(f"SELECT * FROM {name} WHERE ID = 4;").empty  # deleted
+    assert ksql.sql(f"SELECT V FROM {name} WHERE ID = 99 AND V = 'x';").empty
+    explained = dict(ksql.sql(f"EXPLAIN SELECT * FROM {name} WHERE ID = 3;").values.tolist())
+    assert explained["Reads"].startswith(f"partition {part} only, where Kafka's default partitioner puts the keys")
+
+
+def test_in_reads_the_keys_partitions_and_ranges_filter_a_full_read(ksql, table):
+    name, per_partition = table
+    a, b = next((a, b) for a in range(12) for b in range(12)
+                if a not in (4, b) and b != 4 and default_partition(key(a), PARTITIONS) != default_partition(key(b), PARTITIONS))
+    got = ksql.sql(f"SELECT ID, V FROM {name} WHERE ID IN ({a}, {b}, 4);")
+    assert sorted(got.ID) == sorted([a, b])
+    read, count = read_of(ksql, f"SELECT * FROM {name} WHERE ID IN ({a}, {b});")
+    parts = sorted({default_partition(key(a), PARTITIONS), default_partition(key(b), PARTITIONS)})
+    assert read.partitions == tuple(parts) and count == sum(per_partition[p] for p in parts)
+    ranged = ksql.sql(f"SELECT * FROM {name} WHERE ID > 2 AND ID <= 6;")
+    assert sorted(ranged.to_dict("records"), key=lambda r: r["ID"]) == [
+        {"ID": 3, "V": "v3b"}, {"ID": 5, "V": "v5b"}, {"ID": 6, "V": "v6"}]
+    assert sorted(ksql.sql(f"SELECT ID FROM {name} WHERE ID BETWEEN 9 AND 20;").ID) == [9, 10, 11]
+    read, count = read_of(ksql, f"SELECT * FROM {name} WHERE ID BETWEEN 9 AND 20;")
+    assert read.partitions is None and count == sum(per_partition)
+
+
+def test_a_ctas_table_lookup_reads_one_partition(ksql, broker):
+    src, topic = names("s")
+    out = f"C_{src}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V INT) WITH (kafka_topic='{topic}', value_format='JSON', "
+             f"partitions={PARTITIONS});")
+    produce(broker.bootstrap_servers, topic, [{"key": key(i % 6), "value": json.dumps({"V": i}).encode()}
+                                              for i in range(18)])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, COUNT(*) AS N, SUM(V) AS TOTAL FROM {src} GROUP BY ID;")
+    assert query.wait_for_records(6, 90), query.failure
+    got = ksql.sql(f"SELECT * FROM {out} WHERE ID = 2;").to_dict("records")
+    assert got == [{"ID": 2, "N": 3, "TOTAL": 2 + 8 + 14}]
+    read, _ = read_of(ksql, f"SELECT * FROM {out} WHERE ID = 2;")
+    assert read.partitions == (default_partition(key(2), PARTITIONS),)
