@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import types
+from ..engine.analysis.windowed_source import sink_properties
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -74,6 +75,8 @@ class PersistentQueries:
         settings = self.session.settings
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
                                      self.session.schema_registry_url, text)
+        if stmt.query.window is not None:  # read back one row per key and window
+            sink = replace(sink, properties={**sink.properties, **sink_properties(stmt.query.window, window)})
         if not start:
             catalog.add(sink, or_replace=True)
             return None

@@ -115,14 +115,16 @@ def test_insert_and_persistent_query_rules(session):
 
 
 @pytest.mark.parametrize("query, clause, columns", [
-    ("SELECT ROWPARTITION FROM plain2;", "SELECT", "ROWPARTITION"),
-    ("SELECT v, ROWOFFSET, ROWPARTITION AS p FROM plain2;", "SELECT", "ROWPARTITION, ROWOFFSET"),
-    ("SELECT * FROM plain2 WHERE ROWOFFSET > 1;", "WHERE", "ROWOFFSET"),
+    ("SELECT ROWPARTITION FROM plain2;", "SELECT", "`ROWPARTITION`"),
+    ("SELECT v, ROWOFFSET, ROWPARTITION AS p FROM plain2;", "SELECT", "`ROWPARTITION`, `ROWOFFSET`"),
+    ("SELECT * FROM plain2 WHERE ROWOFFSET > 1;", "WHERE", "`ROWOFFSET`"),
 ])
 def test_pull_queries_reject_partition_and_offset(session, query, clause, columns):
     session.sql(f"CREATE STREAM IF NOT EXISTS plain2 (v STRING) WITH (kafka_topic='{uuid.uuid4().hex[:8]}', "
                 "value_format='JSON', partitions=1);")
-    assert error_of(session, query) == f"Pull queries don't support the following columns in {clause} clauses: {columns}"
+    assert error_of(session, query) == (f"Pull queries don't support the following columns in {clause} clauses: "
+                                        f"{columns}\n See https://cnfl.io/queries for more info.\n"
+                                        "Add EMIT CHANGES if you intended to issue a push query.")
 
 
 def test_processing_log_is_queryable_in_sql(session):

@@ -180,7 +180,7 @@ def test_klip50_table_copy_keeps_partition_and_offset_for_pull_queries(ksql, bro
     assert query.wait_for_records(5, 90), query.failure
     row = ksql.sql(f"SELECT * FROM {copy} WHERE ID = 2;")
     assert row.to_dict("records") == [{"ID": 2, "V": "v2b", "PART": 0, "OFF": 2}]
-    with pytest.raises(StatementError, match="Pull queries don't support the following columns in SELECT clauses: ROWOFFSET"):
+    with pytest.raises(StatementError, match="Pull queries don't support the following columns in SELECT clauses: `ROWOFFSET`"):
         ksql.sql(f"SELECT ID, ROWOFFSET FROM {copy};")
 
 

@@ -103,3 +103,28 @@ def test_a_ctas_table_lookup_reads_one_partition(ksql, broker):
     assert got == [{"ID": 2, "N": 3, "TOTAL": 2 + 8 + 14}]
     read, _ = read_of(ksql, f"SELECT * FROM {out} WHERE ID = 2;")
     assert read.partitions == (default_partition(key(2), PARTITIONS),)
+
+
+def test_a_windowed_ctas_table_takes_window_bounds(ksql, broker):
+    src, topic = names("w")
+    out = f"W_{src}"
+    base = 1_700_000_000_000
+    start = base - base % 10_000
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=2);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": key(k), "value": b'{"V": "x"}', "timestamp": base + t} for k, t in ((7, 0), (7, 1000), (7, 12000), (8, 500))])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, WINDOWSTART AS WS, COUNT(*) AS N FROM {src} "
+                     "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY ID;")
+    assert query.wait_for_records(3, 90), query.failure
+    exact = ksql.sql(f"SELECT * FROM {out} WHERE ID = 7 AND WINDOWSTART = {start};")
+    assert exact.to_dict("records") == [{"ID": 7, "WINDOWSTART": start, "WINDOWEND": start + 10_000, "WS": start, "N": 2}]
+    later = ksql.sql(f"SELECT ID, WINDOWSTART, WINDOWEND, N, ROWTIME FROM {out} WHERE ID = 7 AND WINDOWSTART > {start};")
+    assert later.to_dict("records") == [{"ID": 7, "WINDOWSTART": start + 10_000, "WINDOWEND": start + 20_000, "N": 1,
+                                         "ROWTIME": base + 12000}]
+    ranged = ksql.sql(f"SELECT ID, N FROM {out} WHERE WINDOWSTART >= {start} AND WINDOWEND <= {start + 10_000};")
+    assert sorted(map(tuple, ranged.values.tolist())) == [(7, 2), (8, 1)]
+    read, _ = read_of(ksql, f"SELECT * FROM {out} WHERE ID = 7;")
+    assert read.partitions is None  # a windowed key's partition depends on who wrote it: read everything
+    with pytest.raises(StatementError, match="^Duplicate WINDOWSTART bounds on: GREATER_THAN"):
+        ksql.sql(f"SELECT * FROM {out} WHERE ID = 7 AND WINDOWSTART > 1 AND WINDOWSTART >= 2;")

@@ -16,6 +16,10 @@ STREAM_TABLE_JOINS = ("INNER", "LEFT")
 #: Pseudocolumns a pull query cannot use (KLIP-50): they are not kept in table state.
 PULL_UNSUPPORTED = (ROWPARTITION, ROWOFFSET)
 
+#: What ksqlDB adds to every refused pull query.
+PULL_QUERY_SYNTAX_HELP = (" See https://cnfl.io/queries for more info.\n"
+                          "Add EMIT CHANGES if you intended to issue a push query.")
+
 #: Clauses a ksqlDB pull query refuses, with the clause's name in the message.
 PULL_CLAUSES = (("GROUP BY", lambda s: s.group_by), ("HAVING", lambda s: s.having is not None),
                 ("WINDOW", lambda s: s.window is not None),
@@ -136,14 +140,14 @@ def _pseudocolumns_in(exprs, names) -> list[str]:
 def check_pull(stmt: ast.Select) -> None:
     for clause, present in PULL_CLAUSES:
         if present(stmt):
-            raise StatementError(f"Pull queries don't support {clause} clauses.")
+            raise StatementError(f"Pull queries don't support {clause} clauses.{PULL_QUERY_SYNTAX_HELP}")
     clauses = (("SELECT", [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)]),
                ("WHERE", [stmt.where] if stmt.where is not None else []))
     for clause, exprs in clauses:
         found = _pseudocolumns_in(exprs, PULL_UNSUPPORTED)
         if found:
-            raise StatementError(
-                f"Pull queries don't support the following columns in {clause} clauses: {', '.join(found)}")
+            raise StatementError(f"Pull queries don't support the following columns in {clause} clauses: "
+                                 f"{', '.join(f'`{c}`' for c in found)}\n{PULL_QUERY_SYNTAX_HELP}")
 
 
 #: COUNT(*) as ksqlDB spells it in messages (it counts ROWTIME).

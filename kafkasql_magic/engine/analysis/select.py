@@ -23,6 +23,8 @@ from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERV
 from .lookup import key_lookup
 from .seek import Seek, seek_of
 from .types import check_types
+from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
+from .windowed_source import check_window_bounds, star_columns, window_of
 from .windows import check_window_timing, tracks_stream_time
 
 
@@ -38,6 +40,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
                                              if isinstance(i, ast.SelectItem))
     check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
     check_window_timing(stmt, aggregating)
+    if not stmt.emit_changes and dialect.ksql_clause_rules:
+        check_window_bounds(stmt, first.source if first.view is None else None)
     outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
@@ -95,8 +99,10 @@ def _input(ref: ast.SourceRef, catalog: Catalog, push: bool, dialect: Dialect) -
     if isinstance(relation, ViewDef):
         inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)
         return Input(ref, relation.name, inner.source, inner.kind, tuple(inner.names), (), view=inner)
-    return Input(ref, relation.name, relation, relation.kind, tuple(c.name for c in relation.star_columns),
-                 PSEUDOCOLUMNS)
+    columns = tuple(c.name for c in relation.star_columns)
+    if window_of(relation) is not None:  # one row per key and window: the bounds are part of the key
+        columns = star_columns(relation, columns)
+    return Input(ref, relation.name, relation, relation.kind, columns, PSEUDOCOLUMNS)
 
 
 def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
@@ -154,6 +160,8 @@ def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]
         return join_key(stmt.joins[-1].on, outputs, inputs)
     first = inputs[0]
     key_columns = {c.name.lower() for c in first.source.key_columns}
+    if first.view is None and window_of(first.source) is not None:
+        key_columns |= {b.lower() for b in WINDOW_BOUNDS_OF_SOURCE}
     return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
 
 

@@ -14,6 +14,7 @@ from ...sql import ast
 from ...typecheck import SelectTypes, check_select
 from ..columns import ROWOFFSET, ROWPARTITION, ROWTIME
 from .plan import Input, QueryPlan
+from .windowed_source import WINDOW_BOUNDS, window_of
 
 #: Pseudocolumn -> its ksql type.
 PSEUDOCOLUMN_TYPES = {ROWTIME: types.BIGINT, ROWPARTITION: types.INT, ROWOFFSET: types.BIGINT}
@@ -41,4 +42,6 @@ def _visible_types(side: Input, dialect: Dialect) -> dict[str, ast.Type]:
         return output_types(side.view, dialect)
     source: SourceDef = side.source
     found = {c.name: c.type for c in source.columns}
+    if window_of(source) is not None:
+        found.update({bound: types.BIGINT for bound in WINDOW_BOUNDS})
     return {**found, **{p: PSEUDOCOLUMN_TYPES[p] for p in side.pseudocolumns}}

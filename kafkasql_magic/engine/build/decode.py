@@ -17,7 +17,8 @@ from ...formats import Field
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
-                       ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC)
+                       ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
+from . import window_keys
 
 #: Pseudocolumn -> its value from the raw Kafka record.
 PSEUDOCOLUMN_VALUES: dict[str, Callable[[], Column]] = {
@@ -94,18 +95,18 @@ def _barrier(error: Column) -> Column:
     return F.when(F.spark_partition_id() >= 0, error)
 
 
-def _value(source: SourceDef):
+def _value(source: SourceDef, value_columns):
     """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
     the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
     fmt = formats.lookup(source.value_format.name)
     if source.envelope != "DEBEZIUM":
-        value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in source.value_columns],
+        value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
                            source.value_format, "value")
         return value, value.columns, F.col("value").isNull()
-    after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in source.value_columns))
+    after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in value_columns))
     value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
     after = value.columns[0]
-    return value, [after[c.format_field] for c in source.value_columns], F.col("value").isNull() | after.isNull()
+    return value, [after[c.format_field] for c in value_columns], F.col("value").isNull() | after.isNull()
 
 
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
@@ -116,12 +117,16 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     if dialects.get(source.dialect).skips_null_value(source):
         raw = raw.where(F.col("value").isNotNull())
     key = formats.lookup(source.key_format.name).decode(
-        F.col("key"), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format, "key")
-    value, value_columns, tombstone = _value(source)
+        window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format,
+        "key")
+    windowed = window_keys.window_columns(source)  # the window bounds, from the key
+    value_fields = [c for c in source.value_columns if c.name not in windowed]
+    value, value_columns, tombstone = _value(source, value_fields)
     for name, expression in key.intermediates + value.intermediates:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
-    decoded.update({c.name: col for c, col in zip(source.value_columns, value_columns)})
+    decoded.update({c.name: col for c, col in zip(value_fields, value_columns)})
+    decoded.update(windowed)
     value_error = value.error
     for inline in source.with_role(INLINE_ERROR):  # the value's error is a column, not a failure
         decoded[inline.name] = F.lit(None).cast(types.to_spark(inline.type))
@@ -129,7 +134,8 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
             decoded.update({c.name: F.when(value_error.isNull(), decoded[c.name]) for c in source.value_columns})
             decoded[inline.name] = F.when(value_error.isNotNull(), F.struct(value_error.alias("description")))
             value_error = None
-    checks = _envelope_checks(source) + [e for e in (key.error, value_error) if e is not None]
+    checks = _envelope_checks(source) + [e for e in (window_keys.key_error(source), key.error, value_error)
+                                         if e is not None]
     if dialect.requires_included_headers:
         checks += [_header_missing_error(c) for c in source.columns if c.role == HEADER]
     checks += [_header_text_error(c) for c in source.columns if c.role == HEADER and c.type.name == "STRING"]
@@ -137,6 +143,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
     columns = [_column(c, decoded).alias(c.name) for c in source.columns]
+    columns += [windowed[b].alias(b) for b in (WINDOWSTART, WINDOWEND) if b in windowed]
     pseudo = [build().alias(name) for name, build in PSEUDOCOLUMN_VALUES.items()]
     meta = [
         error.alias(ERROR), error.isNotNull().alias(DROP), F.col("topic").alias(TOPIC),
