@@ -60,6 +60,7 @@ def main(argv=None) -> dict:
     from kafkasql_magic.statements.queries import prepare
 
     cores = os.cpu_count() or 1
+    load_before = os.getloadavg()[0]  # a shared machine: the figures mean little without it
     with LocalStack() as stack:
         bootstrap = stack.bootstrap_servers
         topic = f"bench-pull-{os.getpid()}"
@@ -83,7 +84,8 @@ def main(argv=None) -> dict:
         spark.stop()
     part = default_partition(struct.pack(">i", key), args.partitions)
     out = {"machine": machine_facts(), "cores": cores, "records": args.records, "keys": max(1, args.records // 2),
-           "partitions": args.partitions, "rounds": args.repeat, "key_partition": part, "cases": results,
+           "partitions": args.partitions, "rounds": args.repeat,
+           "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}, "key_partition": part, "cases": results,
            "speedup_lookup_vs_full": round(results["full_read"]["seconds"] / results["key_lookup"]["seconds"], 2)}
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps({k: v for k, v in out.items() if k != "machine"}, indent=2))
