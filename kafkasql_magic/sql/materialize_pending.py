@@ -14,7 +14,6 @@ from . import ast
 from . import ast_materialize as mz_ast
 
 PENDING: dict[str, Callable[[ast.Node], bool]] = {
-    "a subquery in FROM": lambda n: isinstance(n, mz_ast.Subquery),
     "ORDER BY in a function call": lambda n: isinstance(n, mz_ast.OrderedCall),
 }
 

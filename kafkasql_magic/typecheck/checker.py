@@ -334,7 +334,7 @@ def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: s
     if select.window is not None:
         columns = {**WINDOW_COLUMNS, **columns}
     refs = (select.source, *(j.source for j in select.joins))
-    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if r.alias}, untyped)
+    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}, untyped)
     for join in select.joins:
         checker.check_condition(join.on, "ON")
     if select.where is not None:
