@@ -108,6 +108,19 @@ class OrderedCall(Expr):
     call: FunctionCall
     order_by: tuple[SortKey, ...]
 
+    # the call's own name and arguments, so an ordered aggregate call is handled as any other
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return self.call.args
+
+    @property
+    def star(self) -> bool:
+        return self.call.star
+
 
 # ---------------------------------------------------------------- sinks
 @dataclass(frozen=True)
