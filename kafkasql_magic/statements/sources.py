@@ -20,6 +20,7 @@ from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
 from . import connections
+from .listings import FROM_SOURCE
 
 
 def _context(session, text: str) -> SourceContext:
@@ -60,10 +61,6 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
         source = replace(source, properties={**source.properties, START_PROPERTY: first})
     session.catalog.add(source)
     return None
-
-
-#: SourceDef property of a table made by CREATE TABLE ... FROM SOURCE: the source it reads.
-FROM_SOURCE = "FROM SOURCE"
 
 
 def create_source_table(session, stmt: mz_ast.CreateSourceTable, text, timeout):

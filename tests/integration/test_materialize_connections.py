@@ -182,5 +182,9 @@ def test_tables_from_a_source_decode_what_the_source_reads(elsewhere, broker, ne
     with pytest.raises(ks.StatementError, match="^cannot drop source 'src': still depended upon by "
                                                  "table 'events', table 'latest'"):
         elsewhere.sql("DROP SOURCE src")
+    tables, sources = elsewhere.sql("SHOW TABLES"), elsewhere.sql("SHOW SOURCES")
+    assert list(tables.columns) == ["name", "comment"] and sorted(tables.name) == ["events", "latest"]
+    assert sources.to_dict("records") == [{"name": "src", "type": "kafka", "cluster": None}]
+    assert sorted(elsewhere.sql("SHOW TABLES", dialect="ksql")["Table Name"]) == ["latest"]  # ksql's own listing
     elsewhere.sql("DROP TABLE events; DROP TABLE latest; DROP SOURCE src")
     assert elsewhere.sql("SHOW SOURCES").empty
