@@ -83,22 +83,27 @@ class PushQuery:
         try:
             while not self._query.awaitTermination(0.1):
                 self._tally.follow(self._query)
-                self._log_observed()
+                self._raise_fatal(self._log_observed())
                 if self._last_batch is not None and self._progress_of(self._last_batch):
                     self._query.stop()
                 elif self._ending is not None and self._read_to_end():
                     self._range_read = True
                     self._query.stop()
-        except Exception as exc:  # the Spark query failed: surface it on the handle
+        except Exception as exc:  # the Spark query failed (or a bad record failed it): surface it on the handle
             self._failure = exc
             self.model.set_state("FAILED", _failure_message(exc))
+            if self._query.isActive:
+                self._query.stop()
         else:
             if self.model.state not in ("FAILED",):
                 self.model.set_state("FINISHED" if self._limit_reached() or self._range_read else "STOPPED")
         finally:
             wait_for_stream_thread(self._query, STREAM_THREAD_WAIT)  # the last batch's progress comes in
             self._tally.follow(self._query)
-            self._log_observed()
+            fatal = self._log_observed()
+            if fatal and self._failure is None:  # the last batch's bad record: the query failed all the same
+                self._failure = KStreamError(located_message(fatal[0]))
+                self.model.set_state("FAILED", str(self._failure))
             self._done.set()
             remove_when_stopped(self._query, self._checkpoint)
 
@@ -139,13 +144,15 @@ class PushQuery:
 
         return waiting.waiting_for(self.plan.source, self.bootstrap) if self.is_active else None
 
-    def _log_observed(self) -> None:
+    def _log_observed(self) -> list[dict]:
         """Log the records that failed before a join or aggregation, once per micro-batch, as
-        each batch's progress (which carries them) comes in."""
+        each batch's progress (which carries them) comes in; return those of sources whose bad
+        records fail the query (Materialize's rule), first record first."""
+        logged: list[dict] = []
         if self.plan.capture != CAPTURE_METRICS or self._query is None:
-            return
+            return logged
         if not self._progress_of(self._observed_through + 1):
-            return  # no new batch: don't convert the progress history
+            return logged  # no new batch: don't convert the progress history
         for progress in self._query.recentProgress:
             batch = int(progress["batchId"])
             if batch <= self._observed_through:
@@ -157,6 +164,18 @@ class PushQuery:
                 self._log.add(entries)
                 self._errors += len(entries)
                 self.model.on_errors(self._errors, entries[-5:])
+                logged += entries
+        return self._fatal(logged)
+
+    def _fatal(self, errors: list[dict]) -> list[dict]:
+        """The errors of sources in `fail_on`, in record order."""
+        return sorted((e for e in errors if e["SOURCE"] in self._fail_on),
+                      key=lambda e: (e["TOPIC"], e["PARTITION"], e["OFFSET"]))
+
+    @staticmethod
+    def _raise_fatal(fatal: list[dict]) -> None:
+        if fatal:
+            raise KStreamError(located_message(fatal[0]))
 
     def _progress_of(self, batch_id: int) -> bool:
         progress = self._query.lastProgress
@@ -197,10 +216,7 @@ class PushQuery:
             self._log.add(collected.errors)
             self._errors += len(collected.errors)
             self.model.on_errors(self._errors, collected.errors[-5:])
-        fatal = sorted((e for e in collected.errors if e["SOURCE"] in self._fail_on),
-                       key=lambda e: (e["TOPIC"], e["PARTITION"], e["OFFSET"]))
-        if fatal:  # the batch's rows are not shown: the source is in an error state
-            raise KStreamError(located_message(fatal[0]))
+        self._raise_fatal(self._fatal(collected.errors))  # the batch's rows are not shown: the source is in an error state
         rows = collected.rows
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]

@@ -27,7 +27,7 @@ from .runtime import PushQuery
 from .sinks.command_log import LOGGED, Command, CommandLog
 from .sinks.manager import PersistentQueries
 from .sql import ast
-from .sql.ast_materialize import CreateSink
+from .sql.ast_materialize import CreateSink, base_relation
 from .statements import HANDLERS
 from .statements.defaults import DEFAULT_SETTINGS
 from .statements.queries import prepare
@@ -201,7 +201,7 @@ class Session:
     def base_source(self, name: str):
         """The Kafka-backed source under `name`, through any views."""
         relation = self.catalog.get(name)
-        return self.base_source(relation.query.source.name) if isinstance(relation, ViewDef) else relation
+        return self.base_source(base_relation(relation.query.source)) if isinstance(relation, ViewDef) else relation
 
 
 def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,

@@ -20,6 +20,14 @@ from ..errors import StatementError
 AFTER = "after"  # the value field holding a change's new row
 INCLUDE_KEY_MESSAGE = "Cannot use INCLUDE KEY with ENVELOPE DEBEZIUM: Debezium values include all keys."
 KEY_FORMAT_MESSAGE = "ENVELOPE DEBEZIUM requires that KEY FORMAT be specified"
+FORMAT_MESSAGE = "ENVELOPE DEBEZIUM requires that VALUE FORMAT is set to AVRO or JSON"
+
+# Debezium JSON (FORMAT JSON): the change event is the document, or its `payload` when the
+# converter wrote the schema too ({"schema": ..., "payload": {...}}).
+PAYLOAD = "payload"
+OPERATIONS = ("c", "u", "d", "r")  # create, update, delete, read (a snapshot row: an insert)
+NO_ROW_MESSAGE = "Debezium change event has neither a 'before' nor an 'after' row"
+OPERATION_MESSAGE = "unsupported Debezium operation \"{}\" (expected one of c, u, d, r)"
 MISSING_FIELDS_MESSAGE = "ENVELOPE DEBEZIUM requires a value record with fields 'before' and 'after'; found: {}"
 
 Row = Mapping[str, Any]
@@ -45,6 +53,19 @@ def after_fields(value_fields: Sequence[tuple[str, Any]]) -> Any:
 def new_row(value: Row | None) -> Row | None:
     """The key's row after a record with this value (None: the key has no row)."""
     return None if value is None else value.get("after")
+
+
+def json_event(document: Any) -> Row | None:
+    """A Debezium JSON value as its change event (the `payload` of a schema-wrapped one);
+    StatementError for an event with an unknown operation or with no row at all."""
+    if document is None:
+        return None
+    event = document.get(PAYLOAD, document) if isinstance(document, Mapping) and PAYLOAD in document else document
+    if not isinstance(event, Mapping) or (event.get("before") is None and event.get(AFTER) is None):
+        raise StatementError(NO_ROW_MESSAGE)
+    if event.get("op") is not None and event["op"] not in OPERATIONS:
+        raise StatementError(OPERATION_MESSAGE.format(event["op"]))
+    return event
 
 
 def changes(state: dict[Hashable, Row], key: Hashable, value: Row | None) -> list[Change]:

@@ -121,6 +121,7 @@ def check_registry_url(url: str) -> None:
 def check_view_cycle(name: str, query: ast.Select, catalog) -> None:
     """A view may not read itself, directly or through other views (Materialize's message)."""
     from ..catalog import ViewDef
+    from ..sql.ast_materialize import Subquery
 
     target = catalog.resolve(name) or name
     pending = [query]
@@ -128,6 +129,9 @@ def check_view_cycle(name: str, query: ast.Select, catalog) -> None:
     while pending:
         select = pending.pop()
         for ref in (select.source, *(j.source for j in select.joins)):
+            if isinstance(ref, Subquery):  # its FROM items are the view's too
+                pending.append(ref.query)
+                continue
             resolved = catalog.resolve(ref.name) or ref.name
             if resolved.lower() == target.lower():
                 raise StatementError(f"cannot replace view {name}: depended upon by new {name} definition")

@@ -169,9 +169,12 @@ def _connection_properties(stmt: ast.CreateKafkaSource, connection) -> dict:
 
 
 def _debezium_columns(fmt: ast.SourceFormat, value: Decoding) -> list[Column]:
-    """The fields of the value's `after` record (Debezium change events are Avro records)."""
+    """The fields of the value's `after` record (Avro change events); JSON change events give
+    their `after` row as one jsonb column `data`, as FORMAT JSON gives a document."""
+    if fmt.name == "JSON":
+        return [Column(n, t, VALUE) for n, t in value.columns]
     if fmt.name != "AVRO":
-        raise StatementError(f"ENVELOPE DEBEZIUM requires FORMAT AVRO, got FORMAT {fmt.name}")
+        raise StatementError(debezium.FORMAT_MESSAGE)
     after = debezium.after_fields(value.columns)
     if after.name != "STRUCT":
         raise StatementError(f"ENVELOPE DEBEZIUM: the value's 'after' field must be a record, found {after.name}")

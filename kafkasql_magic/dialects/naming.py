@@ -76,6 +76,7 @@ def _postgres_name(e: ast.Expr) -> str:
     its own, a call its function's; anything else is ?column?."""
     while isinstance(e, ast.Cast):
         e = e.operand
+    e = getattr(e, "call", e)  # list_agg(x ORDER BY k) is named after its function too
     if isinstance(e, ast.ColumnRef):
         return e.name.lower()
     if isinstance(e, ast.Dereference):

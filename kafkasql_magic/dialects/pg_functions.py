@@ -1,8 +1,8 @@
 """PostgreSQL / Materialize functions over lists, maps and bytea, as tables of Spark builders.
 
 Same builder signature as functions.FUNCTIONS (context, argument columns, argument ASTs), so
-the Materialize dialect registers these over ksql's table (and AGGREGATES, with
-aggregates.AGGREGATES' signature, over ksql's aggregates). A value a function cannot take
+the Materialize dialect registers these over ksql's table (its aggregates, list_agg, map_agg,
+array_agg and string_agg, are in engine.aggregates with ksql's). A value a function cannot take
 (bad hex, bytes that are not UTF-8) is reported with `ctx.fail` in PostgreSQL's words and
 gives NULL, as the ksql functions do. Also here: PostgreSQL's text form of a value
 (`bytea::text` is `\\x6d65...`, a list `{a,b}`, a record `(a,b)`), and the message for a
@@ -16,7 +16,6 @@ from typing import Callable, Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..engine.aggregates import Aggregate
 from ..errors import StatementError
 from ..engine.build.functions import Context, Function, _literal_text, _simple
 from ..sql import ast
@@ -142,34 +141,6 @@ FUNCTIONS: dict[str, Function] = {
     "STRPOS": Function(_simple(lambda s, sub: F.instr(s, sub)), 2, 2),
     "SUBSTRING": Function(_substring, 2, 3),
     "SUBSTR": Function(_substring, 2, 3),
-}
-
-
-# ---------------------------------------------------------------- aggregates
-def _ordered(values: Column, order: Column) -> Column:
-    """Every (order, value) of the group, NULL values kept (collect_list alone drops them),
-    sorted by `order`: ORDER BY's key when the call has one, else arrival order."""
-    return F.array_sort(F.collect_list(F.struct(order.alias("o"), values.alias("v"))))
-
-
-def _list_agg(args, types_, order):
-    """list_agg(x): the group's values, NULLs included, in order."""
-    return F.transform(_ordered(args[0], order), lambda e: e["v"])
-
-
-def _map_agg(args, types_, order):
-    """map_agg(k, v): NULL keys skipped; of repeated keys the last in order wins."""
-    pairs = F.filter(_ordered(F.struct(args[0].alias("key"), args[1].alias("value")), order),
-                     lambda e: e["v"]["key"].isNotNull())
-    entries = F.transform(pairs, lambda e: e["v"])
-    keys = F.array_distinct(F.transform(entries, lambda e: e["key"]))
-    return F.map_from_arrays(keys, F.transform(
-        keys, lambda k: F.element_at(F.filter(entries, lambda e: e["key"] == k), -1)["value"]))
-
-
-AGGREGATES: dict[str, Aggregate] = {
-    "LIST_AGG": Aggregate(_list_agg),
-    "MAP_AGG": Aggregate(_map_agg, args=2),
 }
 
 

@@ -1,8 +1,11 @@
 """Aggregate functions (GROUP BY), as a table: ksql name -> how Spark computes it.
 
 Every builder gets the compiled arguments, their Spark types and the record's arrival
-order (partition offset), which the *_BY_OFFSET functions rank by. All of them run in
-Spark's streaming state store, so they must be plain (non-DISTINCT) aggregates.
+order (partition offset), which the *_BY_OFFSET functions rank by. An aggregate whose
+result depends on its input's order (`in_order`: list_agg, map_agg, array_agg, string_agg)
+gets a Sorting instead: the call's `ORDER BY` keys (PostgreSQL's `agg(x ORDER BY k)`), then
+arrival order. All of them run in Spark's streaming state store, so they must be plain
+(non-DISTINCT) aggregates.
 """
 
 from __future__ import annotations
@@ -24,6 +27,73 @@ class Aggregate:
     build: Callable[[list[Column], list[T.DataType], Column], Column]
     args: int = 1
     star: bool = False  # COUNT(*)
+    in_order: bool = False  # built over a Sorting (ORDER BY keys, then arrival) rather than arrival order
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One ORDER BY key of an aggregate call, compiled."""
+
+    value: Column
+    descending: bool = False
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True)
+class Sorting:
+    """The order an in-order aggregate sees its group's rows in: `keys`, ties by arrival."""
+
+    keys: tuple[SortKey, ...]
+    arrival: Column
+
+
+def _compare(left: Column, right: Column, key: SortKey) -> Column:
+    """-1, 0 or 1 as `left` sorts before, with or after `right` under `key`."""
+    before, after = (F.lit(1), F.lit(-1)) if key.descending else (F.lit(-1), F.lit(1))
+    null_first = F.lit(-1) if key.nulls_first else F.lit(1)
+    return (F.when(left.isNull() & right.isNull(), F.lit(0)).when(left.isNull(), null_first)
+            .when(right.isNull(), -null_first).when(left < right, before).when(left > right, after).otherwise(F.lit(0)))
+
+
+def sorted_rows(value: Column, sorting: Sorting) -> Column:
+    """The group's values (NULLs kept: collect_list alone drops them) as an array of structs
+    `v`, in `sorting`'s order."""
+    keys = [*sorting.keys, SortKey(sorting.arrival)]
+    rows = F.collect_list(F.struct(*[k.value.alias(f"k{i}") for i, k in enumerate(keys)], value.alias("v")))
+
+    def comparator(left, right):
+        result = F.lit(0)
+        for i in reversed(range(len(keys))):  # the first key decides, later ones break its ties
+            found = _compare(left[f"k{i}"], right[f"k{i}"], keys[i])
+            result = F.when(found != 0, found).otherwise(result)
+        return result
+
+    return F.array_sort(rows, comparator)
+
+
+def _list_agg(args, types_, sorting: Sorting):
+    """list_agg(x) / array_agg(x): the group's values, NULLs included, in order."""
+    return F.transform(sorted_rows(args[0], sorting), lambda e: e["v"])
+
+
+def _map_agg(args, types_, sorting: Sorting):
+    """map_agg(k, v): NULL keys skipped; of a repeated key the last value in order wins."""
+    pairs = F.filter(sorted_rows(F.struct(args[0].alias("key"), args[1].alias("value")), sorting),
+                     lambda e: e["v"]["key"].isNotNull())
+    entries = F.transform(pairs, lambda e: e["v"])
+    keys = F.array_distinct(F.transform(entries, lambda e: e["key"]))
+    return F.map_from_arrays(keys, F.transform(
+        keys, lambda k: F.element_at(F.filter(entries, lambda e: e["key"] == k), -1)["value"]))
+
+
+def _string_agg(args, types_, sorting: Sorting):
+    """string_agg(value, delimiter): non-NULL values in order, each after its own row's
+    delimiter (PostgreSQL's rule); NULL when there are none."""
+    rows = F.filter(sorted_rows(F.struct(args[0].alias("v"), args[1].alias("d")), sorting),
+                    lambda e: e["v"]["v"].isNotNull())
+    joined = F.aggregate(F.slice(rows, 2, F.greatest(F.size(rows) - 1, F.lit(0))), rows[0]["v"]["v"],
+                         lambda acc, e: F.concat(acc, F.coalesce(e["v"]["d"], F.lit("")), e["v"]["v"]))
+    return F.when(F.size(rows) > 0, joined)
 
 
 def _sum(args, types_, order):
@@ -45,7 +115,10 @@ AGGREGATES: dict[str, Aggregate] = {
     "MAX": Aggregate(lambda a, t, o: F.max(a[0])),
     "COUNT_DISTINCT": Aggregate(lambda a, t, o: F.size(F.collect_set(a[0])).cast("bigint")),
     "COLLECT_LIST": Aggregate(lambda a, t, o: F.collect_list(a[0])),
-    "ARRAY_AGG": Aggregate(lambda a, t, o: F.collect_list(a[0])),
+    "ARRAY_AGG": Aggregate(_list_agg, in_order=True),
+    "LIST_AGG": Aggregate(_list_agg, in_order=True),
+    "MAP_AGG": Aggregate(_map_agg, args=2, in_order=True),
+    "STRING_AGG": Aggregate(_string_agg, args=2, in_order=True),
     "COLLECT_SET": Aggregate(lambda a, t, o: F.collect_set(a[0])),
     "LATEST_BY_OFFSET": Aggregate(_by_offset(F.max_by)),
     "EARLIEST_BY_OFFSET": Aggregate(_by_offset(F.min_by)),

@@ -23,6 +23,7 @@ from ..errors import StatementError
 from ..formats import Field
 from ..kafka import admin
 from ..sql import ast
+from ..sql.ast_materialize import base_relation
 from ..statements.defaults import retry_backoff
 from . import plan as sink_plan
 from . import schemas
@@ -145,7 +146,7 @@ class PersistentQueries:
         checkpoint = os.path.join(self.state_dir, query_id)
         if not resume:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
-        sources = [query.source.name] + [j.source.name for j in query.joins]
+        sources = [base_relation(query.source)] + [base_relation(j.source) for j in query.joins]
         frame = prepared.raw if prepared.plan.per_batch else prepared.built.frame
         running = PersistentQuery(query_id, kind, text, prepared.plan, frame, write, sources=sources,
                                   log=self.session.log, checkpoint=checkpoint,

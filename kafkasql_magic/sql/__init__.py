@@ -1,9 +1,7 @@
 """SQL dialects: statement splitting, `${var}` substitution, grammars and parsers.
 
 `parse_statement(text, dialect="materialize")` and `parse(text, dialect=...)` pick a dialect
-by name ("ksql", the default, or "materialize"); every dialect builds the same AST. Materialize
-syntax that parses but does not run yet is refused here (materialize_pending); the dialect
-object's own `parse_statement` returns it, for the engine work that wires it.
+by name ("ksql", the default, or "materialize"); every dialect builds the same AST.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 from ..errors import KStreamError
 from . import ast
 from .materialize_parser import MATERIALIZE
-from .materialize_pending import refuse_pending
 from .parser import KSQL, Dialect
 from .split import (
     StatementText,
@@ -37,12 +34,7 @@ def get_dialect(dialect: str | Dialect = "ksql") -> Dialect:
 
 def parse(text: str, *, dialect: str | Dialect = "ksql") -> list[ast.Statement]:
     """Parse every statement of a cell (no variable substitution)."""
-    chosen = get_dialect(dialect)
-    statements = chosen.parse(text)
-    if chosen is MATERIALIZE:
-        for statement in statements:
-            refuse_pending(statement)
-    return statements
+    return get_dialect(dialect).parse(text)
 
 
 def parse_statement(
@@ -50,9 +42,7 @@ def parse_statement(
 ) -> ast.Statement:
     """Parse one statement, optionally ending with `;`. `line`/`column` (1-based) say where
     `text` starts in the cell: positions in the AST and in errors are the cell's."""
-    chosen = get_dialect(dialect)
-    statement = chosen.parse_statement(text, line=line, column=column)
-    return refuse_pending(statement) if chosen is MATERIALIZE else statement
+    return get_dialect(dialect).parse_statement(text, line=line, column=column)
 
 
 def reserved_words(dialect: str | Dialect = "ksql") -> frozenset[str]:

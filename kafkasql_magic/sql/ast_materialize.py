@@ -84,6 +84,14 @@ class Subquery(Node):
     alias: str | None = None
 
 
+def base_relation(item: Node) -> str:
+    """The catalog name a FROM item reads: a relation's name, or (through subqueries) the
+    relation the innermost subquery's FROM names."""
+    while isinstance(item, Subquery):
+        item = item.query.source
+    return item.name
+
+
 @dataclass(frozen=True)
 class MapLookup(Expr):
     """`map -> key`: the value under `key` in a map (NULL when absent)."""
@@ -99,6 +107,19 @@ class OrderedCall(Expr):
 
     call: FunctionCall
     order_by: tuple[SortKey, ...]
+
+    # the call's own name and arguments, so an ordered aggregate call is handled as any other
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return self.call.args
+
+    @property
+    def star(self) -> bool:
+        return self.call.star
 
 
 # ---------------------------------------------------------------- sinks

@@ -60,6 +60,9 @@ RENDERERS = {
     + "".join(f" WHEN {render(c)} THEN {render(v)}" for c, v in e.whens)
     + (f" ELSE {render(e.else_)}" if e.else_ is not None else "") + " END",
     ast.Cast: lambda e: f"CAST({render(e.operand)} AS {type_text(e.type)})",
+    ast_materialize.OrderedCall: lambda e: _call(e)[:-1] + " ORDER BY " + ", ".join(
+        render(k.expr) + (" DESC" if k.descending else "") + (" NULLS FIRST" if k.nulls_first else " NULLS LAST")
+        for k in e.order_by) + ")",
 }
 
 

@@ -133,12 +133,27 @@ def _printable(data: bytes) -> bool:
         return False
 
 
+#: The property a table made by Materialize's CREATE TABLE ... FROM SOURCE keeps its source's name in.
+FROM_SOURCE = "FROM SOURCE"
+
+
+def _source_table(relation) -> bool:
+    return FROM_SOURCE in getattr(relation, "properties", {})
+
+
 def show_relations(catalog: Catalog, kind: str) -> pd.DataFrame:
-    """Materialize's SHOW SOURCES / SHOW VIEWS (sources of either dialect are listed)."""
+    """Materialize's SHOW SOURCES (`name`, `type`, `cluster`: every Kafka-backed relation of
+    either dialect but the tables made FROM SOURCE; there are no clusters here, so NULL) and
+    SHOW VIEWS."""
     if kind == "VIEW":
         return pd.DataFrame([(v.name, v.statement) for v in catalog if v.kind == "VIEW"], columns=["name", "definition"])
-    rows = [(s.name, "kafka", s.topic, s.envelope.lower(), s.dialect) for s in catalog if s.kind != "VIEW"]
-    return pd.DataFrame(rows, columns=["name", "type", "topic", "envelope", "dialect"])
+    rows = [(s.name, "kafka", None) for s in catalog if s.kind != "VIEW" and not _source_table(s)]
+    return pd.DataFrame(rows, columns=["name", "type", "cluster"])
+
+
+def show_source_tables(catalog: Catalog) -> pd.DataFrame:
+    """Materialize's SHOW TABLES: the tables made with CREATE TABLE ... FROM SOURCE (`name`, `comment`)."""
+    return pd.DataFrame([(t.name, None) for t in catalog if _source_table(t)], columns=["name", "comment"])
 
 
 def describe_columns(name: str, columns: list[tuple[str, str]]) -> pd.DataFrame:

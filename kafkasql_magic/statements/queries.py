@@ -22,6 +22,7 @@ from ..kafka.start_position import START_PROPERTY
 from ..results import located_message, to_pandas
 from ..runtime import PushQuery, collect_bounded
 from ..sql import ast
+from ..sql.ast_materialize import base_relation
 from ..sql.render import render
 
 PROCESSING_LOG = "KSQL_PROCESSING_LOG"
@@ -85,10 +86,10 @@ def analysed(step):
 
 
 def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
-    if stmt.source.name == PROCESSING_LOG:
+    if isinstance(stmt.source, ast.SourceRef) and stmt.source.name == PROCESSING_LOG:
         return _select_processing_log(session, stmt)
     limits.check_limit(stmt.limit)
-    source = session.base_source(stmt.source.name)
+    source = session.base_source(base_relation(stmt.source))
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
     prepared = prepare(session, stmt, reset)
     plan = prepared.plan
@@ -176,4 +177,4 @@ def explain(session, stmt: ast.Explain, text, timeout):
 def _join_text(join: ast.Join) -> str:
     window = f" WITHIN ({join.within[0]} ms, {join.within[1]} ms)" if join.within else ""
     window += f" GRACE PERIOD {join.grace} ms" if join.grace is not None else ""
-    return f"{join.kind} JOIN {join.source.name}{window} ON {render(join.on)}"
+    return f"{join.kind} JOIN {base_relation(join.source)}{window} ON {render(join.on)}"

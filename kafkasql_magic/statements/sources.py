@@ -17,8 +17,10 @@ from ..kafka.start_position import START_PROPERTY, start_offsets
 from ..kafka.time_index import first_offsets_at_or_after
 from ..sinks.schemas import delete_subjects
 from ..sql import ast
+from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
 from . import connections
+from .listings import FROM_SOURCE
 
 
 def _context(session, text: str) -> SourceContext:
@@ -61,10 +63,6 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
     return None
 
 
-#: SourceDef property of a table made by CREATE TABLE ... FROM SOURCE: the source it reads.
-FROM_SOURCE = "FROM SOURCE"
-
-
 def create_source_table(session, stmt: mz_ast.CreateSourceTable, text, timeout):
     """Materialize's current form: the source says where to read (topic, connection, first
     offsets), the table how to decode; it is a source of its own in the catalog."""
@@ -100,7 +98,7 @@ def _first_offsets(bootstrap: str, stmt: ast.CreateKafkaSource) -> dict[int, int
 
 
 def create_view(session, stmt: ast.CreateView, text, timeout):
-    session.base_source(stmt.query.source.name)  # the view must read an existing source
+    session.base_source(base_relation(stmt.query.source))  # the view must read an existing source
     limits.check_view_cycle(stmt.name, stmt.query, session.catalog)
     view = ViewDef(stmt.name, stmt.query, statement=text, dialect=session.dialect_now.name)
     session.catalog.add(view, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)

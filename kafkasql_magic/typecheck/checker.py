@@ -158,6 +158,12 @@ class Checker:
             raise self.error(e, self.messages.no_overload(e.name, args, signatures.SIGNATURES[e.name]))
         return resolved.result
 
+    def _OrderedCall(self, e) -> ast.Type | None:
+        """Materialize's `agg(x ORDER BY k)`: the call's type; the keys must type too."""
+        for key in e.order_by:
+            self.type_of(key.expr)
+        return self.type_of(e.call)
+
     def _map(self, e: ast.FunctionCall, args: list) -> ast.Type | None:
         """MAP(k := v, ...): every key and every value of one type (numbers widen)."""
         key = value = None
@@ -334,7 +340,7 @@ def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: s
     if select.window is not None:
         columns = {**WINDOW_COLUMNS, **columns}
     refs = (select.source, *(j.source for j in select.joins))
-    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if r.alias}, untyped)
+    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}, untyped)
     for join in select.joins:
         checker.check_condition(join.on, "ON")
     if select.where is not None:

@@ -136,6 +136,30 @@ def test_start_offset_and_start_timestamp_decide_where_the_source_begins(elsewhe
                       "FORMAT TEXT")
 
 
+def test_a_partition_added_after_create_source_is_read_from_its_start(elsewhere, broker):
+    """Materialize's rule: START OFFSET names the partitions there when the source is created; one
+    added later is read from offset 0. Tansu has no CreatePartitions (KIP-195), so the topic is
+    re-created with a second partition after CREATE SOURCE."""
+    from kafkasql_magic.kafka import admin
+    from kafkasql_magic.kafka.producer import drop_producers
+
+    bootstrap, topic = broker.bootstrap_servers, f"grow_{uuid.uuid4().hex[:10]}"
+    produce(bootstrap, topic, [{"partition": 0, "value": f"old-{i}"} for i in range(4)], create_partitions=1)
+    elsewhere.sql(f"""
+        CREATE CONNECTION k TO KAFKA (BROKER '{bootstrap}', SECURITY PROTOCOL PLAINTEXT);
+        CREATE SOURCE grows FROM KAFKA CONNECTION k (TOPIC '{topic}', START OFFSET (2)) FORMAT TEXT
+            INCLUDE PARTITION, OFFSET""")
+    admin.delete_topic(bootstrap, topic)
+    drop_producers(bootstrap)  # a cached producer still knows one partition
+    produce(bootstrap, topic, [{"partition": p, "value": f"p{p}-{i}"} for p in (0, 1) for i in range(3)],
+            create_partitions=2)
+    expected = [("p0-2", 0, 2), ("p1-0", 1, 0), ("p1-1", 1, 1), ("p1-2", 1, 2)]
+    got = elsewhere.sql("SELECT text, partition, \"offset\" FROM grows ORDER BY partition, \"offset\"")
+    assert [tuple(r) for r in got.itertuples(index=False)] == expected
+    live = elsewhere.sql("SUBSCRIBE (SELECT text, partition, \"offset\" FROM grows LIMIT 4)", timeout=60)
+    assert sorted(tuple(r) for r in live.itertuples(index=False)) == expected
+
+
 def test_tables_from_a_source_decode_what_the_source_reads(elsewhere, broker, new_topic):
     topic = new_topic(1)
     produce(broker.bootstrap_servers, topic, [{"key": k, "value": json.dumps({"n": n}) if n else None}
@@ -158,5 +182,9 @@ def test_tables_from_a_source_decode_what_the_source_reads(elsewhere, broker, ne
     with pytest.raises(ks.StatementError, match="^cannot drop source 'src': still depended upon by "
                                                  "table 'events', table 'latest'"):
         elsewhere.sql("DROP SOURCE src")
+    tables, sources = elsewhere.sql("SHOW TABLES"), elsewhere.sql("SHOW SOURCES")
+    assert list(tables.columns) == ["name", "comment"] and sorted(tables.name) == ["events", "latest"]
+    assert sources.to_dict("records") == [{"name": "src", "type": "kafka", "cluster": None}]
+    assert sorted(elsewhere.sql("SHOW TABLES", dialect="ksql")["Table Name"]) == ["latest"]  # ksql's own listing
     elsewhere.sql("DROP TABLE events; DROP TABLE latest; DROP SOURCE src")
     assert elsewhere.sql("SHOW SOURCES").empty

@@ -47,3 +47,18 @@ def test_subscribe_over_a_bad_record_fails_naming_it(session, broker, new_topic)
     assert list(log[log.TOPIC == topic].OFFSET) == [1]
     with pytest.raises(ks.KStreamError, match=rf"\(topic {topic}, partition 0, offset 1\)$"):
         session.sql("SUBSCRIBE (SELECT data FROM js)", **MZ).result(60)
+
+
+def test_subscribe_fails_on_a_bad_record_found_before_an_aggregation(session, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": '{"a": 1}'}, {"value": "{bad"}, {"value": '{"a": 3}'}])
+    session.sql(f"CREATE SOURCE agg_js FROM KAFKA TOPIC '{topic}' FORMAT JSON", **MZ)
+    handle = session.sql("SUBSCRIBE (SELECT count(*) AS n FROM agg_js)", **MZ)
+    assert handle.wait(90)
+    assert handle.state == "FAILED"
+    assert str(handle.failure).startswith("Failed to deserialize value") and str(handle.failure).endswith(
+        f"(topic {topic}, partition 0, offset 1)")
+    log = session.processing_log()
+    assert list(log[log.TOPIC == topic].OFFSET) == [1]  # logged once, as well
+    rows = session.sql("SELECT count(*) AS n FROM agg_js;")  # the ksql dialect logs and goes on
+    assert rows.values.tolist() == [[2]]

@@ -63,3 +63,21 @@ def test_a_missing_function_in_materializes_words(session, source):
 def test_subscribe_refuses_order_by(session, source):
     with pytest.raises(ks.StatementError, match="ORDER BY orders snapshot queries"):
         session.sql("SUBSCRIBE (SELECT text FROM q ORDER BY text)", **MZ)
+
+
+def test_aggregates_in_the_order_their_order_by_gives(session, source):
+    value = "CASE WHEN text = 'null' THEN NULL ELSE text END"
+    rows = session.sql(f"SELECT list_agg(text ORDER BY text DESC), string_agg(convert_from(key, 'utf8'), ',' "
+                       f"ORDER BY \"offset\" DESC) AS s, array_agg({value} ORDER BY {value} NULLS FIRST) AS a, "
+                       "map_agg(length(key)::text, text ORDER BY \"offset\") AS last, "
+                       "map_agg(length(key)::text, text ORDER BY \"offset\" DESC) AS first FROM q", **MZ)
+    assert list(rows.columns) == ["list_agg", "s", "a", "last", "first"]
+    got = rows.iloc[0]
+    assert list(got.list_agg) == ["null", "3", "2", "1"] and got.s == "us,it,you,me"
+    assert list(got.a) == [None, "1", "2", "3"]
+    assert dict(got["last"]) == {"2": "null", "3": "1"} and dict(got["first"]) == {"2": "3", "3": "1"}
+    grouped = session.sql("SELECT length(key) AS n, list_agg(text ORDER BY \"offset\" DESC) AS l FROM q "
+                          "GROUP BY length(key) ORDER BY n", **MZ)
+    assert [list(l) for l in grouped.l] == [["null", "2", "3"], ["1"]]
+    with pytest.raises(ks.StatementError, match="Aggregate function LIST_AGG cannot be used here"):
+        session.sql("SELECT text FROM q WHERE list_agg(text ORDER BY text) IS NULL", **MZ)

@@ -105,12 +105,17 @@ def test_text_forms(spark):
 
 
 def test_list_agg_and_map_agg(spark):
-    from kafkasql_magic.dialects.pg_functions import AGGREGATES
+    from kafkasql_magic.engine.aggregates import AGGREGATES, SortKey, Sorting
 
     df = spark.createDataFrame(
         [("g", 1, "a", "x"), ("g", 3, "a", "z"), ("g", 2, None, "y"), ("g", 4, "b", None), ("h", 1, "c", "w")],
         "g string, o int, k string, v string")
-    list_agg = AGGREGATES["LIST_AGG"].build([F.col("v")], [], F.col("o"))
-    map_agg = AGGREGATES["MAP_AGG"].build([F.col("k"), F.col("v")], [], F.col("o"))
+    arrival = Sorting((), F.col("o"))
+    list_agg = AGGREGATES["LIST_AGG"].build([F.col("v")], [], arrival)
+    map_agg = AGGREGATES["MAP_AGG"].build([F.col("k"), F.col("v")], [], arrival)
+    by_value = AGGREGATES["LIST_AGG"].build([F.col("v")], [], Sorting((SortKey(F.col("v"), True, True),), F.col("o")))
+    joined = AGGREGATES["STRING_AGG"].build([F.col("v"), F.lit("-")], [], arrival)
     rows = {r.g: (r.l, r.m) for r in df.groupBy("g").agg(list_agg.alias("l"), map_agg.alias("m")).collect()}
+    ordered = {r.g: (r.d, r.s) for r in df.groupBy("g").agg(by_value.alias("d"), joined.alias("s")).collect()}
+    assert ordered == {"g": ([None, "z", "y", "x"], "x-y-z"), "h": (["w"], "w")}
     assert rows == {"g": (["x", "y", "z", None], {"a": "z", "b": None}), "h": (["w"], {"c": "w"})}

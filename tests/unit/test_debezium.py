@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkasql_magic.dialects.debezium import (
-    INCLUDE_KEY_MESSAGE, KEY_FORMAT_MESSAGE, after_fields, changes, check_source, new_row, replay,
+    INCLUDE_KEY_MESSAGE, KEY_FORMAT_MESSAGE, after_fields, changes, check_source, json_event, new_row, replay,
 )
 from kafkasql_magic.errors import StatementError
 
@@ -63,3 +63,15 @@ def test_the_columns_are_the_fields_of_after():
     assert after_fields([("BEFORE", "R"), ("After", "R2")]) == "R2"
     with pytest.raises(StatementError, match="fields 'before' and 'after'; found: id, name"):
         after_fields([("id", "I"), ("name", "S")])
+
+
+def test_json_events_with_and_without_the_schema_wrapper():
+    change = {"before": None, "after": {"id": 1}, "op": "c"}
+    assert json_event(change) == change
+    assert json_event({"schema": {"type": "struct"}, "payload": change}) == change
+    assert json_event(None) is None  # a tombstone
+    assert new_row(json_event({"before": {"id": 1}, "after": None, "op": "d"})) is None
+    with pytest.raises(StatementError, match="^Debezium change event has neither a 'before' nor an 'after' row$"):
+        json_event({"before": None, "after": None, "op": "c"})
+    with pytest.raises(StatementError, match='^unsupported Debezium operation "t" '):
+        json_event({"before": None, "after": {"id": 1}, "op": "t"})

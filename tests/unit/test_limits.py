@@ -94,7 +94,8 @@ def test_a_view_cannot_read_itself():
     text = "CREATE SOURCE src FROM KAFKA TOPIC 't' FORMAT TEXT"
     session.catalog.add(mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None))
     session.sql("CREATE VIEW w AS SELECT * FROM src; CREATE VIEW w2 AS SELECT * FROM w;")
-    for text in ("CREATE OR REPLACE VIEW w AS SELECT * FROM w", "CREATE OR REPLACE VIEW w AS SELECT * FROM w2"):
+    for text in ("CREATE OR REPLACE VIEW w AS SELECT * FROM w", "CREATE OR REPLACE VIEW w AS SELECT * FROM w2",
+                 "CREATE OR REPLACE VIEW w AS SELECT * FROM (SELECT text FROM (SELECT * FROM w2) a) b"):
         with pytest.raises(StatementError) as info:
             session.sql(text)
         assert str(info.value) == "cannot replace view w: depended upon by new w definition"

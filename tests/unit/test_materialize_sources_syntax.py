@@ -8,16 +8,16 @@ import pytest
 
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.sql import parse_statement, reserved_words
+from kafkasql_magic.sql.render import render
 from kafkasql_magic.sql.ast import (
     FunctionCall, BinaryOp, ColumnRef, CreateKafkaSource, Drop, Include, Join, Literal, Select, SelectItem, Show,
     SourceFormat, SourceRef, Star,
 )
 from kafkasql_magic.sql.ast_materialize import (
     ConnectionOption, CreateConnection, CreateSecret, CreateSourceTable, MapLookup, OrderedCall, SortKey,
-    Subquery,
+    Subquery, base_relation,
 )
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
-from kafkasql_magic.sql.materialize_pending import PENDING
 
 C = ColumnRef
 F = SourceFormat
@@ -389,8 +389,7 @@ def test_order_by_inside_an_aggregate_call():
                                             (SortKey(C("ts"), True, True), SortKey(C("o"))))
     assert got.items[1].expr == OrderedCall(FunctionCall("LIST_AGG", (C("v"),)), (SortKey(C("o")),))
     assert where(syntax_error("SELECT map_agg(ORDER BY o) FROM s"))[:2] == (1, 16)
-    with pytest.raises(StatementError, match="line 1:8: ORDER BY in a function call is parsed but not run yet"):
-        parse_statement("SELECT list_agg(v ORDER BY o) FROM s GROUP BY g", dialect="materialize")
+    assert render(got.items[0].expr) == "MAP_AGG(`k`, `v` ORDER BY `ts` DESC NULLS FIRST, `o` NULLS LAST)"
 
 
 def test_ksql_dialect_is_unaffected():
@@ -401,23 +400,11 @@ def test_ksql_dialect_is_unaffected():
     assert parse_statement("SELECT a->b FROM s").items[0].expr.field == "B"
 
 
-# ---------------------------------------------------------------- parsed, not run yet
-@pytest.mark.parametrize(
-    "text, feature, at",
-    [
-        ("CREATE VIEW v AS SELECT * FROM (SELECT a FROM s) x", "a subquery in FROM", (1, 32)),
-    ],
-)
-def test_what_does_not_run_yet_is_refused_not_ignored(text, feature, at):
-    assert feature in PENDING
-    with pytest.raises(StatementError) as info:
-        parse_statement(text, dialect="materialize")
-    assert str(info.value) == (f"line {at[0]}:{at[1]}: {feature} is parsed but not run yet by "
-                               "kafkasql_magic's Materialize dialect")
-
-
+# ---------------------------------------------------------------- through the package
 def test_what_runs_today_still_parses_through_the_package():
     assert parse_statement("SELECT a FROM s LIMIT 1", dialect="materialize").limit == 1
+    got = parse_statement("SELECT * FROM (SELECT a FROM (SELECT a FROM s) y) x", dialect="materialize")
+    assert base_relation(got.source) == "s" and got.source.alias == "x"
     assert parse_statement("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't') FORMAT TEXT",
                            dialect="materialize").connection == "k"
     assert parse_statement("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET (1)) FORMAT TEXT",

@@ -7,6 +7,7 @@ from dataclasses import fields, replace
 
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.ast_materialize import OrderedCall
 from ...sql.render import render
 from .. import aggregates
 from ..columns import ROWTIME, WINDOWEND, WINDOWSTART
@@ -20,8 +21,10 @@ WINDOW_BOUNDS = {ast.ColumnRef(WINDOWSTART): ast.ColumnRef("__wstart"),
                  ast.ColumnRef(WINDOWEND): ast.ColumnRef("__wend")}
 
 
-def aggregate_calls(expr: ast.Expr) -> list[ast.FunctionCall]:
-    """The outermost aggregate calls in `expr`."""
+def aggregate_calls(expr: ast.Expr) -> list[ast.FunctionCall | OrderedCall]:
+    """The outermost aggregate calls in `expr` (with their ORDER BY, Materialize's `agg(x ORDER BY k)`)."""
+    if isinstance(expr, OrderedCall) and aggregates.is_aggregate(expr.call.name):
+        return [expr]
     if isinstance(expr, ast.FunctionCall) and aggregates.is_aggregate(expr.name):
         return [expr]
     return [call for child in ast.children(expr) for call in aggregate_calls(child)]

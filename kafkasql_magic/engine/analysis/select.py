@@ -14,6 +14,7 @@ from ...catalog import Catalog, SourceDef, ViewDef
 from ...dialects import Dialect
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.ast_materialize import Subquery
 from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from .checks import check_clauses, check_persistent
@@ -35,7 +36,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     dialect = dialects.get(dialect)
     inputs = [_input(ref, catalog, stmt.emit_changes, dialect) for ref in (stmt.source, *(j.source for j in stmt.joins))]
     first = inputs[0]
-    written_in = dialects.get(catalog.get(stmt.source.name).dialect)  # the FROM relation's dialect
+    written_in = _written_in(stmt.source, catalog, dialect)
     aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
                                              if isinstance(i, ast.SelectItem))
     check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
@@ -94,7 +95,20 @@ def _capture(observed, per_batch: bool, push: bool) -> str:
     return CAPTURE_METRICS if push else CAPTURE_OBSERVATIONS
 
 
-def _input(ref: ast.SourceRef, catalog: Catalog, push: bool, dialect: Dialect) -> Input:
+def _written_in(item, catalog: Catalog, dialect: Dialect) -> Dialect:
+    """The dialect of the FROM relation (a subquery is the query's own)."""
+    return dialect if isinstance(item, Subquery) else dialects.get(catalog.get(item.name).dialect)
+
+
+def _input(ref: ast.SourceRef | Subquery, catalog: Catalog, push: bool, dialect: Dialect) -> Input:
+    if isinstance(ref, Subquery):  # a derived relation: planned as a view that has no name
+        if ref.query.limit is not None and push:
+            raise StatementError(f"line {ref.line}:{ref.column}: LIMIT inside a subquery in FROM limits snapshot "
+                                 "queries (SELECT) only, not SUBSCRIBE")
+        inner = analyse(replace(ref.query, emit_changes=push), catalog, dialect)
+        alias = ref.alias or ""
+        return Input(ast.SourceRef(alias, None, line=ref.line, column=ref.column), alias, inner.source, inner.kind,
+                     tuple(inner.names), (), view=inner)
     relation = catalog.get(ref.name)
     if isinstance(relation, ViewDef):
         inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)

@@ -53,7 +53,7 @@ class Staged:
 
     frame: DataFrame
     keys: list[str]
-    builders: list[tuple[aggregates.Aggregate, list]]
+    builders: list[tuple[aggregates.Aggregate, list, tuple]]  # (aggregate, argument types, ORDER BY keys)
     failed: Column
     null_key: Column
 
@@ -75,8 +75,10 @@ def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, 
         compiler = Compiler(scope)
         args = [compiler.compile(a) for a in call.args]
         staged += [a.alias(f"__a{index}_{n}") for n, a in enumerate(args)]
+        order_by = getattr(call, "order_by", ()) if aggregate.in_order else ()  # PostgreSQL: others ignore it
+        staged += [compiler.compile(k.expr).alias(f"__a{index}_s{n}") for n, k in enumerate(order_by)]
         errors += [computing_error(compiler, call, call.name, index)] if compiler.failures else []
-        builders.append((aggregate, [scope.type_of(a) for a in args]))
+        builders.append((aggregate, [scope.type_of(a) for a in args], tuple(order_by)))
     failed = F.coalesce(*errors)
     null_key = F.coalesce(*[F.when(F.col(k).isNull(), F.lit(null_key_error(i))) for i, k in enumerate(keys)],
                           F.lit(None).cast("string"))
@@ -91,8 +93,19 @@ def aggregate_columns(staged: Staged) -> list[Column]:
     """The aggregate calls over the staged columns, as `__agg{i}` (a row count when there are none)."""
     if not staged.builders:
         return [F.count(F.lit(1)).alias("__n")]
-    return [aggregate.build([F.col(f"__a{i}_{n}") for n in range(len(types_))], types_, F.col("__order"))
-            .alias(f"__agg{i}") for i, (aggregate, types_) in enumerate(staged.builders)]
+    return [aggregate.build([F.col(f"__a{i}_{n}") for n in range(len(types_))], types_,
+                            _order(i, aggregate, order_by)).alias(f"__agg{i}")
+            for i, (aggregate, types_, order_by) in enumerate(staged.builders)]
+
+
+def _order(index: int, aggregate: aggregates.Aggregate, order_by) -> Column | aggregates.Sorting:
+    """Arrival order, or for an in-order aggregate its call's ORDER BY keys (staged as
+    `__a{index}_s{n}`) then arrival order."""
+    if not aggregate.in_order:
+        return F.col("__order")
+    keys = tuple(aggregates.SortKey(F.col(f"__a{index}_s{n}"), k.descending, k.nulls_first)
+                 for n, k in enumerate(order_by))
+    return aggregates.Sorting(keys, F.col("__order"))
 
 
 def record_columns(newest: Column) -> list[Column]:

@@ -3,6 +3,7 @@ metadata columns, pseudocolumns, and the bookkeeping the runtime needs (engine.c
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame, Window
@@ -13,7 +14,7 @@ from ...catalog import HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET as OFFSET_ROLE
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
 from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
-from ...formats import Field
+from ...formats import Decoded, Field
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
@@ -95,10 +96,31 @@ def _barrier(error: Column) -> Column:
     return F.when(F.spark_partition_id() >= 0, error)
 
 
+def _debezium_json(value: Decoded) -> tuple[Decoded, list[Column], Column]:
+    """Debezium JSON: the event is the document or its `payload`; its `after` (JSON text) is
+    the `data` column, a NULL `after` deletes, and an event without rows or with an unknown
+    `op` is an error (dialects.debezium.json_event is the same rule in plain Python)."""
+    document = value.columns[0]
+    payload = F.get_json_object(document, f"$.{debezium.PAYLOAD}")
+    event = F.when(payload.isNotNull(), payload).otherwise(document)
+    after, before = F.get_json_object(event, f"$.{debezium.AFTER}"), F.get_json_object(event, "$.before")
+    op = F.get_json_object(event, "$.op")
+    unsupported = debezium.OPERATION_MESSAGE.split("{}")
+    wrong = (F.when(document.isNull(), F.lit(None))
+             .when(after.isNull() & before.isNull(), F.lit(debezium.NO_ROW_MESSAGE))
+             .when(op.isNotNull() & ~op.isin(*debezium.OPERATIONS),
+                   F.concat(F.lit(unsupported[0]), op, F.lit(unsupported[1]))))
+    error = F.coalesce(value.error, wrong) if value.error is not None else wrong
+    return replace(value, error=error), [after], F.col("value").isNull() | (error.isNull() & after.isNull())
+
+
 def _value(source: SourceDef, value_columns):
     """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
     the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
     fmt = formats.lookup(source.value_format.name)
+    if source.envelope == "DEBEZIUM" and source.value_format.name == "JSON_DOCUMENT":
+        return _debezium_json(fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
+                                         source.value_format, "value"))
     if source.envelope != "DEBEZIUM":
         value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
                            source.value_format, "value")

@@ -111,6 +111,8 @@ def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captur
     or a view's planned rows named by its columns."""
     if side.view is not None:
         planned = _frame(side.view, raw, read, captures)
+        if side.view.limit is not None:  # a subquery's top-n (snapshots only: analysis refuses it in SUBSCRIBE)
+            planned = planned.limit(side.view.limit)
         return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
