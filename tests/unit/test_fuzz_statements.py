@@ -149,11 +149,13 @@ def queries(statement: ast.Statement) -> list[ast.Select]:
 
 
 def columns_for(select: ast.Select) -> dict[str, ast.Type]:
-    """The catalog's columns, also under every source name and alias of a join."""
+    """The catalog's columns, also under every source name and alias of a join (a subquery in
+    FROM has only its alias)."""
     if not select.joins:
         return COLUMNS
     refs = [select.source] + [j.source for j in select.joins]
-    return {f"{q}.{n}": t for r in refs for q in {r.name, r.alias} - {None} for n, t in COLUMNS.items()}
+    return {f"{q}.{n}": t for r in refs for q in {getattr(r, "name", None), r.alias} - {None}
+            for n, t in COLUMNS.items()}
 
 
 def check(text: str) -> None:
