@@ -11,7 +11,7 @@ from ..sql import ast
 from ..sql.render import render
 from ..sql.split import excerpt
 from ..sql.typetext import display
-from . import signatures, signatures_more
+from . import lambdas, signatures, signatures_more
 from .messages import COMPARISONS, MESSAGES, Messages
 from .rules import (BOOLEAN, CASTS, COMPARABLE, EQUALITY, LITERAL_TYPES, arithmetic_type, decimal_literal_type,
                     decimal_problem)
@@ -33,6 +33,7 @@ class Checker:
         self.aliases = {name.lower(): alias.lower() for name, alias in (aliases or {}).items()}
         self.types: dict[int, ast.Type | None] = {}
         self.plain: dict[str, ast.Type] = {}
+        self.lambda_vars: dict[str, ast.Type | None] = {}  # the parameters of the lambdas around a node
         self.qualified: dict[str, dict[str, ast.Type]] = {}
         for name, type_ in columns.items():
             qualifier, dot, column = name.rpartition(".")
@@ -77,6 +78,8 @@ class Checker:
         return t
 
     def _ColumnRef(self, e: ast.ColumnRef) -> ast.Type:
+        if e.qualifier is None and e.name in self.lambda_vars:
+            return self.lambda_vars[e.name]
         if e.qualifier is not None and self.qualified:
             qualifier = e.qualifier.lower()
             columns = self.qualified.get(qualifier, self.qualified.get(self.aliases.get(qualifier, qualifier)))
@@ -143,8 +146,13 @@ class Checker:
             for a in e.args:             # encode is not ksqlDB's): the build resolves it, its arguments
                 self.type_of(a)          # are still checked
             return None
+        if lambdas.is_lambda_function(e.name):
+            return self._lambda_call(e)
         if not signatures.is_known(e.name):
-            raise self.error(e, self.messages.unknown_function(e.name, [self.type_of(a) for a in e.args]))
+            raise self.error(e, self.messages.unknown_function(e.name, [self._argument(a) for a in e.args]))
+        if any(isinstance(a, ast.Lambda) for a in e.args):
+            raise self.error(e, self.messages.no_overload(e.name, [self._argument(a) for a in e.args],
+                                                          signatures.SIGNATURES[e.name]))
         if e.star and e.name in signatures.STAR_AGGREGATES:
             return ast.Type("BIGINT")
         args = [signatures_more.TIMEUNIT if signatures_more.time_unit(e.name, i, a) else self.type_of(a)
@@ -157,6 +165,55 @@ class Checker:
         if resolved is None:
             raise self.error(e, self.messages.no_overload(e.name, args, signatures.SIGNATURES[e.name]))
         return resolved.result
+
+    def _argument(self, a: ast.Expr) -> ast.Type | None:
+        return lambdas.LAMBDA if isinstance(a, ast.Lambda) else self.type_of(a)
+
+    def _Lambda(self, e: ast.Lambda) -> ast.Type:
+        raise self.error(e, "A lambda can only be an argument of TRANSFORM, FILTER or REDUCE.")
+
+    def _lambda_call(self, e: ast.FunctionCall) -> ast.Type | None:
+        """TRANSFORM, FILTER, REDUCE: the overload by collection kind and lambda arities, the
+        lambdas typed with parameters typed from the collection (and REDUCE's initial state)."""
+        values = [None if isinstance(a, ast.Lambda) else self.type_of(a) for a in e.args]
+        collection = values[0] if values else None
+        overload = lambdas.choose(e.name, list(e.args), collection)
+        if overload is None:
+            raise self.error(e, self.messages.no_overload(e.name, [self._argument(a) for a in e.args],
+                                                          lambdas.OVERLOADS[e.name]))
+        reduces = lambdas.STATE in overload.arguments
+        state = values[1] if reduces else None
+        shown, results = [], []
+        for arg, value in zip(e.args, values):
+            if not isinstance(arg, ast.Lambda):
+                shown.append(value)
+                continue
+            params = lambdas.parameter_types(collection, state, reduces) if collection is not None \
+                else (state,) * reduces + (None,) * (len(arg.params) - reduces)
+            results.append(self._lambda(arg, params))
+            names = ", ".join(self.messages.type_name(t) for t in params)
+            shown.append(ast.Type(f"LAMBDA ({names}) => {self.messages.type_name(results[-1])}"))
+        result = lambdas.result_type(e.name, collection, state, results)
+        if result is False:
+            raise self.error(e, self.messages.no_overload(e.name, shown, lambdas.OVERLOADS[e.name]))
+        return result
+
+    def _lambda(self, lam: ast.Lambda, params: tuple) -> ast.Type | None:
+        """The type of a lambda's body with its parameters typed as `params` (ksqlDB's rules on
+        parameter names first)."""
+        if len(set(lam.params)) < len(lam.params):
+            raise self.error(lam, f"Lambda arguments have duplicates: [{', '.join(lam.params)}]")
+        for name in lam.params:
+            if name in self.lambda_vars:
+                raise self.error(lam, "Reusing lambda arguments in nested lambda is not allowed")
+            if any(_same(n, name, columns) for columns in (self.plain, *self.qualified.values()) for n in columns):
+                raise self.error(lam, f"Lambda function argument can't be a column name: {name}")
+        outer = self.lambda_vars
+        self.lambda_vars = {**outer, **dict(zip(lam.params, params))}
+        try:
+            return self.type_of(lam.body)
+        finally:
+            self.lambda_vars = outer
 
     def _map(self, e: ast.FunctionCall, args: list) -> ast.Type | None:
         """MAP(k := v, ...): every key and every value of one type (numbers widen)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
-from ...typecheck import signatures
+from ...typecheck import lambdas, signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
 from .grouping import WINDOW_KINDS, aggregate_calls
 from .plan import Input
@@ -29,7 +29,8 @@ def check_functions(stmt: ast.Select) -> None:
         [e for e in (stmt.where, stmt.having) if e is not None]
     for expr in exprs:
         for node in ast.walk(expr):
-            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name):
+            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name) \
+                    and not lambdas.is_lambda_function(node.name):
                 raise StatementError(f"Can't find any functions with the name '{node.name}'")
 
 
