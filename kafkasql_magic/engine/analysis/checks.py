@@ -153,10 +153,12 @@ def _aggregate_text(call: ast.FunctionCall) -> str:
 
 
 def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
-    """A persistent query's output is a new source: pseudocolumns there need an alias; a
-    CREATE TABLE AS SELECT that aggregates needs GROUP BY (ksqlDB's message lists the calls)."""
+    """A persistent query's output is a new source: pseudocolumns there need an alias; one
+    that aggregates needs GROUP BY. ksqlDB's message lists the calls and names CREATE TABLE
+    AS SELECT whatever the statement (CREATE STREAM AS SELECT and INSERT INTO alike): it
+    finds the missing key before it compares the result's kind with the statement's."""
     check_functions(stmt)
-    if kind == "TABLE" and not stmt.group_by:
+    if not stmt.group_by:
         calls = [c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr)]
         if calls:
             raise StatementError("CREATE TABLE AS SELECT statement does not support aggregate function "
@@ -166,3 +168,12 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
                 and item.expr.name in PSEUDOCOLUMNS:
             raise StatementError(
                 f"Reserved column name in select: `{item.expr.name}`. Please remove or alias the column.")
+
+
+def check_result_kind(statement_kind: str, plan) -> None:
+    """CREATE STREAM AS SELECT needs a query that produces a stream, CREATE TABLE AS SELECT one
+    that produces a table (an aggregation, or tables only), in ksqlDB's words."""
+    produces = "TABLE" if plan.aggregating or all(i.kind == "TABLE" for i in plan.inputs) else "STREAM"
+    if produces != statement_kind:
+        raise StatementError(f"Invalid result type. Your SELECT query produces a {produces}. "
+                             f"Please use CREATE {produces} AS SELECT statement instead.")
