@@ -8,6 +8,7 @@ from typing import Mapping
 
 from ..errors import ExpressionTypeError
 from ..sql import ast
+from ..sql.names import match
 from ..sql.render import render
 from ..sql.split import excerpt
 from ..sql.typetext import display
@@ -26,8 +27,11 @@ class Checker:
     and, when the cell's `text` is given, show it with a caret."""
 
     def __init__(self, columns: Mapping[str, ast.Type], dialect: str = "ksql", text: str | None = None,
-                 aliases: Mapping[str, str] | None = None, untyped: frozenset[str] = frozenset()):
+                 aliases: Mapping[str, str] | None = None, untyped: frozenset[str] = frozenset(),
+                 own: frozenset[str] = frozenset()):
         self.messages: Messages = MESSAGES[dialect]
+        self.dialect = dialect
+        self.own = own  # columns declared in this dialect: named exactly (sql/names.py)
         self.untyped = untyped  # functions the dialect has that the signature table does not type
         self.text = text
         self.aliases = {name.lower(): alias.lower() for name, alias in (aliases or {}).items()}
@@ -85,12 +89,11 @@ class Checker:
             columns = self.qualified.get(qualifier, self.qualified.get(self.aliases.get(qualifier, qualifier)))
             if columns is None:
                 raise self.error(e, f"'{e.qualifier}' is not a valid stream/table name or alias.")
-            found = [(e.qualifier, n, t) for n, t in columns.items() if _same(n, e.name, columns)]
+            found = self._found(e.qualifier, e.name, columns)
         else:
-            found = [(None, n, t) for n, t in self.plain.items() if _same(n, e.name, self.plain)]
+            found = self._found(None, e.name, self.plain)
             if not found and e.qualifier is None:
-                found = [(q, n, t) for q, columns in self.qualified.items() for n, t in columns.items()
-                         if _same(n, e.name, columns)]
+                found = [f for q, columns in self.qualified.items() for f in self._found(q, e.name, columns)]
         if not found:
             name = f"{e.qualifier}.{e.name}" if e.qualifier else e.name
             raise self.error(e, self.messages.unknown_column(name))
@@ -107,10 +110,10 @@ class Checker:
         if base.name != "STRUCT":
             raise self.error(e, f"Can only dereference Struct type, instead got {self.describe(e.base, base)}.")
         names = dict(base.fields)
-        match = [n for n in names if _same(n, e.field, names)]
-        if not match:
+        found = match(e.field, names, self.dialect)
+        if found is None:
             raise self.error(e, f"Could not find field '{e.field}' in '{render(e.base)}'.")
-        return names[match[0]]
+        return names[found]
 
     def _MapLookup(self, e) -> ast.Type | None:
         """Materialize's `map -> key`: the map's value type."""
@@ -206,7 +209,7 @@ class Checker:
         for name in lam.params:
             if name in self.lambda_vars:
                 raise self.error(lam, "Reusing lambda arguments in nested lambda is not allowed")
-            if any(_same(n, name, columns) for columns in (self.plain, *self.qualified.values()) for n in columns):
+            if any(match(name, columns, self.dialect) for columns in (self.plain, *self.qualified.values())):
                 raise self.error(lam, f"Lambda function argument can't be a column name: {name}")
         outer = self.lambda_vars
         self.lambda_vars = {**outer, **dict(zip(lam.params, params))}
@@ -214,6 +217,17 @@ class Checker:
             return self.type_of(lam.body)
         finally:
             self.lambda_vars = outer
+
+    def _own_of(self, qualifier: str | None) -> frozenset[str]:
+        if qualifier is None:
+            return self.own
+        return frozenset(n.partition(".")[2] for n in self.own if n.partition(".")[0].lower() == qualifier.lower())
+
+    def _found(self, qualifier, wanted: str, columns) -> list:
+        """[(qualifier, name, type)] of the column `wanted` names (sql/names.py: exactly, or
+        ignoring case across dialects)."""
+        name = match(wanted, columns, self.dialect, self._own_of(qualifier))
+        return [(qualifier, name, columns[name])] if name is not None else []
 
     def _map(self, e: ast.FunctionCall, args: list) -> ast.Type | None:
         """MAP(k := v, ...): every key and every value of one type (numbers widen)."""
@@ -351,16 +365,6 @@ class Checker:
                 self.check_type(inner)
 
 
-def _same(name: str, wanted: str, names) -> bool:
-    """`wanted` names `name`: exactly, or ignoring case when that is unambiguous (a source
-    declared in one dialect is queried from the other)."""
-    if name == wanted:
-        return True
-    if wanted in names:
-        return False
-    return name.lower() == wanted.lower() and sum(n.lower() == wanted.lower() for n in names) == 1
-
-
 def check_expression(expr: ast.Expr, columns: Mapping[str, ast.Type], dialect: str = "ksql",
                      text: str | None = None) -> ast.Type | None:
     """The ksql type of `expr` over `columns` (None for a bare NULL), or ExpressionTypeError."""
@@ -382,16 +386,18 @@ class SelectTypes:
 
 
 def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: str = "ksql",
-                 text: str | None = None, untyped: frozenset[str] = frozenset()) -> SelectTypes:
+                 text: str | None = None, untyped: frozenset[str] = frozenset(),
+                 own: frozenset[str] = frozenset()) -> SelectTypes:
     """Type-check every expression of `select` over the visible `columns` (pseudocolumns
-    included; WINDOWSTART and WINDOWEND are added for a windowed query). A join's columns are
+    included; WINDOWSTART and WINDOWEND are added for a windowed query); `own` are those
+    declared in `dialect` itself, named exactly (sql/names.py). A join's columns are
     keyed `QUALIFIER.NAME`, the qualifier being each source's alias, or its name when it has
     none (a source's name still resolves to its alias). `text` is the cell the statement came
     from, for a caret under the error. Raises ExpressionTypeError."""
     if select.window is not None:
         columns = {**WINDOW_COLUMNS, **columns}
     refs = (select.source, *(j.source for j in select.joins))
-    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if r.alias}, untyped)
+    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if r.alias}, untyped, own)
     for join in select.joins:
         checker.check_condition(join.on, "ON")
     if select.where is not None:

@@ -32,7 +32,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     dialect = dialects.get(dialect)
     inputs = [_input(ref, catalog, stmt.emit_changes, dialect) for ref in (stmt.source, *(j.source for j in stmt.joins))]
     first = inputs[0]
-    written_in = dialects.get(catalog.get(stmt.source.name).dialect)  # the FROM relation's dialect
+    written_in = dialects.get(catalog.get(stmt.source.name, dialect.name).dialect)  # the FROM relation's dialect
     aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
                                              if isinstance(i, ast.SelectItem))
     check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
@@ -90,7 +90,7 @@ def _capture(observed, per_batch: bool, push: bool) -> str:
 
 
 def _input(ref: ast.SourceRef, catalog: Catalog, push: bool, dialect: Dialect) -> Input:
-    relation = catalog.get(ref.name)
+    relation = catalog.get(ref.name, dialect.name)
     if isinstance(relation, ViewDef):
         inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)
         return Input(ref, relation.name, inner.source, inner.kind, tuple(inner.names), (), view=inner)
@@ -116,7 +116,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                     continue
                 qualifier = side.qualifiers[0] if joined else None
                 prefix = f"{naming.fold(qualifier)}_" if prefixed else ""
-                outputs += [(prefix + naming.fold(c), ast.ColumnRef(c, qualifier)) for c in side.columns]
+                name = naming.own if _same_dialect(side, naming) else naming.fold
+                outputs += [(prefix + name(c), ast.ColumnRef(c, qualifier)) for c in side.columns]
             continue
         if item.alias is not None:
             if item.alias.upper() in RESERVED_COLUMN_NAMES:
@@ -127,7 +128,7 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
         elif isinstance(item.expr, ast.ColumnRef) and prefixed and item.expr.name.lower() in common:
             outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
-            outputs.append((naming.fold(item.expr.name), item.expr))
+            outputs.append((naming.own(item.expr.name), item.expr))
         else:
             outputs.append((aliases.name_for(item.expr), item.expr))
     return outputs
@@ -139,8 +140,14 @@ def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
     side = next((s for s in inputs if ref.qualifier is not None
                  and ref.qualifier.lower() in {q.lower() for q in s.qualifiers}), None)
     if side is None:
-        return naming.fold(ref.name)  # unqualified: the type checker reports it as ambiguous
-    return f"{naming.fold(side.qualifiers[0])}_{naming.fold(ref.name)}"
+        return naming.own(ref.name)  # unqualified: the type checker reports it as ambiguous
+    return f"{naming.fold(side.qualifiers[0])}_{naming.own(ref.name)}"
+
+
+def _same_dialect(side, naming) -> bool:
+    """Whether `side`'s columns were named in the dialect of `naming` (a view: its query's)."""
+    source = getattr(side, "source", None)
+    return source is not None and dialects.get(source.dialect).naming is naming
 
 
 def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]:
@@ -193,7 +200,7 @@ def partitioned_star(outputs, partition_by, source: SourceDef, naming, inputs=No
         if same is not None:
             keys.append((same, expr))
             continue
-        name = naming.fold(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
+        name = naming.own(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
         keys.append((name, expr))
     key_names_ = {n.lower() for n, _ in keys}
     old_keys = {c.name.lower() for c in source.key_columns}

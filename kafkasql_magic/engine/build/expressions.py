@@ -14,6 +14,7 @@ from ... import types
 from ...dialects import KSQL, Dialect
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.signatures_more import time_unit
 from .. import aggregates
@@ -66,7 +67,7 @@ class Scope:
             raise StatementError(
                 f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias."
             )
-        name = ref.name if ref.name in self.names else _unique_match(ref.name, self.names)
+        name = match(ref.name, self.names, self.dialect.name)
         if name is None:
             raise StatementError(
                 f"line {ref.line}:{ref.column}: Column '{_display_ref(ref)}' cannot be resolved."
@@ -94,7 +95,7 @@ class JoinScope(Scope):
                     f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias.")
         found = []
         for qualifiers, columns in candidates:
-            name = ref.name if ref.name in columns else _unique_match(ref.name, columns)
+            name = match(ref.name, columns, self.dialect.name)
             if name is not None:
                 found.append((qualifiers[0], name, columns[name]))
         if not found:
@@ -103,13 +104,6 @@ class JoinScope(Scope):
             raise StatementError(f"line {ref.line}:{ref.column}: Column '{ref.name}' is ambiguous. Could be any of: "
                                  + ", ".join(f"{q}.{n}" for q, n, _ in found))
         return F.col(quoted(found[0][2]))
-
-
-def _unique_match(name: str, names) -> str | None:
-    """The one name equal to `name` ignoring case: a source declared in one dialect is
-    queried from the other (ksql upper-cases unquoted names, Materialize lower-cases them)."""
-    matches = [n for n in names if n.lower() == name.lower()]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _display_ref(ref: ast.ColumnRef) -> str:
@@ -184,7 +178,7 @@ class Compiler:
         if not isinstance(struct, T.StructType):
             raise StatementError(f"line {e.line}:{e.column}: {render(e.base)} is not a STRUCT: cannot access '{e.field}'")
         names = struct.fieldNames()
-        name = e.field if e.field in names else _unique_match(e.field, names)
+        name = match(e.field, names, self.scope.dialect.name)
         if name is None:
             raise StatementError(f"line {e.line}:{e.column}: {render(e.base)} has no field '{e.field}' "
                                  f"(fields: {', '.join(names)})")
