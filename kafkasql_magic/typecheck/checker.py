@@ -150,11 +150,11 @@ class Checker:
                 self.type_of(a)          # are still checked
             return None
         if lambdas.is_lambda_function(e.name):
-            return self._lambda_call(e)
+            return lambdas.type_call(self, e)
         if not signatures.is_known(e.name):
-            raise self.error(e, self.messages.unknown_function(e.name, [self._argument(a) for a in e.args]))
+            raise self.error(e, self.messages.unknown_function(e.name, [self.argument(a) for a in e.args]))
         if any(isinstance(a, ast.Lambda) for a in e.args):
-            raise self.error(e, self.messages.no_overload(e.name, [self._argument(a) for a in e.args],
+            raise self.error(e, self.messages.no_overload(e.name, [self.argument(a) for a in e.args],
                                                           signatures.SIGNATURES[e.name]))
         if e.star and e.name in signatures.STAR_AGGREGATES:
             return ast.Type("BIGINT")
@@ -169,54 +169,15 @@ class Checker:
             raise self.error(e, self.messages.no_overload(e.name, args, signatures.SIGNATURES[e.name]))
         return resolved.result
 
-    def _argument(self, a: ast.Expr) -> ast.Type | None:
+    def argument(self, a: ast.Expr) -> ast.Type | None:
         return lambdas.LAMBDA if isinstance(a, ast.Lambda) else self.type_of(a)
 
     def _Lambda(self, e: ast.Lambda) -> ast.Type:
         raise self.error(e, "A lambda can only be an argument of TRANSFORM, FILTER or REDUCE.")
 
-    def _lambda_call(self, e: ast.FunctionCall) -> ast.Type | None:
-        """TRANSFORM, FILTER, REDUCE: the overload by collection kind and lambda arities, the
-        lambdas typed with parameters typed from the collection (and REDUCE's initial state)."""
-        values = [None if isinstance(a, ast.Lambda) else self.type_of(a) for a in e.args]
-        collection = values[0] if values else None
-        overload = lambdas.choose(e.name, list(e.args), collection)
-        if overload is None:
-            raise self.error(e, self.messages.no_overload(e.name, [self._argument(a) for a in e.args],
-                                                          lambdas.OVERLOADS[e.name]))
-        reduces = lambdas.STATE in overload.arguments
-        state = values[1] if reduces else None
-        shown, results = [], []
-        for arg, value in zip(e.args, values):
-            if not isinstance(arg, ast.Lambda):
-                shown.append(value)
-                continue
-            params = lambdas.parameter_types(collection, state, reduces) if collection is not None \
-                else (state,) * reduces + (None,) * (len(arg.params) - reduces)
-            results.append(self._lambda(arg, params))
-            names = ", ".join(self.messages.type_name(t) for t in params)
-            shown.append(ast.Type(f"LAMBDA ({names}) => {self.messages.type_name(results[-1])}"))
-        result = lambdas.result_type(e.name, collection, state, results)
-        if result is False:
-            raise self.error(e, self.messages.no_overload(e.name, shown, lambdas.OVERLOADS[e.name]))
-        return result
-
-    def _lambda(self, lam: ast.Lambda, params: tuple) -> ast.Type | None:
-        """The type of a lambda's body with its parameters typed as `params` (ksqlDB's rules on
-        parameter names first)."""
-        if len(set(lam.params)) < len(lam.params):
-            raise self.error(lam, f"Lambda arguments have duplicates: [{', '.join(lam.params)}]")
-        for name in lam.params:
-            if name in self.lambda_vars:
-                raise self.error(lam, "Reusing lambda arguments in nested lambda is not allowed")
-            if any(match(name, columns, self.dialect) for columns in (self.plain, *self.qualified.values())):
-                raise self.error(lam, f"Lambda function argument can't be a column name: {name}")
-        outer = self.lambda_vars
-        self.lambda_vars = {**outer, **dict(zip(lam.params, params))}
-        try:
-            return self.type_of(lam.body)
-        finally:
-            self.lambda_vars = outer
+    def names_column(self, name: str) -> bool:
+        """Whether `name` names a visible column (a lambda parameter may not)."""
+        return any(self._found(q, name, columns) for q, columns in ((None, self.plain), *self.qualified.items()))
 
     def _own_of(self, qualifier: str | None) -> frozenset[str]:
         if qualifier is None:

@@ -94,3 +94,50 @@ def result_type(name: str, collection: ast.Type | None, state: ast.Type | None,
     if collection.name == "ARRAY":
         return ast.Type("ARRAY", element=results[0])
     return ast.Type("MAP", key=results[0], value=results[1])
+
+
+# ---------------------------------------------------------------- typing (the checker's part)
+def type_call(checker, e: ast.FunctionCall) -> ast.Type | None:
+    """TRANSFORM, FILTER, REDUCE: the overload by collection kind and lambda arities, then each
+    lambda typed with its parameters typed from the collection (and REDUCE's initial state).
+    A lambda whose result does not fit is shown as ksqlDB shows it: LAMBDA (INTEGER) => INTEGER."""
+    values = [None if isinstance(a, ast.Lambda) else checker.type_of(a) for a in e.args]
+    collection = values[0] if values else None
+    overload = choose(e.name, list(e.args), collection)
+    if overload is None:
+        raise checker.error(e, checker.messages.no_overload(e.name, [checker.argument(a) for a in e.args],
+                                                            OVERLOADS[e.name]))
+    reduces = STATE in overload.arguments
+    state = values[1] if reduces else None
+    shown, results = [], []
+    for arg, value in zip(e.args, values):
+        if not isinstance(arg, ast.Lambda):
+            shown.append(value)
+            continue
+        params = parameter_types(collection, state, reduces) if collection is not None \
+            else (state,) * reduces + (None,) * (len(arg.params) - reduces)
+        results.append(type_lambda(checker, arg, params))
+        names = ", ".join(checker.messages.type_name(t) for t in params)
+        shown.append(ast.Type(f"LAMBDA ({names}) => {checker.messages.type_name(results[-1])}"))
+    result = result_type(e.name, collection, state, results)
+    if result is False:
+        raise checker.error(e, checker.messages.no_overload(e.name, shown, OVERLOADS[e.name]))
+    return result
+
+
+def type_lambda(checker, lam: ast.Lambda, params: tuple) -> ast.Type | None:
+    """The type of a lambda's body with its parameters typed as `params`, after ksqlDB's rules
+    on parameter names."""
+    if len(set(lam.params)) < len(lam.params):
+        raise checker.error(lam, f"Lambda arguments have duplicates: [{', '.join(lam.params)}]")
+    for name in lam.params:
+        if name in checker.lambda_vars:
+            raise checker.error(lam, "Reusing lambda arguments in nested lambda is not allowed")
+        if checker.names_column(name):
+            raise checker.error(lam, f"Lambda function argument can't be a column name: {name}")
+    outer = checker.lambda_vars
+    checker.lambda_vars = {**outer, **dict(zip(lam.params, params))}
+    try:
+        return checker.type_of(lam.body)
+    finally:
+        checker.lambda_vars = outer
