@@ -145,7 +145,10 @@ def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
 
 
 def _same_dialect(side, naming) -> bool:
-    """Whether `side`'s columns were named in the dialect of `naming` (a view: its query's)."""
+    """Whether `side`'s columns were named in the dialect of `naming` (a view's outputs are: its
+    query is analysed in the querying dialect)."""
+    if getattr(side, "view", None) is not None:
+        return True
     source = getattr(side, "source", None)
     return source is not None and dialects.get(source.dialect).naming is naming
 
