@@ -99,7 +99,7 @@ class PersistentQueries:
                       query_id: str | None = None) -> PersistentQuery:
         from ..statements.records import check_insert_select
 
-        target = self.session.catalog.get(stmt.target)
+        target = self.session.catalog.get(stmt.target, self.session.dialect_now.name)
         check_insert_select(target)
         query, prepared, outputs, window = self._planned(stmt.query)
         sink_plan.check_insert(target, outputs)
