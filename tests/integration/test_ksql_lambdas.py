@@ -37,3 +37,6 @@ def test_lambdas_over_arrays_and_maps_compute_as_ksqldb_documents(session, broke
         "HALVES": [], "MAXES": {"X": 1, "Y": 1}, "LONG_KEYS": {}, "ITEMS": 2, "CLASH": None}
     log = session.processing_log()
     assert (log.MESSAGE.str.contains("TRANSFORM's key function gave two entries the same key")).sum() >= 2
+    grouped = session.sql("SELECT id, TRANSFORM(COLLECT_LIST(id), x => x * 10) AS tens FROM lam "
+                          "GROUP BY id EMIT CHANGES LIMIT 2;")  # a lambda over an aggregate
+    assert sorted(map(tuple, grouped[["ID", "TENS"]].to_numpy().tolist())) == [(1, [10]), (2, [20])]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.errors import ExpressionTypeError, SqlSyntaxError
+from kafkasql_magic.errors import ExpressionTypeError, SqlSyntaxError, StatementError
 from kafkasql_magic.sql import ast, parse_statement
 from kafkasql_magic.sql.render import render
 from kafkasql_magic.typecheck import check_expression
@@ -101,3 +101,12 @@ def test_lambda_errors_in_ksqldbs_words(text, column, message):
 def test_a_lambda_outside_a_call_or_with_odd_parameters_is_a_syntax_error(text, message):
     with pytest.raises(SqlSyntaxError, match=message):
         parse_statement(text)
+
+
+def test_a_lambda_over_an_aggregate_names_only_its_own_parameters():
+    from test_analysis import plan_of
+
+    plan = plan_of("SELECT item, TRANSFORM(COLLECT_LIST(qty), x => x * 2) AS d FROM orders GROUP BY item EMIT CHANGES;")
+    assert plan.names == ["ITEM", "D"]
+    with pytest.raises(StatementError, match="^Non-aggregate SELECT expression\\(s\\) not part of GROUP BY: ID$"):
+        plan_of("SELECT item, TRANSFORM(COLLECT_LIST(qty), x => x * id) AS d FROM orders GROUP BY item EMIT CHANGES;")
