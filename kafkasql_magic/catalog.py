@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .errors import StatementError
 from .formats import FormatSpec
 from .sql import ast
+from .sql.names import match
 
 #: Column roles in a source's logical schema. The metadata roles come from Materialize's
 #: INCLUDE PARTITION | OFFSET | TIMESTAMP | TOPIC (ksql has pseudocolumns for those instead).
@@ -98,17 +99,16 @@ class Catalog:
         Every client the project makes for that address already carries those properties."""
         return self.connections.endpoint(name, kind)
 
-    def resolve(self, name: str) -> str | None:
-        """The stored name for `name`: exact, else the only case-insensitive match (so a
-        source created in one dialect can be named from the other)."""
-        if name in self._sources:
-            return name
-        matches = [n for n in self._sources if n.lower() == name.lower()]
-        return matches[0] if len(matches) == 1 else None
+    def resolve(self, name: str, dialect: str | None = None) -> str | None:
+        """The stored name for `name` written in `dialect`: exact, else the only
+        case-insensitive match when `name` could be unquoted there (sql/names.py: a source
+        created in one dialect can be named from the other; ksql's `"foo"` is not `FOO`)."""
+        own = [n for n, s in self._sources.items() if getattr(s, "dialect", None) == dialect]
+        return match(name, self._sources, dialect, own)
 
     def add(self, source, *, or_replace: bool = False, if_not_exists: bool = False) -> bool:
         """Register `source`; False when it existed and IF NOT EXISTS kept the old one."""
-        existing = self._sources.get(self.resolve(source.name) or source.name)
+        existing = self._sources.get(self.resolve(source.name, source.dialect) or source.name)
         if existing is not None and not or_replace:
             if if_not_exists:
                 return False
@@ -119,8 +119,8 @@ class Catalog:
         self._sources[source.name] = source
         return True
 
-    def get(self, name: str):
-        source = self._sources.get(self.resolve(name) or name)
+    def get(self, name: str, dialect: str | None = None):
+        source = self._sources.get(self.resolve(name, dialect) or name)
         if source is None:
             raise StatementError(f"{name} does not exist.")
         return source

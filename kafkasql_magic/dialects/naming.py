@@ -12,7 +12,8 @@ from ..sql import ast
 
 @dataclass(frozen=True)
 class Naming:
-    fold: Callable[[str], str]  # an unquoted column reference -> its result name
+    fold: Callable[[str], str]  # another dialect's column name -> its result name here
+    own: Callable[[str], str]  # a name written in this dialect (a column reference) -> its result name
     #: the source columns' names -> a namer of unnamed expressions (`.name_for(expr)`), one per statement
     aliases: Callable[[Iterable[str]], "Aliases"]
     clash_key: Callable[[str], str]  # two column names clash when their keys are equal
@@ -56,19 +57,24 @@ class KsqlAliases:
 
     def name_for(self, expr: ast.Expr) -> str:
         if isinstance(expr, ast.Dereference):
-            return self._next_name(_NUMBERED.fullmatch(expr.field.upper())["stem"])
+            return self._next_name(_NUMBERED.fullmatch(expr.field)["stem"])  # as written: `"f"` stays f
         return self._next_name(GENERATED)
 
 
 #: ksqlDB upper-cases names and numbers unnamed expressions; names are exact (`a` <> `A`).
 def _ksql_fold(name: str) -> str:
-    """The ksql parser upper-cases unquoted names already: a name with capitals is kept as
-    written (a quoted `Key` stays `Key`); an all-lower-case one (a Materialize source's
-    column) is upper-cased, as ksqlDB names results."""
+    """A Materialize source's all-lower-case column is upper-cased, as ksqlDB names results;
+    a name with capitals is kept as written."""
     return name if name != name.lower() else name.upper()
 
 
-KSQL = Naming(fold=_ksql_fold, aliases=KsqlAliases, clash_key=lambda n: n,
+def _as_written(name: str) -> str:
+    """The ksql parser upper-cases unquoted names already and keeps quoted ones (`"foo"`
+    stays `foo`, as in ksqlDB)."""
+    return name
+
+
+KSQL = Naming(fold=_ksql_fold, own=_as_written, aliases=KsqlAliases, clash_key=lambda n: n,
               duplicate=lambda n, hint: f"Duplicate column names: {n}")
 
 def _postgres_name(e: ast.Expr) -> str:
@@ -102,6 +108,7 @@ Aliases = KsqlAliases | PostgresAliases
 #: names case-insensitively.
 MATERIALIZE = Naming(
     fold=str.lower,
+    own=str.lower,
     aliases=PostgresAliases,
     clash_key=str.lower,
     duplicate=lambda n, hint: f'column "{n}" specified more than once{hint}')

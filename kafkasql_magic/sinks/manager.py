@@ -61,6 +61,8 @@ class PersistentQueries:
                          query_id: str | None = None, start: bool = True) -> PersistentQuery | None:
         """Plan, create the sink (catalog entry, topic, schemas) and start the query; a replay
         passes the logged `query_id`, and `start=False` for a query terminated since."""
+        from ..engine.analysis import check_result_kind
+
         catalog = self.session.catalog
         if stmt.name in catalog and not stmt.or_replace:
             if stmt.if_not_exists:
@@ -73,6 +75,7 @@ class PersistentQueries:
         plan = prepared.plan
         leftmost = plan.source
         sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query)
+        check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
                                      self.session.schema_registry_url, text)
@@ -100,7 +103,7 @@ class PersistentQueries:
                       query_id: str | None = None) -> PersistentQuery:
         from ..statements.records import check_insert_select
 
-        target = self.session.catalog.get(stmt.target)
+        target = self.session.catalog.get(stmt.target, self.session.dialect_now.name)
         check_insert_select(target)
         query, prepared, outputs, window = self._planned(stmt.query)
         sink_plan.check_insert(target, outputs)

@@ -329,6 +329,17 @@ class Builder(Transformer):
                               field.line, field.column)
         return ast.StructConstructor(tuple((f.name, v) for f, v in entries), **_pos(meta))
 
+    def lambda_(self, meta, *children):
+        """`x => body`, `(x) => body` (parsed as an expression, so it must be a bare name) or
+        `(x, y) => body`; parameter names are identifiers (upper-cased unless quoted)."""
+        *params, body = children
+        if len(params) == 1 and not isinstance(params[0], str):
+            param = params[0]
+            if not isinstance(param, ast.ColumnRef) or param.qualifier is not None:
+                raise Invalid("A lambda's parameters must be names: x => ..., (x, y) => ...", param.line, param.column)
+            params = [param.name]
+        return ast.Lambda(tuple(params), body, **_pos(meta))
+
     def assignment(self, meta, key, value):
         return (key, value)
 

@@ -59,6 +59,8 @@ RENDERERS = {
     ast.Case: lambda e: "CASE" + (f" {render(e.operand)}" if e.operand else "")
     + "".join(f" WHEN {render(c)} THEN {render(v)}" for c, v in e.whens)
     + (f" ELSE {render(e.else_)}" if e.else_ is not None else "") + " END",
+    ast.Lambda: lambda e: (_ident(e.params[0]) if len(e.params) == 1 else f"({', '.join(_ident(p) for p in e.params)})")
+    + f" => {render(e.body)}",
     ast.Cast: lambda e: f"CAST({render(e.operand)} AS {type_text(e.type)})",
     ast_materialize.OrderedCall: lambda e: _call(e)[:-1] + " ORDER BY " + ", ".join(
         render(k.expr) + (" DESC" if k.descending else "") + (" NULLS FIRST" if k.nulls_first else " NULLS LAST")

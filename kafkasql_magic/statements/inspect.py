@@ -18,7 +18,7 @@ from .sinks import show_sinks
 
 def describe(session, stmt: ast.Describe, text, timeout):
     """DESCRIBE (ksql) or SHOW COLUMNS (Materialize), in the words of the statement's dialect."""
-    relation = session.catalog.get(stmt.name)
+    relation = session.catalog.get(stmt.name, session.dialect_now.name)
     columns = _view_columns(session, relation) if isinstance(relation, ViewDef) else relation.star_columns
     rows = session.dialect_now.show_columns(columns)
     if rows is not None:

@@ -9,7 +9,7 @@ from .records import record_from_insert
 
 
 def insert_values(session, stmt: ast.InsertValues, text, timeout):
-    target = session.catalog.get(stmt.target)
+    target = session.catalog.get(stmt.target, session.dialect_now.name)
     ensure_reachable(session.bootstrap_servers, session.timeout_of(timeout))
     produce(session.bootstrap_servers, target.topic, [record_from_insert(stmt, target)], timeout=session.timeout_of(timeout))
     return None

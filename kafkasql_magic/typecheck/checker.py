@@ -8,10 +8,11 @@ from typing import Mapping
 
 from ..errors import ExpressionTypeError
 from ..sql import ast
+from ..sql.names import match
 from ..sql.render import render
 from ..sql.split import excerpt
 from ..sql.typetext import display
-from . import signatures, signatures_more
+from . import lambdas, signatures, signatures_more
 from .messages import COMPARISONS, MESSAGES, Messages
 from .rules import (BOOLEAN, CASTS, COMPARABLE, EQUALITY, LITERAL_TYPES, arithmetic_type, decimal_literal_type,
                     decimal_problem)
@@ -26,13 +27,17 @@ class Checker:
     and, when the cell's `text` is given, show it with a caret."""
 
     def __init__(self, columns: Mapping[str, ast.Type], dialect: str = "ksql", text: str | None = None,
-                 aliases: Mapping[str, str] | None = None, untyped: frozenset[str] = frozenset()):
+                 aliases: Mapping[str, str] | None = None, untyped: frozenset[str] = frozenset(),
+                 own: frozenset[str] = frozenset()):
         self.messages: Messages = MESSAGES[dialect]
+        self.dialect = dialect
+        self.own = own  # columns declared in this dialect: named exactly (sql/names.py)
         self.untyped = untyped  # functions the dialect has that the signature table does not type
         self.text = text
         self.aliases = {name.lower(): alias.lower() for name, alias in (aliases or {}).items()}
         self.types: dict[int, ast.Type | None] = {}
         self.plain: dict[str, ast.Type] = {}
+        self.lambda_vars: dict[str, ast.Type | None] = {}  # the parameters of the lambdas around a node
         self.qualified: dict[str, dict[str, ast.Type]] = {}
         for name, type_ in columns.items():
             qualifier, dot, column = name.rpartition(".")
@@ -77,17 +82,18 @@ class Checker:
         return t
 
     def _ColumnRef(self, e: ast.ColumnRef) -> ast.Type:
+        if e.qualifier is None and e.name in self.lambda_vars:
+            return self.lambda_vars[e.name]
         if e.qualifier is not None and self.qualified:
             qualifier = e.qualifier.lower()
             columns = self.qualified.get(qualifier, self.qualified.get(self.aliases.get(qualifier, qualifier)))
             if columns is None:
                 raise self.error(e, f"'{e.qualifier}' is not a valid stream/table name or alias.")
-            found = [(e.qualifier, n, t) for n, t in columns.items() if _same(n, e.name, columns)]
+            found = self._found(e.qualifier, e.name, columns)
         else:
-            found = [(None, n, t) for n, t in self.plain.items() if _same(n, e.name, self.plain)]
+            found = self._found(None, e.name, self.plain)
             if not found and e.qualifier is None:
-                found = [(q, n, t) for q, columns in self.qualified.items() for n, t in columns.items()
-                         if _same(n, e.name, columns)]
+                found = [f for q, columns in self.qualified.items() for f in self._found(q, e.name, columns)]
         if not found:
             name = f"{e.qualifier}.{e.name}" if e.qualifier else e.name
             raise self.error(e, self.messages.unknown_column(name))
@@ -104,10 +110,10 @@ class Checker:
         if base.name != "STRUCT":
             raise self.error(e, f"Can only dereference Struct type, instead got {self.describe(e.base, base)}.")
         names = dict(base.fields)
-        match = [n for n in names if _same(n, e.field, names)]
-        if not match:
+        found = match(e.field, names, self.dialect)
+        if found is None:
             raise self.error(e, f"Could not find field '{e.field}' in '{render(e.base)}'.")
-        return names[match[0]]
+        return names[found]
 
     def _MapLookup(self, e) -> ast.Type | None:
         """Materialize's `map -> key`: the map's value type."""
@@ -143,8 +149,13 @@ class Checker:
             for a in e.args:             # encode is not ksqlDB's): the build resolves it, its arguments
                 self.type_of(a)          # are still checked
             return None
+        if lambdas.is_lambda_function(e.name):
+            return lambdas.type_call(self, e)
         if not signatures.is_known(e.name):
-            raise self.error(e, self.messages.unknown_function(e.name, [self.type_of(a) for a in e.args]))
+            raise self.error(e, self.messages.unknown_function(e.name, [self.argument(a) for a in e.args]))
+        if any(isinstance(a, ast.Lambda) for a in e.args):
+            raise self.error(e, self.messages.no_overload(e.name, [self.argument(a) for a in e.args],
+                                                          signatures.SIGNATURES[e.name]))
         if e.star and e.name in signatures.STAR_AGGREGATES:
             return ast.Type("BIGINT")
         args = [signatures_more.TIMEUNIT if signatures_more.time_unit(e.name, i, a) else self.type_of(a)
@@ -163,6 +174,26 @@ class Checker:
         for key in e.order_by:
             self.type_of(key.expr)
         return self.type_of(e.call)
+    def argument(self, a: ast.Expr) -> ast.Type | None:
+        return lambdas.LAMBDA if isinstance(a, ast.Lambda) else self.type_of(a)
+
+    def _Lambda(self, e: ast.Lambda) -> ast.Type:
+        raise self.error(e, "A lambda can only be an argument of TRANSFORM, FILTER or REDUCE.")
+
+    def names_column(self, name: str) -> bool:
+        """Whether `name` names a visible column (a lambda parameter may not)."""
+        return any(self._found(q, name, columns) for q, columns in ((None, self.plain), *self.qualified.items()))
+
+    def _own_of(self, qualifier: str | None) -> frozenset[str]:
+        if qualifier is None:
+            return self.own
+        return frozenset(n.partition(".")[2] for n in self.own if n.partition(".")[0].lower() == qualifier.lower())
+
+    def _found(self, qualifier, wanted: str, columns) -> list:
+        """[(qualifier, name, type)] of the column `wanted` names (sql/names.py: exactly, or
+        ignoring case across dialects)."""
+        name = match(wanted, columns, self.dialect, self._own_of(qualifier))
+        return [(qualifier, name, columns[name])] if name is not None else []
 
     def _map(self, e: ast.FunctionCall, args: list) -> ast.Type | None:
         """MAP(k := v, ...): every key and every value of one type (numbers widen)."""
@@ -300,16 +331,6 @@ class Checker:
                 self.check_type(inner)
 
 
-def _same(name: str, wanted: str, names) -> bool:
-    """`wanted` names `name`: exactly, or ignoring case when that is unambiguous (a source
-    declared in one dialect is queried from the other)."""
-    if name == wanted:
-        return True
-    if wanted in names:
-        return False
-    return name.lower() == wanted.lower() and sum(n.lower() == wanted.lower() for n in names) == 1
-
-
 def check_expression(expr: ast.Expr, columns: Mapping[str, ast.Type], dialect: str = "ksql",
                      text: str | None = None) -> ast.Type | None:
     """The ksql type of `expr` over `columns` (None for a bare NULL), or ExpressionTypeError."""
@@ -331,16 +352,18 @@ class SelectTypes:
 
 
 def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: str = "ksql",
-                 text: str | None = None, untyped: frozenset[str] = frozenset()) -> SelectTypes:
+                 text: str | None = None, untyped: frozenset[str] = frozenset(),
+                 own: frozenset[str] = frozenset()) -> SelectTypes:
     """Type-check every expression of `select` over the visible `columns` (pseudocolumns
-    included; WINDOWSTART and WINDOWEND are added for a windowed query). A join's columns are
+    included; WINDOWSTART and WINDOWEND are added for a windowed query); `own` are those
+    declared in `dialect` itself, named exactly (sql/names.py). A join's columns are
     keyed `QUALIFIER.NAME`, the qualifier being each source's alias, or its name when it has
     none (a source's name still resolves to its alias). `text` is the cell the statement came
     from, for a caret under the error. Raises ExpressionTypeError."""
     if select.window is not None:
         columns = {**WINDOW_COLUMNS, **columns}
     refs = (select.source, *(j.source for j in select.joins))
-    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}, untyped)
+    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}, untyped, own)
     for join in select.joins:
         checker.check_condition(join.on, "ON")
     if select.where is not None:

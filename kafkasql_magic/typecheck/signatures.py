@@ -108,6 +108,9 @@ def _pattern(text: str) -> Pattern:
     text = text.strip()
     if text.endswith(">"):
         name, inner = text[:-1].split("<", 1)
+        if name.strip() == "STRUCT":  # STRUCT<K STRING, V T>: a field's name, its type under it
+            fields = (p.split(" ", 1) for p in _split_top(inner))
+            return Pattern("STRUCT", tuple(Pattern(n, (_pattern(t),)) for n, t in fields))
         return Pattern(name.strip(), tuple(_pattern(p) for p in _split_top(inner)))
     return Pattern(text)
 
@@ -212,7 +215,6 @@ SCALAR: dict[str, list[str]] = {
     "ARRAY_MAX": ["ARRAY_MAX(ARRAY<T> array) -> T"],
     "ARRAY_MIN": ["ARRAY_MIN(ARRAY<T> array) -> T"],
     "ARRAY_REMOVE": ["ARRAY_REMOVE(ARRAY<T> array, T victim) -> ARRAY<T>"],
-    "ARRAY_SORT": ["ARRAY_SORT(ARRAY<T> array) -> ARRAY<T>"],
     "ARRAY_JOIN": ["ARRAY_JOIN(ARRAY<T> array) -> STRING", "ARRAY_JOIN(ARRAY<T> array, STRING delimiter) -> STRING"],
     "SLICE": ["SLICE(ARRAY<T> array, INT from, INT to) -> ARRAY<T>"],
     "ELT": ["ELT(INT n, STRING arg, STRING... args) -> STRING"],
@@ -281,6 +283,8 @@ def _result(pattern: Pattern, bound: dict, args: list) -> ast.Type | None:
         return ast.Type("ARRAY", element=_result(pattern.args[0], bound, args))
     if pattern.name == "MAP":
         return ast.Type("MAP", key=_result(pattern.args[0], bound, args), value=_result(pattern.args[1], bound, args))
+    if pattern.name == "STRUCT" and pattern.args:
+        return ast.Type("STRUCT", fields=tuple((f.name, _result(f.args[0], bound, args)) for f in pattern.args))
     if pattern.name == "DECIMAL":  # the decimal argument's precision and scale
         found = next((a for a in args if a is not None and a.name == "DECIMAL"), None)
         return found or decimal(MAX_DECIMAL_PRECISION, 0)

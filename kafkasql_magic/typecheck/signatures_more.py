@@ -15,7 +15,7 @@ TIME_UNITS: dict[str, int] = {
 }
 
 #: Functions whose first argument is a time unit.
-UNIT_FUNCTIONS = frozenset({"DATEADD", "DATESUB", "TIMESTAMPADD", "TIMESTAMPSUB"})
+UNIT_FUNCTIONS = frozenset({"DATEADD", "DATESUB", "TIMESTAMPADD", "TIMESTAMPSUB", "TIMEADD", "TIMESUB"})
 
 TIMEUNIT = ast.Type("TIMEUNIT")
 
@@ -42,7 +42,13 @@ SCALAR_MORE: dict[str, list[str]] = {
     "FROM_DAYS": ["FROM_DAYS(INT days) -> DATE"],
     "DATETOSTRING": ["DATETOSTRING(INT days, STRING formatPattern) -> STRING"],
     "STRINGTODATE": ["STRINGTODATE(STRING formattedDate, STRING formatPattern) -> INT"],
+    "PARSE_TIME": ["PARSE_TIME(STRING formattedTime, STRING formatPattern) -> TIME"],
+    "FORMAT_TIME": ["FORMAT_TIME(TIME time, STRING formatPattern) -> STRING"],
+    "TIMEADD": ["TIMEADD(TIMEUNIT unit, INT interval, TIME time) -> TIME"],
+    "TIMESUB": ["TIMESUB(TIMEUNIT unit, INT interval, TIME time) -> TIME"],
     # JSON
+    "JSON_ARRAY_CONTAINS": ["JSON_ARRAY_CONTAINS(STRING jsonArray, T val) -> BOOLEAN"],
+    "JSON_CONCAT": ["JSON_CONCAT(STRING json, STRING... others) -> STRING"],
     "IS_JSON_STRING": ["IS_JSON_STRING(STRING json) -> BOOLEAN"],
     "JSON_ARRAY_LENGTH": ["JSON_ARRAY_LENGTH(STRING json) -> INT"],
     "JSON_KEYS": ["JSON_KEYS(STRING json) -> ARRAY<STRING>"],
@@ -52,7 +58,17 @@ SCALAR_MORE: dict[str, list[str]] = {
     # maps and lists
     "SPLIT_TO_MAP": ["SPLIT_TO_MAP(STRING input, STRING entryDelimiter, STRING kvDelimiter) -> MAP<STRING, STRING>"],
     "MAP_UNION": ["MAP_UNION(MAP<STRING, V> first, MAP<STRING, V> second) -> MAP<STRING, V>"],
-    "FIELD": ["FIELD(STRING str, STRING... args) -> INT"],
+    "FIELD": ["FIELD(STRING str, STRING... args) -> INT", "FIELD(STRING str, ARRAY<STRING> args) -> INT"],
+    "ENTRIES": [f"ENTRIES(MAP<STRING, {t}> map, BOOLEAN sorted) -> ARRAY<STRUCT<K STRING, V {t}>>"
+                for t in ("INT", "BIGINT", "DOUBLE", "BOOLEAN", "STRING")],
+    "GENERATE_SERIES": [f"GENERATE_SERIES({t} start, {t} end{step}) -> ARRAY<{t}>"
+                        for t in ("INT", "BIGINT") for step in ("", ", INT step")],
+    "ARRAY_SORT": ["ARRAY_SORT(ARRAY<T> array) -> ARRAY<T>", "ARRAY_SORT(ARRAY<T> array, STRING direction) -> ARRAY<T>"],
+    # numbers and hashes
+    "TRUNC": ["TRUNC(INT val) -> BIGINT", "TRUNC(BIGINT val) -> BIGINT", "TRUNC(DOUBLE val) -> BIGINT",
+              "TRUNC(DOUBLE val, INT decimalPlaces) -> DOUBLE", "TRUNC(DECIMAL val) -> DECIMAL",
+              "TRUNC(DECIMAL val, INT decimalPlaces) -> DECIMAL"],
+    "MD5": ["MD5(STRING input) -> STRING"],
     # strings
     "ENCODE": ["ENCODE(STRING input, STRING inputEncoding, STRING outputEncoding) -> STRING"],
     "REGEXP_EXTRACT_ALL": ["REGEXP_EXTRACT_ALL(STRING pattern, STRING input) -> ARRAY<STRING>",

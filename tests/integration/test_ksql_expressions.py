@@ -98,3 +98,42 @@ def test_date_time_json_map_mask_url_and_geo_functions_compute_as_ksqldb_documen
         "MU": {"a": 1, "b": 3}, "F1": 2, "F0": 0, "EH": "6869", "EB": "hi", "RA": ["1", "22"],
         "RS": ["a", "b", "c"], "ML": "Xx1!cd", "MR": "Ab1!xx", "MKL": "Abn-xx", "MKR": "Xxn-cd",
         "UE": "a+b%26c", "UD": "a b&c", "PORT": 8080}
+
+
+def test_time_json_series_entries_sort_trunc_and_md5_compute_as_ksqldb_documents(session, broker, new_topic):
+    import datetime
+    import hashlib
+    from decimal import Decimal
+
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": json.dumps(
+        {"t": "10:11:12.345", "m": {"b": 2, "a": 1}, "arr": [3, None, 1, 2], "d": "-12345.67", "x": -2.78})}])
+    session.sql(f"CREATE STREAM fns3 (t TIME, m MAP<STRING, INT>, arr ARRAY<INT>, d DECIMAL(7, 2), x DOUBLE) "
+                f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    row = session.sql(
+        "SELECT PARSE_TIME('23:59:58', 'HH:mm:ss') AS pt, PARSE_TIME('nope', 'HH:mm') AS bad_time, "
+        "FORMAT_TIME(t, 'HH.mm.ss.SSS') AS ft, TIMEADD(SECONDS, 3, PARSE_TIME('23:59:58', 'HH:mm:ss')) AS wrapped, "
+        "TIMESUB(HOURS, 11, t) AS back, TIMEADD(MILLISECONDS, 1, t) AS ms, "
+        "JSON_ARRAY_CONTAINS('[1, 2.5, \"x\", true, null]', 1) AS c_int, "
+        "JSON_ARRAY_CONTAINS('[1, 2.5]', 2.5E0) AS c_double, JSON_ARRAY_CONTAINS('[1.0]', 1) AS c_float_int, "
+        "JSON_ARRAY_CONTAINS('[\"x\"]', 'x') AS c_str, JSON_ARRAY_CONTAINS('[null]', NULL) AS c_null, "
+        "JSON_ARRAY_CONTAINS('{\"a\": 1}', 1) AS c_obj, "
+        "JSON_CONCAT('{\"a\": 1, \"b\": 2}', '{\"a\": 3, \"c\": 4}') AS jo, JSON_CONCAT('[1, 2]', '[3]') AS ja, "
+        "JSON_CONCAT('[1]', '{\"a\": 1}', '2') AS jm, JSON_CONCAT('[1]', 'not json') AS jn, "
+        "ENTRIES(m, true) AS es, GENERATE_SERIES(1, 7, 3) AS gs, GENERATE_SERIES(3, 1) AS gd, "
+        "GENERATE_SERIES(1, 3, -1) AS wrong_sign, ARRAY_SORT(arr, 'desc') AS sd, ARRAY_SORT(arr) AS sa, "
+        "ARRAY_SORT(arr, 'sideways') AS sx, FIELD('b', ARRAY['a', 'b']) AS fa, "
+        "TRUNC(d, -3) AS td, TRUNC(d) AS t0, TRUNC(x) AS tx, TRUNC(x, 1) AS tx1, MD5('hash me') AS h "
+        "FROM fns3;").to_dict("records")[0]
+    assert row == {
+        "PT": datetime.time(23, 59, 58), "BAD_TIME": None, "FT": "10.11.12.345", "WRAPPED": datetime.time(0, 0, 1),
+        "BACK": datetime.time(23, 11, 12, 345000), "MS": datetime.time(10, 11, 12, 346000),
+        "C_INT": True, "C_DOUBLE": True, "C_FLOAT_INT": False, "C_STR": True, "C_NULL": True, "C_OBJ": False,
+        "JO": '{"a":3,"b":2,"c":4}', "JA": "[1,2,3]", "JM": '[1,{"a":1},2]', "JN": None,
+        "ES": [{"K": "a", "V": 1}, {"K": "b", "V": 2}], "GS": [1, 4, 7], "GD": [3, 2, 1], "WRONG_SIGN": None,
+        "SD": [3, 2, 1, None], "SA": [1, 2, 3, None], "SX": None, "FA": 2,
+        "TD": Decimal("-12000.00"), "T0": Decimal("-12345.00"), "TX": -2, "TX1": -2.7,
+        "H": hashlib.md5(b"hash me").hexdigest()}
+    messages = set(session.processing_log().MESSAGE)  # a record's first failure is logged
+    assert "Error computing expression PARSE_TIME('nope', 'HH:mm') for column BAD_TIME with index 1: " \
+           "Failed to parse time 'nope' with formatter 'HH:mm'" in messages

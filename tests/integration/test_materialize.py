@@ -96,7 +96,7 @@ def test_envelope_none_key_without_value_is_an_error_and_empty_records_are_skipp
     with pytest.raises(ks.StatementError, match=r"^Envelope error: Flat: Value not present for message \(topic"):
         session.sql('SELECT text, "offset" FROM n', **MZ)
     assert session.sql('SELECT text, "offset" FROM n;').to_dict("records") == [
-        {"TEXT": "1", "OFFSET": 0}, {"TEXT": "2", "OFFSET": 3}]  # ksql logs it and goes on
+        {"TEXT": "1", "offset": 0}, {"TEXT": "2", "offset": 3}]  # ksql logs it and goes on; "offset" keeps its case
     log = session.processing_log()
     assert list(log[log.TOPIC == name].OFFSET) == [1, 1]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.engine.analysis import analyse, check_persistent
+from kafkasql_magic.engine.analysis import analyse, check_persistent, check_result_kind
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.sinks import plan as sink_plan
 from kafkasql_magic.sql import ast, parse, parse_statement
@@ -66,9 +66,37 @@ def test_ksqldb_messages(text, message):
      "GROUP BY clause."),
     ("SELECT NOPE(qty), COUNT(*) FROM orders;", "Can't find any functions with the name 'NOPE'"),
 ])
-def test_create_table_as_select_aggregating_without_group_by(text, message):
+@pytest.mark.parametrize("kind", ["TABLE", "STREAM", None])  # CTAS, CSAS, INSERT INTO
+def test_a_persistent_aggregation_without_group_by(text, message, kind):
+    """ksqlDB names CREATE TABLE AS SELECT in this message whatever the statement: it finds
+    the missing key before it compares the result's kind with the statement's."""
     with pytest.raises(StatementError) as info:
-        check_persistent(parse_statement(text), "TABLE")
+        check_persistent(parse_statement(text), kind)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("statement_kind, query, message", [
+    ("STREAM", "SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",
+     "Invalid result type. Your SELECT query produces a TABLE. Please use CREATE TABLE AS SELECT statement instead."),
+    ("STREAM", "SELECT * FROM items EMIT CHANGES;",
+     "Invalid result type. Your SELECT query produces a TABLE. Please use CREATE TABLE AS SELECT statement instead."),
+    ("TABLE", "SELECT * FROM orders EMIT CHANGES;",
+     "Invalid result type. Your SELECT query produces a STREAM. Please use CREATE STREAM AS SELECT statement "
+     "instead."),
+    ("TABLE", "SELECT * FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;",
+     "Invalid result type. Your SELECT query produces a STREAM. Please use CREATE STREAM AS SELECT statement "
+     "instead."),
+    ("STREAM", "SELECT * FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;", None),
+    ("TABLE", "SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", None),
+    ("TABLE", "SELECT * FROM items EMIT CHANGES;", None),
+])
+def test_the_statement_must_name_the_kind_the_query_produces(statement_kind, query, message):
+    plan = plan_of(query)
+    if message is None:
+        check_result_kind(statement_kind, plan)
+        return
+    with pytest.raises(StatementError) as info:
+        check_result_kind(statement_kind, plan)
     assert str(info.value) == message
 
 

@@ -66,9 +66,11 @@ def test_join_results_are_keyed_by_the_selected_on_column_under_its_result_name(
 
 def test_aliases_alone():
     aliases = KsqlAliases(["KSQL_COL_0", "KSQL_COL_2", "NAME", "NAME_1"])
-    field = ast.Dereference(ast.ColumnRef("S"), "name")
+    field = ast.Dereference(ast.ColumnRef("S"), "NAME")
     assert [aliases.name_for(ast.Literal(1, "INTEGER")) for _ in range(3)] == ["KSQL_COL_1", "KSQL_COL_3", "KSQL_COL_4"]
     assert [aliases.name_for(field) for _ in range(2)] == ["NAME_2", "NAME_3"]
+    quoted = ast.Dereference(ast.ColumnRef("S"), "name")  # s->"name": ksqlDB keeps the field's case
+    assert [aliases.name_for(quoted) for _ in range(2)] == ["name", "name_1"]
 
 
 def test_a_join_on_a_column_and_an_expression_is_keyed_by_the_column():

@@ -209,7 +209,10 @@ def test_sub_expression_types_are_kept_for_the_planner():
 
 
 def test_columns_resolve_ignoring_case_across_dialects():
-    assert check_expression(ast.ColumnRef("id"), {"ID": INT}) == INT
+    assert check_expression(ast.ColumnRef("ID"), {"id": INT}) == INT  # ksql's unquoted id, a Materialize column
+    assert check_expression(ast.ColumnRef("id"), {"ID": INT}, "materialize") == INT
+    with pytest.raises(ExpressionTypeError, match=r"^Column 'id' cannot be resolved\.$"):
+        check_expression(ast.ColumnRef("id"), {"ID": INT})  # ksql's quoted "id" is not ID
     with pytest.raises(ExpressionTypeError, match=r"^Column 's\.X' cannot be resolved\.$"):
         check_expression(ast.ColumnRef("X", "s"), {"ID": INT})
     assert check_expression(ast.ColumnRef("ID", "s"), {"ID": INT}) == INT  # one source: the planner checks `s`

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
-from ...typecheck import signatures
+from ...typecheck import lambdas, signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
 from .grouping import WINDOW_KINDS, aggregate_calls
 from .plan import Input
@@ -33,7 +33,8 @@ def check_functions(stmt: ast.Select) -> None:
         [e for e in (stmt.where, stmt.having) if e is not None]
     for expr in exprs:
         for node in ast.walk(expr):
-            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name):
+            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name) \
+                    and not lambdas.is_lambda_function(node.name):
                 raise StatementError(f"Can't find any functions with the name '{node.name}'")
 
 
@@ -156,10 +157,12 @@ def _aggregate_text(call: ast.FunctionCall) -> str:
 
 
 def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
-    """A persistent query's output is a new source: pseudocolumns there need an alias; a
-    CREATE TABLE AS SELECT that aggregates needs GROUP BY (ksqlDB's message lists the calls)."""
+    """A persistent query's output is a new source: pseudocolumns there need an alias; one
+    that aggregates needs GROUP BY. ksqlDB's message lists the calls and names CREATE TABLE
+    AS SELECT whatever the statement (CREATE STREAM AS SELECT and INSERT INTO alike): it
+    finds the missing key before it compares the result's kind with the statement's."""
     check_functions(stmt)
-    if kind == "TABLE" and not stmt.group_by:
+    if not stmt.group_by:
         calls = [c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr)]
         if calls:
             raise StatementError("CREATE TABLE AS SELECT statement does not support aggregate function "
@@ -169,3 +172,12 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
                 and item.expr.name in PSEUDOCOLUMNS:
             raise StatementError(
                 f"Reserved column name in select: `{item.expr.name}`. Please remove or alias the column.")
+
+
+def check_result_kind(statement_kind: str, plan) -> None:
+    """CREATE STREAM AS SELECT needs a query that produces a stream, CREATE TABLE AS SELECT one
+    that produces a table (an aggregation, or tables only), in ksqlDB's words."""
+    produces = "TABLE" if plan.aggregating or all(i.kind == "TABLE" for i in plan.inputs) else "STREAM"
+    if produces != statement_kind:
+        raise StatementError(f"Invalid result type. Your SELECT query produces a {produces}. "
+                             f"Please use CREATE {produces} AS SELECT statement instead.")

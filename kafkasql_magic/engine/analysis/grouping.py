@@ -42,9 +42,20 @@ def substitute(node, table: dict):
                             if f.name not in ("line", "column")})
 
 
+def _columns(node, bound: frozenset = frozenset()):
+    """The column references under `node`, a lambda's parameters (in its body) left out."""
+    if isinstance(node, ast.Lambda):
+        yield from _columns(node.body, bound | set(node.params))
+        return
+    if isinstance(node, ast.ColumnRef) and not (node.qualifier is None and node.name in bound):
+        yield node
+    for child in ast.children(node):
+        yield from _columns(child, bound)
+
+
 def check_grouped(grouped: ast.Expr, what: str) -> None:
     """After substitution only group keys and aggregates may remain (ksqlDB's message)."""
-    loose = [n for n in ast.walk(grouped) if isinstance(n, ast.ColumnRef) and not n.name.startswith("__")]
+    loose = [n for n in _columns(grouped) if not n.name.startswith("__")]
     if loose:
         raise StatementError(f"Non-aggregate {what} not part of GROUP BY: "
                              + ", ".join(dict.fromkeys(render(n) for n in loose)))

@@ -97,7 +97,7 @@ def _capture(observed, per_batch: bool, push: bool) -> str:
 
 def _written_in(item, catalog: Catalog, dialect: Dialect) -> Dialect:
     """The dialect of the FROM relation (a subquery is the query's own)."""
-    return dialect if isinstance(item, Subquery) else dialects.get(catalog.get(item.name).dialect)
+    return dialect if isinstance(item, Subquery) else dialects.get(catalog.get(item.name, dialect.name).dialect)
 
 
 def _input(ref: ast.SourceRef | Subquery, catalog: Catalog, push: bool, dialect: Dialect) -> Input:
@@ -109,7 +109,7 @@ def _input(ref: ast.SourceRef | Subquery, catalog: Catalog, push: bool, dialect:
         alias = ref.alias or ""
         return Input(ast.SourceRef(alias, None, line=ref.line, column=ref.column), alias, inner.source, inner.kind,
                      tuple(inner.names), (), view=inner)
-    relation = catalog.get(ref.name)
+    relation = catalog.get(ref.name, dialect.name)
     if isinstance(relation, ViewDef):
         inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)
         return Input(ref, relation.name, inner.source, inner.kind, tuple(inner.names), (), view=inner)
@@ -137,7 +137,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                     continue
                 qualifier = side.qualifiers[0] if joined else None
                 prefix = f"{naming.fold(qualifier)}_" if prefixed else ""
-                outputs += [(prefix + naming.fold(c), ast.ColumnRef(c, qualifier)) for c in side.columns]
+                name = naming.own if _same_dialect(side, naming) else naming.fold
+                outputs += [(prefix + name(c), ast.ColumnRef(c, qualifier)) for c in side.columns]
             continue
         if item.alias is not None:
             if item.alias.upper() in RESERVED_COLUMN_NAMES:
@@ -148,7 +149,7 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
         elif isinstance(item.expr, ast.ColumnRef) and prefixed and item.expr.name.lower() in common:
             outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
-            outputs.append((naming.fold(item.expr.name), item.expr))
+            outputs.append((naming.own(item.expr.name), item.expr))
         else:
             outputs.append((aliases.name_for(item.expr), item.expr))
     return outputs
@@ -160,8 +161,17 @@ def _joined_name(ref: ast.ColumnRef, inputs, naming) -> str:
     side = next((s for s in inputs if ref.qualifier is not None
                  and ref.qualifier.lower() in {q.lower() for q in s.qualifiers}), None)
     if side is None:
-        return naming.fold(ref.name)  # unqualified: the type checker reports it as ambiguous
-    return f"{naming.fold(side.qualifiers[0])}_{naming.fold(ref.name)}"
+        return naming.own(ref.name)  # unqualified: the type checker reports it as ambiguous
+    return f"{naming.fold(side.qualifiers[0])}_{naming.own(ref.name)}"
+
+
+def _same_dialect(side, naming) -> bool:
+    """Whether `side`'s columns were named in the dialect of `naming` (a view's outputs are: its
+    query is analysed in the querying dialect)."""
+    if getattr(side, "view", None) is not None:
+        return True
+    source = getattr(side, "source", None)
+    return source is not None and dialects.get(source.dialect).naming is naming
 
 
 def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]:
@@ -216,7 +226,7 @@ def partitioned_star(outputs, partition_by, source: SourceDef, naming, inputs=No
         if same is not None:
             keys.append((same, expr))
             continue
-        name = naming.fold(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
+        name = naming.own(expr.name) if isinstance(expr, ast.ColumnRef) else aliases.name_for(expr)
         keys.append((name, expr))
     key_names_ = {n.lower() for n, _ in keys}
     old_keys = {c.name.lower() for c in source.key_columns}

@@ -25,10 +25,16 @@ def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> S
     first expression of `plan` whose types do not fit."""
     joined = len(plan.inputs) > 1
     columns: dict[str, ast.Type] = {}
+    own: set[str] = set()  # declared columns of sources of the query's dialect: named exactly
     for side in plan.inputs:
+        declared = {c.name for c in side.source.columns} if side.view is None and \
+            side.source.dialect == dialect.name else set()
         for name, type_ in _visible_types(side, dialect).items():
-            columns[f"{side.qualifiers[0]}.{name}" if joined else name] = type_
-    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions())
+            key = f"{side.qualifiers[0]}.{name}" if joined else name
+            columns[key] = type_
+            if name in declared:
+                own.add(key)
+    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions(), frozenset(own))
 
 
 def output_types(plan: QueryPlan, dialect: Dialect) -> dict[str, ast.Type]:

@@ -14,9 +14,11 @@ from ... import types
 from ...dialects import KSQL, Dialect
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.signatures_more import time_unit
 from .. import aggregates
+from .lambdas import LAMBDA_FUNCTIONS
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -65,7 +67,7 @@ class Scope:
             raise StatementError(
                 f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias."
             )
-        name = ref.name if ref.name in self.names else _unique_match(ref.name, self.names)
+        name = match(ref.name, self.names, self.dialect.name)
         if name is None:
             raise StatementError(
                 f"line {ref.line}:{ref.column}: Column '{_display_ref(ref)}' cannot be resolved."
@@ -93,7 +95,7 @@ class JoinScope(Scope):
                     f"line {ref.line}:{ref.column}: '{ref.qualifier}' is not a valid stream/table name or alias.")
         found = []
         for qualifiers, columns in candidates:
-            name = ref.name if ref.name in columns else _unique_match(ref.name, columns)
+            name = match(ref.name, columns, self.dialect.name)
             if name is not None:
                 found.append((qualifiers[0], name, columns[name]))
         if not found:
@@ -102,13 +104,6 @@ class JoinScope(Scope):
             raise StatementError(f"line {ref.line}:{ref.column}: Column '{ref.name}' is ambiguous. Could be any of: "
                                  + ", ".join(f"{q}.{n}" for q, n, _ in found))
         return F.col(quoted(found[0][2]))
-
-
-def _unique_match(name: str, names) -> str | None:
-    """The one name equal to `name` ignoring case: a source declared in one dialect is
-    queried from the other (ksql upper-cases unquoted names, Materialize lower-cases them)."""
-    matches = [n for n in names if n.lower() == name.lower()]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _display_ref(ref: ast.ColumnRef) -> str:
@@ -125,9 +120,36 @@ class Compiler:
     #: Spark the type of each operand once (asking about the chain so far at every link is
     #: quadratic in the chain's length)
     _texts: dict[int, bool] = field(default_factory=dict)
+    #: the parameters of the lambdas being compiled -> (Spark's lambda variable, its Spark type)
+    lambdas: dict[str, tuple[Column, T.DataType]] = field(default_factory=dict)
+    #: parameters bound to typed NULLs, to ask Spark a type inside a lambda (`spark_type`)
+    placeholders: frozenset[str] = frozenset()
 
     def fail(self, condition: Column, message: Column) -> None:
-        self.failures.append((condition, message))
+        """Inside a lambda a condition names lambda variables, which mean nothing outside it:
+        there the failing element is NULL without a processing-log entry."""
+        if not self.lambdas:
+            self.failures.append((condition, message))
+
+    def bind(self, lam: ast.Lambda, variables: list[Column], kinds: list[T.DataType]) -> Column:
+        """A lambda's body with its parameters bound to Spark's lambda variables."""
+        outer = self.lambdas
+        self.lambdas = {**outer, **{p: (v, k) for p, v, k in zip(lam.params, variables, kinds)}}
+        try:
+            return self.compile(lam.body)
+        finally:
+            self.lambdas = outer
+
+    def spark_type(self, e: ast.Expr, column: Column) -> T.DataType:
+        """The Spark type of `column` (compiled from `e`). Spark cannot type an expression over
+        lambda variables outside its lambda: `e` is then compiled again with its lambda
+        parameters as NULLs of their types, and that is typed."""
+        live = set(self.lambdas) - self.placeholders
+        if not any(isinstance(n, ast.ColumnRef) and n.qualifier is None and n.name in live for n in ast.walk(e)):
+            return self.scope.type_of(column)
+        probe = Compiler(self.scope, lambdas={p: (F.lit(None).cast(k), k) for p, (_, k) in self.lambdas.items()},
+                         placeholders=frozenset(self.lambdas))
+        return self.scope.type_of(probe.compile(e))
 
     def error(self) -> Column:
         """The first failure message for this row, or NULL."""
@@ -146,15 +168,17 @@ class Compiler:
         return LITERALS[e.kind](e.value)
 
     def _ColumnRef(self, e: ast.ColumnRef) -> Column:
+        if e.qualifier is None and e.name in self.lambdas:
+            return self.lambdas[e.name][0]
         return self.scope.column(e)
 
     def _Dereference(self, e: ast.Dereference) -> Column:
         base = self.compile(e.base)
-        struct = self.scope.type_of(base)
+        struct = self.spark_type(e.base, base)
         if not isinstance(struct, T.StructType):
             raise StatementError(f"line {e.line}:{e.column}: {render(e.base)} is not a STRUCT: cannot access '{e.field}'")
         names = struct.fieldNames()
-        name = e.field if e.field in names else _unique_match(e.field, names)
+        name = match(e.field, names, self.scope.dialect.name)
         if name is None:
             raise StatementError(f"line {e.line}:{e.column}: {render(e.base)} has no field '{e.field}' "
                                  f"(fields: {', '.join(names)})")
@@ -174,13 +198,15 @@ class Compiler:
         if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
                                  "only in the SELECT list and HAVING clause, and not inside another aggregate.")
+        if e.name in LAMBDA_FUNCTIONS:
+            return LAMBDA_FUNCTIONS[e.name](self, e)
         args = [F.lit(unit) if (unit := time_unit(e.name, i, a)) else self.compile(a) for i, a in enumerate(e.args)]
-        fn = self.scope.dialect.function(e.name, len(args), lambda: [self._type_of(a) for a in args])
+        fn = self.scope.dialect.function(e.name, len(args), lambda: [self._type_of(x, a) for x, a in zip(e.args, args)])
         return fn.build(self, args, e.args)
 
-    def _type_of(self, column: Column) -> ast.Type | None:
+    def _type_of(self, e: ast.Expr, column: Column) -> ast.Type | None:
         try:
-            return types.from_spark(self.scope.type_of(column))
+            return types.from_spark(self.spark_type(e, column))
         except Exception:  # a type with no ksql name: shown as unknown in the message
             return None
 
@@ -194,7 +220,7 @@ class Compiler:
             if self._texts[id(e)]:
                 return F.concat(left.cast("string"), right.cast("string"))  # ksql's + joins strings
         if e.op == "/":
-            return self._divide(left, right)
+            return self._divide(left, right, self.spark_type(e.left, left), self.spark_type(e.right, right))
         if e.op == "%":
             self.fail(right == 0, F.lit("/ by zero"))
             return F.when(right != 0, left % right)
@@ -202,11 +228,10 @@ class Compiler:
 
     def _is_text(self, expr: ast.Expr, column: Column) -> bool:
         known = self._texts.get(id(expr))
-        return known if known is not None else self.scope.type_of(column) == T.StringType()
+        return known if known is not None else self.spark_type(expr, column) == T.StringType()
 
-    def _divide(self, left: Column, right: Column) -> Column:
+    def _divide(self, left: Column, right: Column, lt: T.DataType, rt: T.DataType) -> Column:
         """ksqlDB divides integers to an integer; Spark's `/` always gives a fraction."""
-        lt, rt = self.scope.type_of(left), self.scope.type_of(right)
         if isinstance(lt, _INTEGRAL) and isinstance(rt, _INTEGRAL):
             wide = "bigint" if T.LongType in (type(lt), type(rt)) else "int"
             self.fail(right == 0, F.lit("/ by zero"))
@@ -256,7 +281,7 @@ class Compiler:
     def _Cast(self, e: ast.Cast) -> Column:
         value = self.compile(e.operand)
         if e.type.name == "STRING":
-            source_type = self._type_of(value)
+            source_type = self._type_of(e.operand, value)
             text = self.scope.dialect.text_cast(value, source_type) if source_type is not None else None
             if text is not None:
                 return text

@@ -232,7 +232,6 @@ FUNCTIONS: dict[str, Function] = {
     "ARRAY_MAX": Function(_simple(F.array_max), 1, 1),
     "ARRAY_MIN": Function(_simple(F.array_min), 1, 1),
     "ARRAY_REMOVE": Function(_simple(F.array_remove), 2, 2),
-    "ARRAY_SORT": Function(_simple(F.array_sort), 1, 1),
     "ARRAY_CONCAT": Function(_array_concat, 2, 2),
     "ARRAY_JOIN": Function(_simple(lambda a, d=None: F.call_function(
         "array_join", a.cast("array<string>"), F.lit(",") if d is None else d)), 1, 2),

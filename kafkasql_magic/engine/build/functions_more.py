@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from functools import reduce
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ...errors import StatementError
 from ...sql import ast
@@ -55,6 +58,33 @@ def _timestamp_shift(sign: int) -> Builder:
     return build
 
 
+_DAY_MS = 86_400_000
+
+
+def _time_shift(sign: int) -> Builder:
+    """TIMEADD/TIMESUB: around the clock, as java.time.LocalTime.plus does."""
+    def build(ctx, args, exprs):
+        shifted = F.time_to_millis(args[2]) + args[1].cast("bigint") * F.lit(_unit_ms(exprs) * sign)
+        return F.time_from_millis(F.pmod(shifted, F.lit(_DAY_MS))).cast("time(3)")
+    return build
+
+
+def _format_time(time: Column, pattern: Column) -> Column:
+    """The time on 1970-01-01 as a local timestamp, so no time zone moves it."""
+    ms = F.time_to_millis(time)
+    seconds = (F.pmod(ms, F.lit(60_000)) / F.lit(1000)).cast("decimal(5,3)")
+    local = F.make_timestamp_ntz(F.lit(1970), F.lit(1), F.lit(1), F.hour(time), F.minute(time), seconds)
+    return date_format(local, pattern)
+
+
+def _parse_time(ctx, args, exprs) -> Column:
+    text, pattern = args
+    parsed = F.try_to_time(text, pattern).cast("time(3)")
+    ctx.fail(text.isNotNull() & pattern.isNotNull() & parsed.isNull(),
+             F.concat(F.lit("Failed to parse time '"), text, F.lit("' with formatter '"), pattern, F.lit("'")))
+    return parsed
+
+
 def date_format(value: Column, pattern: Column) -> Column:
     """Spark's date_format with the pattern as a column (PySpark's wrapper takes only text)."""
     return F.call_function("date_format", value, pattern)
@@ -72,6 +102,46 @@ def _json_values(json: Column, shape: str) -> Column:
     if shape == "map":
         return F.transform_values(parsed, lambda k, v: F.to_json(v))
     return F.transform(parsed, lambda v: F.to_json(v))
+
+
+def _json_array_contains(ctx, args, exprs) -> Column:
+    """Whether a JSON array holds the value: a JSON integer matches INT/BIGINT, a JSON float a
+    DOUBLE, a string a STRING, a boolean a BOOLEAN, null a NULL (ksqlDB's token rules); text
+    that is not an array gives false."""
+    json, value = args
+    kind = ctx.spark_type(exprs[1], value)
+    items = F.try_variant_get(F.try_parse_json(json), "$", "array<variant>")
+    shape = lambda v: F.schema_of_variant(v)  # noqa: E731
+    if isinstance(kind, T.NullType):
+        found = lambda v: F.is_variant_null(v)  # noqa: E731
+    elif isinstance(kind, (T.IntegerType, T.LongType)):
+        found = lambda v: (shape(v) == "BIGINT") & (F.try_variant_get(v, "$", "bigint") == value)  # noqa: E731
+    elif isinstance(kind, T.DoubleType):
+        found = lambda v: (shape(v).startswith("DECIMAL") | (shape(v) == "DOUBLE")) & (  # noqa: E731
+            F.try_variant_get(v, "$", "double") == value)
+    elif isinstance(kind, (T.StringType, T.BooleanType)):
+        name = "STRING" if isinstance(kind, T.StringType) else "BOOLEAN"
+        found = lambda v: (shape(v) == name) & (F.try_variant_get(v, "$", name.lower()) == value)  # noqa: E731
+    else:
+        return F.when(json.isNotNull(), F.lit(False))
+    return F.when(json.isNotNull(), F.coalesce(F.exists(items, lambda v: F.coalesce(found(v), F.lit(False))),
+                                              F.lit(False)))
+
+
+def _json_concat(*texts: Column) -> Column:
+    """PostgreSQL's `||` on JSON, as ksqlDB's JSON_CONCAT: objects merge (the last value of a
+    key wins, in its first place), anything else concatenates as arrays (a non-array as a
+    one-item array); NULL or text that is not JSON gives NULL."""
+    parsed = [F.try_parse_json(t) for t in texts]
+    objects = [F.from_json(t, "map<string, variant>") for t in texts]
+    merged = reduce(lambda a, b: F.map_concat(
+        F.transform_values(a, lambda k, v: F.coalesce(F.element_at(b, k), v)),
+        F.map_filter(b, lambda k, v: ~F.array_contains(F.map_keys(a), k))), objects)
+    items = F.concat(*[F.when(F.schema_of_variant(p).startswith("ARRAY"),
+                              F.try_variant_get(p, "$", "array<variant>")).otherwise(F.array(p)) for p in parsed])
+    all_objects = reduce(lambda a, b: a & b, [F.schema_of_variant(p).startswith("OBJECT") for p in parsed])
+    unknown = reduce(lambda a, b: a | b, [p.isNull() for p in parsed])
+    return F.when(~unknown, F.when(all_objects, F.to_json(merged)).otherwise(F.to_json(items)))
 
 
 def _to_json_string(value: Column) -> Column:
@@ -98,8 +168,50 @@ def _map_union(first: Column, second: Column) -> Column:
 
 
 def _field(ctx, args, exprs) -> Column:
-    """FIELD: the 1-based position of the first argument among the others, 0 if absent or NULL."""
+    """FIELD: the 1-based position of the first argument among the others (or in an array
+    given instead of them), 0 if absent or NULL."""
+    if len(args) == 2 and isinstance(ctx.spark_type(exprs[1], args[1]), T.ArrayType):
+        return F.coalesce(F.array_position(args[1], args[0]).cast("int"), F.lit(0))
     return F.coalesce(F.array_position(F.array(*args[1:]), args[0]).cast("int"), F.lit(0))
+
+
+def _entries(values: Column, sorted_: Column) -> Column:
+    """A map's entries as structs K, V; sorted by key when asked."""
+    entries = F.transform(F.map_entries(values), lambda e: F.struct(e["key"].alias("K"), e["value"].alias("V")))
+    return F.when(sorted_, F.array_sort(entries)).otherwise(entries)
+
+
+def _generate_series(ctx, args, exprs) -> Column:
+    """start to end inclusive by step (default 1 or -1 towards end); a zero step or one
+    pointing away from end is a processing-log entry and NULL (Spark would fail the query)."""
+    start, end = args[:2]
+    step = args[2] if len(args) > 2 else F.when(end - start > 0, F.lit(1)).otherwise(F.lit(-1))
+    wrong = ((end - start > 0) & (step < 0)) | ((end - start < 0) & (step > 0))
+    ctx.fail(step == 0, F.lit("GENERATE_SERIES step cannot be zero"))
+    ctx.fail(wrong, F.lit("GENERATE_SERIES step has wrong sign"))
+    return F.when((step != 0) & ~wrong, F.sequence(start, end, step.cast(ctx.spark_type(exprs[0], start))))
+
+
+def _array_sort(ctx, args, exprs) -> Column:
+    """Ascending or descending (ASC, ASCENDING, DESC, DESCENDING, any case), NULLs last either
+    way; another direction gives NULL."""
+    if len(args) == 1:
+        return F.array_sort(args[0])
+    direction = F.upper(args[1])
+    return F.when(direction.isin("ASC", "ASCENDING"), F.array_sort(args[0])) \
+        .when(direction.isin("DESC", "DESCENDING"), F.sort_array(args[0], asc=False))
+
+
+def _truncate(ctx, args, exprs) -> Column:
+    """Toward zero, to `places` decimals (negative: left of the point). One argument gives a
+    BIGINT (a DECIMAL stays DECIMAL); a DOUBLE with places stays DOUBLE."""
+    value, kind = args[0], ctx.spark_type(exprs[0], args[0])
+    if len(args) == 1 and not isinstance(kind, T.DecimalType):
+        return value.cast("bigint")  # Java's longValue(): toward zero
+    exact = value if isinstance(kind, T.DecimalType) else value.cast("decimal(38,10)")
+    places = args[1] if len(args) > 1 else F.lit(0)
+    cut = F.when(exact >= 0, F.floor(exact, places)).otherwise(F.ceil(exact, places))
+    return cut.cast(kind)
 
 
 # ---------------------------------------------------------------- strings
@@ -184,6 +296,19 @@ TABLE: dict[str, tuple[Builder, int, int | None]] = {
     "URL_EXTRACT_PORT": (_simple(lambda u: F.nullif(F.regexp_extract(F.parse_url(u, F.lit("AUTHORITY")),
                                                                        r":(\d+)$", 1), F.lit("")).cast("int")), 1, 1),
     "GEO_DISTANCE": (_geo_distance, 4, 5),
+    # TIME
+    "PARSE_TIME": (_parse_time, 2, 2),
+    "FORMAT_TIME": (_simple(_format_time), 2, 2),
+    "TIMEADD": (_time_shift(1), 3, 3),
+    "TIMESUB": (_time_shift(-1), 3, 3),
+    # JSON, collections, numbers, hashes
+    "JSON_ARRAY_CONTAINS": (_json_array_contains, 2, 2),
+    "JSON_CONCAT": (_simple(_json_concat), 1, None),
+    "ENTRIES": (_simple(_entries), 2, 2),
+    "GENERATE_SERIES": (_generate_series, 2, 3),
+    "ARRAY_SORT": (_array_sort, 1, 2),
+    "TRUNC": (_truncate, 1, 2),
+    "MD5": (_simple(F.md5), 1, 1),
 }
 
 __all__ = ["TABLE", "EARTH_RADIUS", "date_format"]

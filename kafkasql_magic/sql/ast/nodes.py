@@ -167,6 +167,16 @@ class StructConstructor(Expr):
     fields: tuple[tuple[str, Expr], ...]
 
 
+@dataclass(frozen=True)
+class Lambda(Expr):
+    """ksqlDB's `x => body` / `(x, y) => body`: only an argument of TRANSFORM, FILTER or REDUCE.
+    The body names its parameters as unqualified columns; they shadow nothing (a parameter
+    may not be named like a column)."""
+
+    params: tuple[str, ...]
+    body: Expr
+
+
 def children(node) -> list[Node]:
     """The nodes directly under `node`, in field order (CASE's (condition, result) pairs flattened)."""
     found = []
