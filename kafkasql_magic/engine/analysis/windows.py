@@ -54,9 +54,9 @@ def check_window_timing(stmt: ast.Select, aggregating: bool) -> None:
 
 
 def tracks_stream_time(stmt: ast.Select, aggregating: bool) -> bool:
-    """A push aggregation over a TUMBLING or HOPPING window with a GRACE PERIOD or EMIT FINAL
-    keeps stream time from batch to batch, so that late records are dropped and EMIT FINAL
-    knows when a window closes. Without either, Spark's own aggregation runs (faster; the
-    default 24 hours' grace is then not enforced: no window closes)."""
+    """Every push aggregation over a TUMBLING or HOPPING window keeps stream time from batch to
+    batch, with ksqlDB's grace period (24 hours when the window names none), so that late
+    records are dropped and logged and EMIT FINAL knows when a window closes. Spark's own
+    windowed aggregation has no grace: it would count a record however late it comes."""
     return (aggregating and stmt.emit_changes and stmt.window is not None
-            and stmt.window.kind in ("TUMBLING", "HOPPING") and (stmt.window.grace is not None or stmt.emit_final))
+            and stmt.window.kind in ("TUMBLING", "HOPPING"))
