@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import types
+from ..engine.build import WindowState, WindowStore
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -143,6 +144,8 @@ class PersistentQueries:
         if not resume:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
         sources = [query.source.name] + [j.source.name for j in query.joins]
+        if isinstance(prepared.state, WindowState):  # open windows and stream time survive a restart
+            prepared.state.store = WindowStore(os.path.join(checkpoint, "windows"))
         frame = prepared.raw if prepared.plan.per_batch else prepared.built.frame
         running = PersistentQuery(query_id, kind, text, prepared.plan, frame, write, sources=sources,
                                   log=self.session.log, checkpoint=checkpoint,

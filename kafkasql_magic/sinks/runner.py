@@ -182,7 +182,7 @@ class PersistentQuery:
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        built = self._build_batch(batch) if self._build_batch is not None else None
+        built = self._build_batch(batch, batch_id) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
         batch = batch.persist()
