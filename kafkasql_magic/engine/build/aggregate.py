@@ -24,8 +24,8 @@ from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_
                        TOMBSTONE, TOPIC, result_column)
 from .expressions import Compiler, Scope
 
-#: Window kind (analysis.grouping.WINDOW_KINDS) -> Spark's grouping window over the staged
-#: record time `__ts` (epoch-aligned, as in ksqlDB).
+#: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as
+#: in ksqlDB): used after a stream-stream join only (windowed.py and sessions.py otherwise).
 WINDOWS: dict[str, Callable[[ast.Window], Column]] = {
     "TUMBLING": lambda w: F.window("__ts", f"{w.size} milliseconds"),
     "HOPPING": lambda w: F.window("__ts", f"{w.size} milliseconds", f"{w.advance} milliseconds"),

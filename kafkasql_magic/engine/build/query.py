@@ -25,6 +25,7 @@ from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
 from .timed_join import watermarked
+from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
@@ -100,6 +101,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
+    if plan.grouping is not None and isinstance(state, WindowState) and plan.grouping.window.kind == "SESSION":
+        return sessions(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
     if plan.grouping is not None and isinstance(state, WindowState):
         return windowed(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
     if plan.grouping is not None:
