@@ -217,6 +217,8 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3, help="rounds; the median of each case counts")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.json"))
+    ap.add_argument("--cases", default="", help="comma-separated case names to run (besides raw_consume and "
+                                                "raw_consume_tuned, always run); all when empty")
     args = ap.parse_args(argv)
 
     from kafkasql_magic.local import LocalStack, produce
