@@ -4,6 +4,10 @@ baseline: push queries over the whole bench topic, timed until every record was 
   windowed_aggregation   SELECT ... WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 1 HOUR)
                          GROUP BY tags EMIT CHANGES (per micro-batch, stream time and open
                          windows as state: engine/build/windowed.py)
+  windowed_default_grace the same without GRACE PERIOD: ksqlDB's 24 hours, so every record of
+                         the run stays in the open windows' state
+  session_aggregation    SELECT ... WINDOW SESSION (1 SECOND) GROUP BY tags EMIT CHANGES
+                         (engine/build/sessions.py: sessions re-formed per micro-batch)
   stream_table_join      SELECT ... FROM bench JOIN bench_tags ON ... EMIT CHANGES (the table
                          read afresh for every micro-batch)
 
@@ -44,9 +48,14 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
                 f"WITH (kafka_topic='{TAGS_TABLE}', value_format='JSON');")
     windowed = ("SELECT tags, WINDOWSTART AS ws, COUNT(*) AS n, SUM(amount) AS total FROM bench "
                 "WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 1 HOUR) GROUP BY tags EMIT CHANGES;")
+    default_grace = windowed.replace(", GRACE PERIOD 1 HOUR", "")
+    sessions = ("SELECT tags, WINDOWSTART AS ws, WINDOWEND AS we, COUNT(*) AS n, SUM(amount) AS total FROM bench "
+                "WINDOW SESSION (1 SECOND) GROUP BY tags EMIT CHANGES;")
     joined = ("SELECT b.id, b.amount, t.label FROM bench b JOIN bench_tags t ON b.tags = t.tag "
               "WHERE b.amount < 0 EMIT CHANGES;")  # every record joined, none collected to the driver
     return {
         "windowed_aggregation": lambda: n / _until_read(session, windowed, n, timeout),
+        "windowed_default_grace": lambda: n / _until_read(session, default_grace, n, timeout),
+        "session_aggregation": lambda: n / _until_read(session, sessions, n, timeout),
         "stream_table_join": lambda: n / _until_read(session, joined, n, timeout),
     }

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .. import types
 from ..engine.analysis.windowed_source import sink_properties
+from ..engine.build import WindowState, WindowStore
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -95,7 +96,8 @@ class PersistentQueries:
                       for role, fields, spec in self._roles(sink, window)}
         query_id = query_id or sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
         write = SinkWrite(sink, registered, window.get("WINDOWSTART"), tuple(window.values()),
-                          props.get("TIMESTAMP"), self.session.bootstrap_servers)
+                          props.get("TIMESTAMP"), self.session.bootstrap_servers,
+                          session_end=window.get("WINDOWEND") if select_is_session(query) else None)
         catalog.add(sink, or_replace=stmt.or_replace)
         return self._start(query_id, stmt.kind, text, prepared, write, query, resume)
 
@@ -110,7 +112,8 @@ class PersistentQueries:
         registered = {role: schemas.register(self.session.schema_registry_url, target.topic, fields, spec, role)
                       for role, fields, spec in self._roles(target, window)}
         write = SinkWrite(target, registered, window.get("WINDOWSTART"), tuple(window.values()), None,
-                          self.session.bootstrap_servers)
+                          self.session.bootstrap_servers,
+                          session_end=window.get("WINDOWEND") if select_is_session(query) else None)
         query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
         return self._start(query_id, "INSERT", text, prepared, write, query, resume)
 
@@ -127,6 +130,9 @@ class PersistentQueries:
         if select.window is not None and "WINDOWSTART" not in window:
             raise StatementError("A windowed persistent query must select WINDOWSTART: kafkasql_magic writes "
                                  "it into the record key, as ksqlDB serializes windowed keys.")
+        if select_is_session(select) and "WINDOWEND" not in window:
+            raise StatementError("A SESSION-windowed persistent query must select WINDOWEND too: a session's "
+                                 "record key ends with its end and start, as ksqlDB serializes session keys.")
         outputs = [sink_plan.Output(name, types.from_spark(planned.schema[result_column(i)].dataType),
                                     name in key_names and name not in window.values())
                    for i, name in enumerate(plan.names)]
@@ -150,6 +156,8 @@ class PersistentQueries:
         if not resume:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
         sources = [base_relation(query.source)] + [base_relation(j.source) for j in query.joins]
+        if isinstance(prepared.state, WindowState):  # open windows and stream time survive a restart
+            prepared.state.store = WindowStore(os.path.join(checkpoint, "windows"))
         frame = prepared.raw if prepared.plan.per_batch else prepared.built.frame
         running = PersistentQuery(query_id, kind, text, prepared.plan, frame, write, sources=sources,
                                   log=self.session.log, checkpoint=checkpoint,
@@ -258,6 +266,10 @@ class PersistentQueries:
         """Stop the queries (checkpoints stay): the session is closing."""
         for q in list(self.queries.values()):
             q.terminate()
+
+
+def select_is_session(select: ast.Select) -> bool:
+    return select.window is not None and select.window.kind == "SESSION"
 
 
 def _window_outputs(select: ast.Select) -> dict[str, str]:

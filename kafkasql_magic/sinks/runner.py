@@ -56,6 +56,7 @@ class SinkWrite:
     timestamp_column: str | None = None
     bootstrap: str = ""
     kafka_conf: dict | None = None
+    session_end: str | None = None  # a SESSION window's WINDOWEND output: the key ends with end, then start
 
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
@@ -68,8 +69,10 @@ class SinkWrite:
         key = encode([column[c.name] for c in by_role[KEY]], [Field(c.name, c.type) for c in by_role[KEY]],
                      self.sink.key_format, "key", self.registered.get("key"))
         if self.window_start is not None:  # ksqlDB's windowed key: the inner key, then the window start (8 bytes)
-            start = F.unhex(F.lpad(F.hex(column[self.window_start].cast("bigint")), 16, "0"))
-            key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")), start)
+            bounds = [self.session_end] if self.session_end is not None else []  # Kafka Streams' session key
+            key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")),
+                           *[F.unhex(F.lpad(F.hex(column[c].cast("bigint")), 16, "0"))
+                             for c in (*bounds, self.window_start)])
         value = encode([column[c.name] for c in by_role["VALUE"]], [Field(c.name, c.type) for c in by_role["VALUE"]],
                        self.sink.value_format, "value", self.registered.get("value"))
         value = F.when(~F.col(TOMBSTONE), value)  # a tombstone stays one
@@ -182,7 +185,7 @@ class PersistentQuery:
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        built = self._build_batch(batch) if self._build_batch is not None else None
+        built = self._build_batch(batch, batch_id) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
         batch = batch.persist()

@@ -41,6 +41,7 @@ class Prepared:
     raw: object  # DataFrame
     built: Built
     build_batch: Callable | None
+    state: TableState | WindowState | None = None
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False,
@@ -70,9 +71,10 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     raw = session.raw_frame(read)
     built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
     state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
-    build_batch = ((lambda batch: build(plan, batch, read_joined, state=state, changelog=changelog))
+    build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
+                                                       batch_id=batch_id))
                    if plan.per_batch else None)
-    return Prepared(plan, read, raw, built, build_batch)
+    return Prepared(plan, read, raw, built, build_batch, state)
 
 
 def analysed(step):

@@ -131,8 +131,6 @@ def test_tumbling_and_hopping_windows_group_by_rowtime(shop):
 
 @pytest.mark.parametrize("query,message", [
     ("SELECT * FROM orders WINDOW TUMBLING (SIZE 1 SECOND) EMIT CHANGES;", "A WINDOW clause needs GROUP BY"),
-    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (5 SECONDS) GROUP BY item EMIT CHANGES;",
-     "SESSION windows are not supported yet by kafkasql_magic"),
     ("SELECT * FROM orders WINDOW TUMBLING (SIZE 1 SECOND);",
      "Pull queries don't support WINDOW clauses."),
     ("SELECT item, qty, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",

@@ -69,6 +69,19 @@ def test_ksqldb_messages(text, message):
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize("text,message", [
+    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (30 SECONDS) GROUP BY item EMIT FINAL;",
+     "EMIT FINAL over SESSION windows is not supported yet by kafkasql_magic: use EMIT CHANGES."),
+    ("SELECT o.item, COUNT(*) FROM orders o JOIN clicks c WITHIN 1 MINUTE GRACE PERIOD 1 SECOND ON o.id = c.id "
+     "WINDOW SESSION (30 SECONDS) GROUP BY o.item EMIT CHANGES;",
+     "SESSION windows after a stream-stream join are not supported yet by kafkasql_magic"),
+])
+def test_session_windows_refused_where_they_do_not_run(text, message):
+    with pytest.raises(StatementError) as error:
+        plan_of(text)
+    assert message in str(error.value)
+
+
 def test_retention_equal_to_size_plus_grace_is_accepted():
     plan = plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, RETENTION 2 MINUTES, "
                    "GRACE PERIOD 1 MINUTE) GROUP BY item EMIT CHANGES;")
@@ -80,12 +93,14 @@ def test_retention_equal_to_size_plus_grace_is_accepted():
 @pytest.mark.parametrize("text,tracks", [
     ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 0 SECONDS) GROUP BY item "
      "EMIT CHANGES;", True),
-    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY item EMIT CHANGES;", False),
+    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY item EMIT CHANGES;",
+     True),  # ksqlDB's default grace (24 hours) applies
     ("SELECT item, COUNT(*) FROM orders WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 1 MINUTE) GROUP BY item "
      "EMIT FINAL;", True),
     ("SELECT o.item, COUNT(*) FROM orders o JOIN items i ON o.item = i.item "
      "WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 1 SECOND) GROUP BY o.item EMIT CHANGES;", True),  # per batch too
     ("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", False),
+    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (30 SECONDS) GROUP BY item EMIT CHANGES;", True),
 ])
 def test_push_windowed_aggregations_track_stream_time(text, tracks):
     plan = plan_of(text)

@@ -7,7 +7,7 @@ from ...sql import ast
 from ...sql.render import render
 from ...typecheck import lambdas, signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
-from .grouping import WINDOW_KINDS, aggregate_calls
+from .grouping import aggregate_calls
 from .plan import Input
 
 #: Outer joins Spark can run between a stream (left) and a table snapshot (right).
@@ -96,9 +96,6 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
     if stmt.window is not None and not aggregating:
         raise StatementError("A WINDOW clause needs GROUP BY: windows group records by ROWTIME "
                              "for an aggregation.")
-    if stmt.window is not None and stmt.window.kind not in WINDOW_KINDS:
-        raise StatementError(f"{stmt.window.kind} windows are not supported yet by kafkasql_magic: Spark emits "
-                             "them only once they close (behind a watermark), not as they change.")
     if stmt.having is not None and not aggregating:
         raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
     for join, right in zip(stmt.joins, inputs[1:]):

@@ -13,9 +13,6 @@ from .. import aggregates
 from ..columns import ROWTIME, WINDOWEND, WINDOWSTART
 from .plan import Grouping
 
-#: Window kinds the build can group by (its WINDOWS table has one builder each).
-WINDOW_KINDS = ("TUMBLING", "HOPPING")
-
 #: WINDOWSTART / WINDOWEND (BIGINT ms) -> the grouped frame's columns.
 WINDOW_BOUNDS = {ast.ColumnRef(WINDOWSTART): ast.ColumnRef("__wstart"),
                  ast.ColumnRef(WINDOWEND): ast.ColumnRef("__wend")}

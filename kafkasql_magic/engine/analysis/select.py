@@ -26,7 +26,7 @@ from .seek import Seek, seek_of
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of
-from .windows import check_window_timing, tracks_stream_time
+from .windows import SESSION_AFTER_STREAM_JOIN, check_window_timing, tracks_stream_time
 
 
 
@@ -50,6 +50,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
+    if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
+        raise StatementError(SESSION_AFTER_STREAM_JOIN)
     per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
                              and all(i.kind == TABLE for i in inputs[1:]))
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()

@@ -20,6 +20,11 @@ WINDOW_STORE = "Aggregate-Aggregate-Materialize"
 
 EMIT_FINAL_NEEDS_WINDOW = "EMIT FINAL is only supported for windowed aggregations."
 
+SESSION_AFTER_STREAM_JOIN = ("SESSION windows after a stream-stream join are not supported yet by kafkasql_magic: "
+                             "sessions are formed per micro-batch, which a stream-stream join does not run.")
+
+SESSION_EMIT_FINAL = "EMIT FINAL over SESSION windows is not supported yet by kafkasql_magic: use EMIT CHANGES."
+
 
 @dataclass(frozen=True)
 class WindowTiming:
@@ -44,6 +49,8 @@ def check_window_timing(stmt: ast.Select, aggregating: bool) -> None:
     if stmt.emit_final and not (aggregating and stmt.group_by and stmt.window is not None):
         raise StatementError(EMIT_FINAL_NEEDS_WINDOW)
     window = stmt.window
+    if stmt.emit_final and window.kind == "SESSION":
+        raise StatementError(SESSION_EMIT_FINAL)
     if window is None or window.retention is None or window.kind == "SESSION":
         return
     timing = timing_of(window)
@@ -54,9 +61,8 @@ def check_window_timing(stmt: ast.Select, aggregating: bool) -> None:
 
 
 def tracks_stream_time(stmt: ast.Select, aggregating: bool) -> bool:
-    """A push aggregation over a TUMBLING or HOPPING window with a GRACE PERIOD or EMIT FINAL
-    keeps stream time from batch to batch, so that late records are dropped and EMIT FINAL
-    knows when a window closes. Without either, Spark's own aggregation runs (faster; the
-    default 24 hours' grace is then not enforced: no window closes)."""
-    return (aggregating and stmt.emit_changes and stmt.window is not None
-            and stmt.window.kind in ("TUMBLING", "HOPPING") and (stmt.window.grace is not None or stmt.emit_final))
+    """Every windowed push aggregation keeps stream time from batch to batch, with ksqlDB's
+    grace period (24 hours when the window names none), so that late records are dropped and
+    logged and EMIT FINAL knows when a window closes. Spark's own windowed aggregation has no
+    grace: it would count a record however late it comes (and emits a session only once closed)."""
+    return aggregating and stmt.emit_changes and stmt.window is not None

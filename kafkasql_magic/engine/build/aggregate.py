@@ -24,11 +24,13 @@ from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_
                        TOMBSTONE, TOPIC, result_column)
 from .expressions import Compiler, Scope
 
-#: Window kind (analysis.grouping.WINDOW_KINDS) -> Spark's grouping window over the staged
-#: record time `__ts` (epoch-aligned, as in ksqlDB).
+#: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as
+#: in ksqlDB): after a stream-stream join, and to resolve a plan's columns before its stream
+#: starts; push queries run windowed.py and sessions.py per micro-batch.
 WINDOWS: dict[str, Callable[[ast.Window], Column]] = {
     "TUMBLING": lambda w: F.window("__ts", f"{w.size} milliseconds"),
     "HOPPING": lambda w: F.window("__ts", f"{w.size} milliseconds", f"{w.advance} milliseconds"),
+    "SESSION": lambda w: F.session_window("__ts", f"{w.size} milliseconds"),
 }
 
 

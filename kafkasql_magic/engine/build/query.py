@@ -25,6 +25,7 @@ from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
 from .timed_join import watermarked
+from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
@@ -73,19 +74,22 @@ class _Captures:
 
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
-          state: TableState | WindowState | None = None, changelog: bool = False) -> Built:
+          state: TableState | WindowState | None = None, changelog: bool = False,
+          batch_id: int | None = None) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
     carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
-    tombstone rather than no row."""
+    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id)."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    return Built(_frame(plan, raw, read, captures, state, changelog), captures.observations, captures.error_frames)
+    return Built(_frame(plan, raw, read, captures, state, changelog, batch_id), captures.observations,
+                 captures.error_frames)
 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
-           state: TableState | WindowState | None = None, changelog: bool = False) -> DataFrame:
+           state: TableState | WindowState | None = None, changelog: bool = False,
+           batch_id: int | None = None) -> DataFrame:
     stmt = plan.statement
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
@@ -97,8 +101,10 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
+    if plan.grouping is not None and isinstance(state, WindowState) and plan.grouping.window.kind == "SESSION":
+        return sessions(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
     if plan.grouping is not None and isinstance(state, WindowState):
-        return windowed(plan, frame, scope, where_error, state, captures.without_errors)
+        return windowed(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
     if plan.grouping is not None:
         frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame

@@ -25,17 +25,34 @@ from ..analysis.windows import timing_of
 from ..columns import ERROR, OFFSET, ORIGIN, PARTITION, TOPIC
 from .aggregate import aggregate_columns, finished, record_columns, stage
 from .expressions import Scope
+from .window_store import WindowStore
 
 #: Stream time before any record: earlier than every record time.
 NO_TIME = -(2 ** 62)
 
 
 class WindowState:
-    """Stream time and the open windows' staged rows, carried from one micro-batch to the next."""
+    """Stream time and the open windows' staged rows, carried from one micro-batch to the next
+    (and, with a `store`, kept beside a persistent query's checkpoint for its restarts)."""
 
-    def __init__(self):
+    def __init__(self, store: WindowStore | None = None):
         self.stream_time = NO_TIME
         self.members: DataFrame | None = None
+        self.store = store
+        self.batch: int | None = None  # the micro-batch that left this state
+
+    def resume(self, spark, batch_id: int | None) -> None:
+        """Before micro-batch `batch_id`: the state the batch before it left, read back from the
+        store when this one is not it (a new process, or a batch Spark runs again)."""
+        if self.store is None or batch_id is None or self.batch == batch_id - 1:
+            return
+        saved = self.store.load(spark, batch_id)
+        self.stream_time, self.members = saved if saved is not None else (NO_TIME, None)
+
+    def advance(self, batch_id: int | None, stream_time: int, members: DataFrame) -> None:
+        self.stream_time, self.members, self.batch = stream_time, members, batch_id
+        if self.store is not None and batch_id is not None:
+            self.store.save(batch_id, stream_time, members)
 
 
 def window_starts(time: Column, size: int, advance: int) -> Column:
@@ -57,8 +74,9 @@ def expired_message(grace: int) -> Column:
 
 
 def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, state: WindowState,
-             without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
-    """One micro-batch of a windowed aggregation -> the rows it emits."""
+             without_errors: Callable[[DataFrame, str], DataFrame], batch_id: int | None = None) -> DataFrame:
+    """One micro-batch (`batch_id`, as Spark numbers them) of a windowed aggregation -> the rows it emits."""
+    state.resume(frame.sparkSession, batch_id)
     timing = timing_of(plan.grouping.window)
     staged = stage(plan, frame, scope, where_error)
     batch = staged.frame.localCheckpoint()  # read and decoded once
@@ -85,6 +103,6 @@ def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Colum
         emitting = current.join(accepted.select(*windows).distinct(), windows, "left_semi")
     grouped = emitting.groupBy(*windows).agg(  # over frames that stay as they are
         *aggregate_columns(staged), *record_columns(F.struct(F.col("__rt"), F.col("__order"))))
-    state.members = current.where(F.col("__wend") + F.lit(timing.grace) > F.lit(stream_time)).localCheckpoint()
-    state.stream_time = stream_time
+    state.advance(batch_id, stream_time,
+                  current.where(F.col("__wend") + F.lit(timing.grace) > F.lit(stream_time)).localCheckpoint())
     return finished(plan, grouped)
