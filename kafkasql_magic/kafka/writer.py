@@ -142,11 +142,15 @@ def produce_batches(options: SinkOptions, batches: Iterator) -> SinkCommit:
         if err is not None:
             failures.append(f"partition {msg.partition()}: {err}")
 
-    producer = Producer(options.producer_conf())
+    producer = None  # made at the first row: a task with none (an empty partition) costs no connection
     topic = options.topic
     for batch in batches:
         if failures:
             break
+        if batch.num_rows == 0:
+            continue
+        if producer is None:
+            producer = Producer(options.producer_conf())
         keys, values = _column(batch, "key"), _column(batch, "value")
         headers = _headers(_column(batch, "headers"))
         stamps, parts = _column(batch, "timestamp", 0), _column(batch, "partition", -1)
@@ -160,6 +164,8 @@ def produce_batches(options: SinkOptions, batches: Iterator) -> SinkCommit:
             except KafkaException as exc:
                 raise DeliveryFailed(f"Cannot produce to topic {topic!r}: {exc}") from exc
         producer.poll(0)
+    if producer is None:
+        return SinkCommit(0)
     deadline = time.monotonic() + options.flush_timeout
     remaining = producer.flush(options.flush_timeout)
     while remaining and time.monotonic() < deadline:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from .. import clientconf
@@ -22,7 +22,7 @@ from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, result_column
-from ..results import ProcessingLog, observed_errors, split_batch
+from ..results import ProcessingLog, observed_errors
 from .encode import encode
 
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
@@ -181,29 +181,31 @@ class PersistentQuery:
         return False
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        """One Spark job per micro-batch: the write itself. The rows written and the failed
+        records (for the processing log) are observed on the way to the writer rather than
+        counted and collected by jobs of their own, each of which would read and decode the
+        batch again (or cache it first)."""
         started = time.monotonic()
         built = self._build_batch(batch) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
-        batch = batch.persist()
-        try:
-            failed = batch.where(F.col(ERROR).isNotNull()).select(DROP, ERROR, *ORIGIN)
-            errors = split_batch(failed.toArrow(), 0, self.id, self.plan.source.name).errors
-            if built is not None:
-                metrics = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
-                errors += observed_errors(metrics, self.plan.observed_sources, self.id, base64_bytes=False)
-            if errors:
-                self._log.add(errors)
-                self._errors += len(errors)
-            good = batch.where(~F.col(DROP))
-            count = good.count()
-            if count:
-                records = self.write.records(good, self.plan.names)
-                records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
-            self._out += count
-            self._out_rate = count / max(time.monotonic() - started, 1e-3)
-        finally:
-            batch.unpersist()
+        observation = Observation(f"{self.id}_batch_{batch_id}")
+        failed = F.when(F.col(ERROR).isNotNull(), F.struct(ERROR, *ORIGIN))
+        observed = batch.observe(observation, F.count(F.when(~F.col(DROP), 1)).alias("written"),
+                                 F.collect_list(failed).alias("errors"))
+        records = self.write.records(observed.where(~F.col(DROP)), self.plan.names)
+        records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
+        metrics = observation.get
+        errors = observed_errors({"batch": metrics}, {"batch": self.plan.source.name}, self.id, base64_bytes=False)
+        if built is not None:
+            captured = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
+            errors += observed_errors(captured, self.plan.observed_sources, self.id, base64_bytes=False)
+        if errors:
+            self._log.add(errors)
+            self._errors += len(errors)
+        count = int(metrics["written"])
+        self._out += count
+        self._out_rate = count / max(time.monotonic() - started, 1e-3)
 
     def _count_input(self) -> None:
         """Records read, from Spark's progress reports (for an aggregation, in and out differ);
