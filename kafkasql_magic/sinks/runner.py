@@ -89,6 +89,9 @@ class SinkWrite:
         return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
                 "topic": self.sink.topic, **extra}
 
+    def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
+        """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""
+
 
 class PersistentQuery:
     """CREATE ... AS SELECT / INSERT INTO ... SELECT, running until terminated. A failed query
@@ -193,6 +196,7 @@ class PersistentQuery:
         failed = F.when(F.col(ERROR).isNotNull(), F.struct(ERROR, *ORIGIN))
         observed = batch.observe(observation, F.count(F.when(~F.col(DROP), 1)).alias("written"),
                                  F.collect_list(failed).alias("errors"))
+        self.write.at_batch(batch.sparkSession, self.checkpoint, batch_id)
         records = self.write.records(observed.where(~F.col(DROP)), self.plan.names)
         records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
         metrics = observation.get
