@@ -1,7 +1,7 @@
 """Sink benchmark: a persistent query re-encoding JSON records to AVRO, against raw consume.
 
     python bench/sink.py [--records N] [--partitions 4] [--rate 10000] [--seconds 10]
-                         [--compare-three-jobs] [--out bench/results/sink.json]
+                         [--compare-three-jobs] [--compare-udf-encode] [--out bench/results/sink.json]
 
 On the embedded broker and registry, in one run:
   raw_consume     one process, confluent-kafka `consume(10000)` counting only (the baseline (a)
@@ -12,6 +12,8 @@ On the embedded broker and registry, in one run:
   csas_three_jobs (with --compare-three-jobs) the same CSAS over the same records with the
                   earlier micro-batch handling kept here for comparison: the batch cached, then
                   three Spark jobs (failed rows to Arrow, a count, the write)
+  csas_udf_encode (with --compare-udf-encode) the same CSAS with the Avro value encoded by an
+                  Arrow UDF before the writer (as before the writer encoded it itself)
   latency         records produced at `--rate` per second for `--seconds` into a running CSAS;
                   the sink records carry the input timestamps (the produce time), so a consumer
                   of the sink topic measures produce -> readable in the sink, p50 and p99 (ms)
@@ -125,6 +127,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--compare-three-jobs", action="store_true",
                     help="also run the CSAS with the earlier three-jobs-per-batch handling")
+    ap.add_argument("--compare-udf-encode", action="store_true",
+                    help="also run the CSAS with the value encoded by an Arrow UDF, not by the writer")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sink.json"))
     args = ap.parse_args(argv)
 
@@ -158,6 +162,15 @@ def main(argv=None) -> int:
                 before = csas_rows_per_s(session, "bench_sink_three_jobs", "bench_src", n)
             finally:
                 PersistentQuery._on_batch = one_job
+        udf = None
+        if args.compare_udf_encode:
+            from kafkasql_magic.sinks.runner import SinkWrite
+
+            by_writer, SinkWrite._value_by_writer = SinkWrite._value_by_writer, lambda self: None
+            try:
+                udf = csas_rows_per_s(session, "bench_sink_udf_encode", "bench_src", n)
+            finally:
+                SinkWrite._value_by_writer = by_writer
         csas = csas_rows_per_s(session, "bench_sink", "bench_src", n)
         lat = latency(bootstrap, session, topic + "-lat", args.rate, args.seconds)
         session.stop()
@@ -165,6 +178,8 @@ def main(argv=None) -> int:
                "csas_json_to_avro_rows_per_s": round(csas), "csas_vs_raw": round(csas / raw, 3),
                **({} if before is None else {"csas_three_jobs_rows_per_s": round(before),
                                              "csas_three_jobs_vs_raw": round(before / raw, 3)}),
+               **({} if udf is None else {"csas_udf_encode_rows_per_s": round(udf),
+                                          "csas_udf_encode_vs_raw": round(udf / raw, 3)}),
                "latency": lat, "machine": {"cores": os.cpu_count(), "load_average_1m": [load_before, os.getloadavg()[0]],
                                            **machine_facts()},
                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

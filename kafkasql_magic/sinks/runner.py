@@ -23,7 +23,7 @@ from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, result_column
 from ..results import ProcessingLog, observed_errors
-from .encode import encode
+from .encode import encode, writer_encoded
 
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 
@@ -70,8 +70,12 @@ class SinkWrite:
         if self.window_start is not None:  # ksqlDB's windowed key: the inner key, then the window start (8 bytes)
             start = F.unhex(F.lpad(F.hex(column[self.window_start].cast("bigint")), 16, "0"))
             key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")), start)
-        value = encode([column[c.name] for c in by_role["VALUE"]], [Field(c.name, c.type) for c in by_role["VALUE"]],
-                       self.sink.value_format, "value", self.registered.get("value"))
+        value_fields = [Field(c.name, c.type) for c in by_role["VALUE"]]
+        if self._value_by_writer() is not None:  # the writer encodes the struct
+            value = F.struct(*[column[f.name].alias(f.name) for f in value_fields])
+        else:
+            value = encode([column[f.name] for f in value_fields], value_fields, self.sink.value_format, "value",
+                           self.registered.get("value"))
         value = F.when(~F.col(TOMBSTONE), value)  # a tombstone stays one
         return rows.select(key.alias("key"), value.alias("value"), F.col(RAW_HEADERS).alias("headers"),
                            self._timestamp(column).alias("timestamp"))
@@ -83,11 +87,17 @@ class SinkWrite:
         value = column[chosen.name]
         return F.timestamp_millis(value) if chosen.type.name == "BIGINT" else value
 
+    def _value_by_writer(self) -> dict[str, str] | None:
+        fields = [Field(c.name, c.type) for c in self.sink.columns
+                  if c.role != KEY and c.name not in self.window_columns]
+        return writer_encoded(fields, self.sink.value_format, "value", self.registered.get("value"))
+
     def options(self) -> dict[str, str]:
-        """The writer's options: the cluster's client properties (SASL, SSL) go to the executors."""
+        """The writer's options: the cluster's client properties (SASL, SSL) go to the executors,
+        and how the writer encodes the value when it does."""
         extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
         return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
-                "topic": self.sink.topic, **extra}
+                "topic": self.sink.topic, **(self._value_by_writer() or {}), **extra}
 
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
         """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""
