@@ -1,7 +1,7 @@
 """Sink benchmark: a persistent query re-encoding JSON records to AVRO, against raw consume.
 
     python bench/sink.py [--records N] [--partitions 4] [--rate 10000] [--seconds 10]
-                         [--out bench/results/sink.json]
+                         [--compare-three-jobs] [--compare-udf-encode] [--out bench/results/sink.json]
 
 On the embedded broker and registry, in one run:
   raw_consume     one process, confluent-kafka `consume(10000)` counting only (the baseline (a)
@@ -9,6 +9,11 @@ On the embedded broker and registry, in one run:
   csas_avro       `CREATE STREAM ... WITH (VALUE_FORMAT='AVRO') AS SELECT * FROM json_stream`
                   over N records already in the topic: rows/s from the query's start until the
                   last record is acknowledged by the broker, and the ratio to raw_consume
+  csas_three_jobs (with --compare-three-jobs) the same CSAS over the same records with the
+                  earlier micro-batch handling kept here for comparison: the batch cached, then
+                  three Spark jobs (failed rows to Arrow, a count, the write)
+  csas_udf_encode (with --compare-udf-encode) the same CSAS with the Avro value encoded by an
+                  Arrow UDF before the writer (as before the writer encoded it itself)
   latency         records produced at `--rate` per second for `--seconds` into a running CSAS;
                   the sink records carry the input timestamps (the produce time), so a consumer
                   of the sink topic measures produce -> readable in the sink, p50 and p99 (ms)
@@ -40,6 +45,38 @@ def wait_written(query, count: int, timeout: float) -> float:
     if not query.wait_for_records(count, timeout):
         raise RuntimeError(f"{query.id}: {query.records_out} of {count} records written; {query.failure}")
     return time.perf_counter() - t0
+
+
+def three_jobs_on_batch(self, batch, batch_id: int) -> None:
+    """The micro-batch handling before it became one job (sinks/runner.py up to Nov 2026)."""
+    from pyspark.sql import functions as F
+
+    from kafkasql_magic.engine.columns import DROP, ERROR, ORIGIN
+    from kafkasql_magic.results import split_batch
+
+    started = time.monotonic()
+    batch = batch.persist()
+    try:
+        failed = batch.where(F.col(ERROR).isNotNull()).select(DROP, ERROR, *ORIGIN)
+        errors = split_batch(failed.toArrow(), 0, self.id, self.plan.source.name).errors
+        if errors:
+            self._log.add(errors)
+        good = batch.where(~F.col(DROP))
+        count = good.count()
+        if count:
+            records = self.write.records(good, self.plan.names)
+            records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
+        self._out += count
+        self._out_rate = count / max(time.monotonic() - started, 1e-3)
+    finally:
+        batch.unpersist()
+
+
+def csas_rows_per_s(session, sink: str, source: str, n: int) -> float:
+    query = session.sql(f"CREATE STREAM {sink} WITH (VALUE_FORMAT='AVRO') AS SELECT * FROM {source};")
+    seconds = wait_written(query, n, 3600)
+    query.terminate()
+    return n / seconds
 
 
 def latency(bootstrap: str, session, source_topic: str, rate: int, seconds: int) -> dict:
@@ -88,6 +125,10 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--rate", type=int, default=10_000)
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--compare-three-jobs", action="store_true",
+                    help="also run the CSAS with the earlier three-jobs-per-batch handling")
+    ap.add_argument("--compare-udf-encode", action="store_true",
+                    help="also run the CSAS with the value encoded by an Arrow UDF, not by the writer")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sink.json"))
     args = ap.parse_args(argv)
 
@@ -112,14 +153,33 @@ def main(argv=None) -> int:
         warm = session.sql("CREATE STREAM warm_sink WITH (VALUE_FORMAT='AVRO') AS SELECT * FROM warm_src;")
         wait_written(warm, 1000, 300)
         warm.terminate()
-        query = session.sql("CREATE STREAM bench_sink WITH (VALUE_FORMAT='AVRO') AS SELECT * FROM bench_src;")
-        seconds = wait_written(query, n, 3600)
-        query.terminate()
-        csas = n / seconds
+        before = None
+        if args.compare_three_jobs:
+            from kafkasql_magic.sinks.runner import PersistentQuery
+
+            one_job, PersistentQuery._on_batch = PersistentQuery._on_batch, three_jobs_on_batch
+            try:
+                before = csas_rows_per_s(session, "bench_sink_three_jobs", "bench_src", n)
+            finally:
+                PersistentQuery._on_batch = one_job
+        udf = None
+        if args.compare_udf_encode:
+            from kafkasql_magic.sinks.runner import SinkWrite
+
+            by_writer, SinkWrite._value_by_writer = SinkWrite._value_by_writer, lambda self: None
+            try:
+                udf = csas_rows_per_s(session, "bench_sink_udf_encode", "bench_src", n)
+            finally:
+                SinkWrite._value_by_writer = by_writer
+        csas = csas_rows_per_s(session, "bench_sink", "bench_src", n)
         lat = latency(bootstrap, session, topic + "-lat", args.rate, args.seconds)
         session.stop()
     results = {"records": n, "partitions": parts, "raw_consume_rows_per_s": round(raw),
                "csas_json_to_avro_rows_per_s": round(csas), "csas_vs_raw": round(csas / raw, 3),
+               **({} if before is None else {"csas_three_jobs_rows_per_s": round(before),
+                                             "csas_three_jobs_vs_raw": round(before / raw, 3)}),
+               **({} if udf is None else {"csas_udf_encode_rows_per_s": round(udf),
+                                          "csas_udf_encode_vs_raw": round(udf / raw, 3)}),
                "latency": lat, "machine": {"cores": os.cpu_count(), "load_average_1m": [load_before, os.getloadavg()[0]],
                                            **machine_facts()},
                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

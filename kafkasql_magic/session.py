@@ -24,7 +24,7 @@ from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
 from .results import ProcessingLog
 from .runtime import PushQuery
-from .sinks.command_log import LOGGED, Command, CommandLog
+from .sinks.command_log import Command, CommandLog, logged
 from .sinks.manager import PersistentQueries
 from .sql import ast
 from .sql.ast_materialize import CreateSink, base_relation
@@ -103,7 +103,7 @@ class Session:
 
     def _record(self, stmt, text: str, dialect: str, result) -> None:
         """Append a successful DDL or persistent-query statement to the command topic."""
-        if self.commands is None or not isinstance(stmt, LOGGED):
+        if self.commands is None or not logged(stmt):
             return
         query_id = getattr(result, "id", None) if isinstance(stmt, PERSISTENT) else None
         self.commands.append(Command(text, dialect, dict(self.settings), query_id))

@@ -50,6 +50,18 @@ SENSITIVE = frozenset({"sasl.password", "ssl.key.pem", "basic.auth.password", "b
 TYPE_NAMES = {KAFKA: "kafka", REGISTRY: "confluent-schema-registry"}
 
 
+class SecretMissing(StatementError):
+    """A connection restored from the command topic names a secret this session lacks: secret
+    values are never written there, so it waits until the secret is created again."""
+
+    def __init__(self, connection: str, secrets: tuple[str, ...]):
+        self.connection, self.secrets = connection, secrets
+        recreate = "; ".join(f"CREATE SECRET {s} AS '...'" for s in secrets)
+        names = ", ".join(f"'{s}'" for s in secrets)
+        super().__init__(f"connection '{connection}' needs secret {names}, which this session does not have "
+                         f"(secret values are never written to the command topic): re-create it with {recreate}")
+
+
 class ClientProperties(dict):
     """Client properties whose repr masks the sensitive ones."""
 
@@ -89,6 +101,8 @@ class Connections:
 
     _secrets: dict[str, str] = field(default_factory=dict, repr=False)
     connections: dict[str, Connection] = field(default_factory=dict)
+    #: connections restored from the command topic that wait for secrets: name -> their names
+    waiting: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __repr__(self):
         return f"Connections(secrets={sorted(self._secrets)}, connections={sorted(self.connections)})"
@@ -135,6 +149,14 @@ class Connections:
                 raise StatementError(f"cannot drop secret '{name}': still depended upon by "
                                      + ", ".join(f"connection '{u}'" for u in users))
         del table[name]
+
+    def has_secret(self, name: str) -> bool:
+        return name in self._secrets
+
+    def missing_secrets(self, stmt: CreateConnection) -> tuple[str, ...]:
+        """The secrets `stmt` names that this session does not have, in order."""
+        return tuple(dict.fromkeys(o.secret for o in stmt.options
+                                   if o.secret is not None and o.secret not in self._secrets))
 
     def show_secrets(self) -> list[dict]:
         """SHOW SECRETS: names only."""
@@ -185,6 +207,8 @@ class Connections:
         return False
 
     def _connection(self, name: str, kind: str | None) -> Connection:
+        if name in self.waiting:
+            raise SecretMissing(name, self.waiting[name])
         connection = self.connections.get(name)
         if connection is None:
             raise StatementError(f"unknown catalog item '{name}'")

@@ -2,7 +2,8 @@
 
 Input columns (by name; only `value` is required):
   key        binary       the record key (null: no key)
-  value      binary       the record value (null: a tombstone)
+  value      binary       the record value (null: a tombstone); or, with the value.avro.*
+                          options, a struct of the fields the writer encodes as Avro
   headers    array<struct<key string, value binary>>   record headers, in order
   timestamp  timestamp    the record timestamp (null or absent: the producer's clock)
   partition  int          the target partition (null or absent: the producer's partitioner)
@@ -12,6 +13,10 @@ Options (strings):
   topic               required
   flushTimeout        seconds a task waits for its records to be acknowledged (default 120)
   kafka.<setting>     passed to the producer (e.g. kafka.security.protocol)
+  value.avro.schemaId, value.avro.types, value.avro.bare
+                      the value is a struct of optional primitives (types: one Avro primitive per
+                      field, comma-separated) written as Confluent-framed Avro with that schema
+                      id (sinks.avro_columns), in the writer's own Python worker
   secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
                       containing "secret"
 
@@ -60,6 +65,7 @@ class SinkOptions:
     topic: str
     flush_timeout: float = DEFAULT_FLUSH_TIMEOUT
     kafka_conf: Mapping[str, str] = field(default_factory=dict)
+    value_avro: tuple[int, tuple[str, ...], bool] | None = None  # schema id, Avro primitives, bare
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SinkOptions":
@@ -72,6 +78,9 @@ class SinkOptions:
             flush_timeout=float(options.get("flushTimeout", DEFAULT_FLUSH_TIMEOUT)),
             kafka_conf={k[len(prefix):]: v for k, v in options.items()
                         for prefix in ("kafka.", SECRET_OPTION) if k.startswith(prefix)},
+            value_avro=((int(options["value.avro.schemaId"]), tuple(options["value.avro.types"].split(",")),
+                         options.get("value.avro.bare", "false") == "true")
+                        if options.get("value.avro.schemaId") else None),
         )
 
     def producer_conf(self) -> dict:
@@ -113,6 +122,26 @@ def _column(batch, name: str, missing=None) -> list:
     return column.to_pylist()
 
 
+def _values(batch, options: SinkOptions) -> list:
+    """The value column's bytes: as given, or a struct encoded as Avro here (value_avro)."""
+    import pyarrow as pa
+
+    index = batch.schema.get_field_index("value")
+    column = batch.column(index) if index >= 0 else None
+    if options.value_avro is None or column is None or not pa.types.is_struct(column.type):
+        return _column(batch, "value")
+    import struct
+
+    import pyarrow.compute as pc
+
+    from kafkasql_magic.sinks import avro_columns
+
+    schema_id, types_, bare = options.value_avro
+    fields = [column.field(i) for i in range(column.type.num_fields)]
+    encoded = avro_columns.encode(fields, list(types_), struct.pack(">bI", 0, schema_id), bare)
+    return pc.if_else(column.is_valid(), encoded, pa.scalar(None, pa.binary())).to_pylist()  # NULL: a tombstone
+
+
 def _headers(cells: list) -> list:
     return [None if not cell else [(h["key"], h["value"]) for h in cell] for cell in cells]
 
@@ -142,12 +171,16 @@ def produce_batches(options: SinkOptions, batches: Iterator) -> SinkCommit:
         if err is not None:
             failures.append(f"partition {msg.partition()}: {err}")
 
-    producer = Producer(options.producer_conf())
+    producer = None  # made at the first row: a task with none (an empty partition) costs no connection
     topic = options.topic
     for batch in batches:
         if failures:
             break
-        keys, values = _column(batch, "key"), _column(batch, "value")
+        if batch.num_rows == 0:
+            continue
+        if producer is None:
+            producer = Producer(options.producer_conf())
+        keys, values = _column(batch, "key"), _values(batch, options)
         headers = _headers(_column(batch, "headers"))
         stamps, parts = _column(batch, "timestamp", 0), _column(batch, "partition", -1)
         produce = producer.produce
@@ -160,6 +193,8 @@ def produce_batches(options: SinkOptions, batches: Iterator) -> SinkCommit:
             except KafkaException as exc:
                 raise DeliveryFailed(f"Cannot produce to topic {topic!r}: {exc}") from exc
         producer.poll(0)
+    if producer is None:
+        return SinkCommit(0)
     deadline = time.monotonic() + options.flush_timeout
     remaining = producer.flush(options.flush_timeout)
     while remaining and time.monotonic() < deadline:

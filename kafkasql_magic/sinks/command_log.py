@@ -14,12 +14,19 @@ from dataclasses import dataclass
 
 from ..kafka import admin
 from ..sql import ast
-from ..sql.ast_materialize import CreateSink, DropSink
+from ..sql.ast_materialize import CreateConnection, CreateSink, DropSink
 
-#: Statements the command topic keeps.
+#: Statements the command topic keeps. Materialize's connections are kept as written: an option
+#: holding a secret names it (`SASL PASSWORD = SECRET pw`), so no secret value is ever logged;
+#: CREATE SECRET and DROP SECRET are not logged at all (see `logged`).
 LOGGED = (ast.CreateSource, ast.CreateKafkaSource, ast.CreateView, ast.Drop, ast.CreateAsSelect,
-          ast.InsertSelect, ast.TerminateQuery, CreateSink, DropSink)
+          ast.InsertSelect, ast.TerminateQuery, CreateSink, DropSink, CreateConnection)
 TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
+
+
+def logged(stmt) -> bool:
+    """Whether a successful `stmt` goes to the command topic (never a secret)."""
+    return isinstance(stmt, LOGGED) and not (isinstance(stmt, ast.Drop) and stmt.kind == "SECRET")
 
 
 def topic_name(service_id: str) -> str:

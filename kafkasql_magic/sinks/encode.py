@@ -198,6 +198,21 @@ def _registry_format(kind: str):
     return build
 
 
+def writer_encoded(fields: Sequence[Field], spec: FormatSpec, role: str,
+                   registered: Registered | None) -> dict[str, str] | None:
+    """The `kafkasql_sink` writer's options to Avro-encode `role` itself, from a struct column
+    of the role's fields, when they are a record of optional primitives (`avro_columns`); else
+    None. Encoding in the writer saves the Arrow UDF's own trip to a Python worker."""
+    if registered is None or not fields or spec.name.upper() != "AVRO":
+        return None
+    bare = anonymous(fields, spec, role)
+    columnar = avro_columns.plan(registered.text, [f.name for f in fields], bare)
+    if columnar is None:
+        return None
+    return {f"{role}.avro.schemaId": str(registered.schema_id), f"{role}.avro.types": ",".join(columnar),
+            f"{role}.avro.bare": str(bare).lower()}
+
+
 #: Format name -> builder(columns, fields, spec, role, registered) -> binary Column.
 ENCODERS = {
     "KAFKA": _kafka,

@@ -4,7 +4,10 @@ UPSERT writes a changed row under its KEY, and a deleted row (a tombstone of the
 changelog) as a record with the key and a NULL value. DEBEZIUM writes `{"before": old,
 "after": new}`: an insert has no before, a delete no after. For a relation with a unique key
 (a table, a GROUP BY) the old row is the key's previous row: kept between micro-batches as a
-Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows.
+Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows. Each
+micro-batch saves that frame (Parquet) beside the query's checkpoint, under its batch id, so a
+restarted sink (a new process, or a retry of a failed batch) pairs with the rows as they were
+after the batch before the one it runs.
 
 `MaterializeSinkWrite` has the interface `runner.PersistentQuery` writes through
 (`records`, `options`, `sink`), so a sink is a persistent query like any other.
@@ -12,6 +15,8 @@ Spark frame (`DebeziumState`), looked up by a join, so the driver never collects
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
@@ -37,10 +42,23 @@ def header_entries(column: Column, value_type: str) -> Column:
 
 @dataclass
 class DebeziumState:
-    """The latest row per relation key, carried from one micro-batch to the next."""
+    """The latest row per relation key, carried from one micro-batch to the next and saved in
+    `folder/<batch id>` (only the last two batches' are kept)."""
 
     keys: tuple[str, ...]
     rows: DataFrame | None = None
+    folder: str | None = None
+    _after_batch: int | None = None  # the batch whose rows `rows` are; None: none yet
+    _batch: int | None = None  # the batch running
+
+    def at_batch(self, spark, folder: str, batch_id: int) -> None:
+        """Before batch `batch_id`: the rows as saved after the batch before it, unless held."""
+        self.folder, self._batch = folder, batch_id
+        if self._after_batch == batch_id - 1 and self.rows is not None:
+            return
+        saved = _saved_batches(folder, below=batch_id)
+        self.rows = spark.read.parquet(os.path.join(folder, str(saved[-1]))) if saved else None
+        self._after_batch = saved[-1] if saved else None
 
     def paired(self, staged: DataFrame) -> DataFrame:
         """`staged` (key columns, __after, __seq) with __before: the key's previous row, from
@@ -62,8 +80,23 @@ class DebeziumState:
         kept = latest.where(F.col(_AFTER).isNotNull())
         if self.rows is not None:
             kept = self.rows.join(latest.select(*self.keys), list(self.keys), "left_anti").unionByName(kept)
-        self.rows = kept.localCheckpoint()
+        if self.folder is None:  # not running under a checkpoint
+            self.rows = kept.localCheckpoint()
+            return paired
+        path = os.path.join(self.folder, str(self._batch))
+        kept.write.mode("overwrite").parquet(path)
+        self.rows, self._after_batch = kept.sparkSession.read.parquet(path), self._batch
+        for old in _saved_batches(self.folder, below=self._batch - 1):
+            shutil.rmtree(os.path.join(self.folder, str(old)), ignore_errors=True)
         return paired
+
+
+def _saved_batches(folder: str, below: int) -> list[int]:
+    """Batch ids below `below` whose rows were saved completely, in order."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(int(n) for n in os.listdir(folder)
+                  if n.isdigit() and int(n) < below and os.path.exists(os.path.join(folder, n, "_SUCCESS")))
 
 
 @dataclass
@@ -81,6 +114,11 @@ class MaterializeSinkWrite:
     def __post_init__(self):
         if self.spec.envelope == "DEBEZIUM" and self.spec.relation_key and self.state is None:
             self.state = DebeziumState(self.spec.relation_key)
+
+    def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
+        """Before a micro-batch's records: the Debezium state as of the batch before it."""
+        if self.state is not None:
+            self.state.at_batch(spark, os.path.join(checkpoint, "debezium_rows"), batch_id)
 
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""

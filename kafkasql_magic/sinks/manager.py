@@ -28,6 +28,7 @@ from ..sql.ast_materialize import base_relation
 from ..statements.defaults import retry_backoff
 from . import plan as sink_plan
 from . import schemas
+from .replay import Replay
 from .runner import WINDOW_BOUNDS, PersistentQuery, SinkWrite
 QUERY_COLUMNS = ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String"]
 EXTENDED_COLUMNS = ["Records In/s", "Records Out/s", "Records Written", "Consumer Lag", "Processing Log"]
@@ -45,6 +46,7 @@ class PersistentQueries:
         self._state_dir = state_dir
         self.queries: dict[str, PersistentQuery] = {}
         self._numbers = itertools.count(1)
+        self.replay = Replay(session)  # what the command topic restored, and what waits for a secret
 
     @property
     def state_dir(self) -> str:
@@ -170,51 +172,8 @@ class PersistentQueries:
 
     # ------------------------------------------------------------ restart
     def restore(self, commands) -> str:
-        """Replay the command topic: the catalog, then the queries still running, each from its
-        checkpoint. Returns what was restored (a statement that fails now is reported, not fatal)."""
-        from .. import dialects
-        from ..errors import KStreamError
-        from ..sql.ast_materialize import CreateSink, DropSink
-        from ..statements.sinks import create_sink
-        from .command_log import still_running
-
-        def parse(command):
-            from .. import sql as sqlparse
-
-            return sqlparse.parse_statement(command.statement, dialect=command.dialect)
-
-        running = still_running(commands, parse)
-        failures = []
-        for command in commands:
-            stmt = parse(command)
-            saved = dict(self.session.settings)
-            self.session.settings.update(command.settings)
-            self.session.dialect_now = dialects.get(command.dialect)  # a statement runs in its own dialect
-            try:
-                if isinstance(stmt, ast.CreateAsSelect):
-                    self.create_as_select(stmt, command.statement, resume=True, query_id=command.query_id,
-                                          start=command.query_id in running)
-                elif isinstance(stmt, ast.InsertSelect):
-                    if command.query_id in running:
-                        self.insert_select(stmt, command.statement, resume=True, query_id=command.query_id)
-                elif isinstance(stmt, (CreateSink, DropSink)):  # a dropped sink is not restarted
-                    if command.query_id in running:
-                        create_sink(self.session, stmt, command.statement, None, resume=True,
-                                    query_id=command.query_id)
-                elif not isinstance(stmt, ast.TerminateQuery):
-                    self.session.replay(stmt, command.statement)
-            except KStreamError as exc:
-                failures.append(f"{command.statement.splitlines()[0][:60]}: {exc}")
-            finally:
-                self.session.settings = saved
-        numbers = [int(q.rsplit("_", 1)[1]) for q in (c.query_id for c in commands) if q and q.rsplit("_", 1)[1].isdigit()]
-        self._numbers = itertools.count(max(numbers, default=0) + 1)
-        message = (f"Restored {len(list(self.session.catalog))} source(s) and restarted "
-                   f"{len(self.queries)} persistent quer{'y' if len(self.queries) == 1 else 'ies'}"
-                   f"{' (' + ', '.join(self.queries) + ')' if self.queries else ''} from {len(commands)} command(s)")
-        if failures:
-            message += f"; {len(failures)} command(s) failed: " + "; ".join(failures)
-        return message
+        """Replay the command topic (see `sinks.replay`); what was restored."""
+        return self.replay.restore(commands)
 
     # ------------------------------------------------------------ lifecycle
     def terminate(self, query_id: str | None) -> list[str]:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from .. import clientconf
@@ -22,8 +22,8 @@ from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, result_column
-from ..results import ProcessingLog, observed_errors, split_batch
-from .encode import encode
+from ..results import ProcessingLog, observed_errors
+from .encode import encode, writer_encoded
 
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 
@@ -73,8 +73,12 @@ class SinkWrite:
             key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")),
                            *[F.unhex(F.lpad(F.hex(column[c].cast("bigint")), 16, "0"))
                              for c in (*bounds, self.window_start)])
-        value = encode([column[c.name] for c in by_role["VALUE"]], [Field(c.name, c.type) for c in by_role["VALUE"]],
-                       self.sink.value_format, "value", self.registered.get("value"))
+        value_fields = [Field(c.name, c.type) for c in by_role["VALUE"]]
+        if self._value_by_writer() is not None:  # the writer encodes the struct
+            value = F.struct(*[column[f.name].alias(f.name) for f in value_fields])
+        else:
+            value = encode([column[f.name] for f in value_fields], value_fields, self.sink.value_format, "value",
+                           self.registered.get("value"))
         value = F.when(~F.col(TOMBSTONE), value)  # a tombstone stays one
         return rows.select(key.alias("key"), value.alias("value"), F.col(RAW_HEADERS).alias("headers"),
                            self._timestamp(column).alias("timestamp"))
@@ -86,11 +90,20 @@ class SinkWrite:
         value = column[chosen.name]
         return F.timestamp_millis(value) if chosen.type.name == "BIGINT" else value
 
+    def _value_by_writer(self) -> dict[str, str] | None:
+        fields = [Field(c.name, c.type) for c in self.sink.columns
+                  if c.role != KEY and c.name not in self.window_columns]
+        return writer_encoded(fields, self.sink.value_format, "value", self.registered.get("value"))
+
     def options(self) -> dict[str, str]:
-        """The writer's options: the cluster's client properties (SASL, SSL) go to the executors."""
+        """The writer's options: the cluster's client properties (SASL, SSL) go to the executors,
+        and how the writer encodes the value when it does."""
         extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
         return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
-                "topic": self.sink.topic, **extra}
+                "topic": self.sink.topic, **(self._value_by_writer() or {}), **extra}
+
+    def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
+        """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""
 
 
 class PersistentQuery:
@@ -184,29 +197,32 @@ class PersistentQuery:
         return False
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        """One Spark job per micro-batch: the write itself. The rows written and the failed
+        records (for the processing log) are observed on the way to the writer rather than
+        counted and collected by jobs of their own, each of which would read and decode the
+        batch again (or cache it first)."""
         started = time.monotonic()
         built = self._build_batch(batch, batch_id) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
-        batch = batch.persist()
-        try:
-            failed = batch.where(F.col(ERROR).isNotNull()).select(DROP, ERROR, *ORIGIN)
-            errors = split_batch(failed.toArrow(), 0, self.id, self.plan.source.name).errors
-            if built is not None:
-                metrics = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
-                errors += observed_errors(metrics, self.plan.observed_sources, self.id, base64_bytes=False)
-            if errors:
-                self._log.add(errors)
-                self._errors += len(errors)
-            good = batch.where(~F.col(DROP))
-            count = good.count()
-            if count:
-                records = self.write.records(good, self.plan.names)
-                records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
-            self._out += count
-            self._out_rate = count / max(time.monotonic() - started, 1e-3)
-        finally:
-            batch.unpersist()
+        observation = Observation(f"{self.id}_batch_{batch_id}")
+        failed = F.when(F.col(ERROR).isNotNull(), F.struct(ERROR, *ORIGIN))
+        observed = batch.observe(observation, F.count(F.when(~F.col(DROP), 1)).alias("written"),
+                                 F.collect_list(failed).alias("errors"))
+        self.write.at_batch(batch.sparkSession, self.checkpoint, batch_id)
+        records = self.write.records(observed.where(~F.col(DROP)), self.plan.names)
+        records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
+        metrics = observation.get
+        errors = observed_errors({"batch": metrics}, {"batch": self.plan.source.name}, self.id, base64_bytes=False)
+        if built is not None:
+            captured = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
+            errors += observed_errors(captured, self.plan.observed_sources, self.id, base64_bytes=False)
+        if errors:
+            self._log.add(errors)
+            self._errors += len(errors)
+        count = int(metrics["written"])
+        self._out += count
+        self._out_rate = count / max(time.monotonic() - started, 1e-3)
 
     def _count_input(self) -> None:
         """Records read, from Spark's progress reports (for an aggregation, in and out differ);

@@ -21,8 +21,10 @@ PEM_FILES = {"ssl.ca.pem": "ssl.ca.location", "ssl.certificate.pem": "ssl.certif
 
 
 def create_secret(session, stmt: mz_ast.CreateSecret, text, timeout):
+    """The secret, then what the command topic restored that waited for it (a connection and
+    the sinks and sources over it): what resumed, or None."""
     session.catalog.connections.create_secret(stmt)
-    return None
+    return session.persistent.replay.resume()
 
 
 def create_connection(session, stmt: mz_ast.CreateConnection, text, timeout):

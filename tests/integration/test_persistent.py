@@ -47,10 +47,17 @@ def test_csas_reencodes_value_to_avro_and_keeps_key_headers_timestamps(ksql, bro
     ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=2);")
     produce(broker.bootstrap_servers, topic, [
         {"key": struct.pack(">i", i), "value": json.dumps({"V": f"v{i}"}).encode(), "timestamp": BASE + i,
-         "headers": [("trace", f"t{i}".encode()), ("empty", None)]} for i in range(6)])
+         "headers": [("trace", f"t{i}".encode()), ("empty", None)]} for i in range(6)]
+        + [{"key": struct.pack(">i", 6), "value": b"{not json", "timestamp": BASE + 6, "partition": 1}])
     query = ksql.sql(f"CREATE STREAM {out} WITH (VALUE_FORMAT='AVRO') AS SELECT * FROM {src} WHERE V <> 'v3';")
     assert query.id == f"CSAS_{out}_1"
     assert query.wait_for_records(5, 90), query.failure
+    deadline = time.monotonic() + 30
+    while ksql.processing_log().empty and time.monotonic() < deadline:
+        time.sleep(0.2)
+    logged = ksql.processing_log()  # the bad record is logged where it is, the good ones written
+    assert list(logged[["QUERY", "TOPIC", "PARTITION"]].itertuples(index=False, name=None)) == [(query.id, topic, 1)]
+    assert query.records_out == 5 and query.status().errors == 1
     got = read_back(broker, out, 5)
     latest = sr.client(registry).get_latest_version(f"{out}-value")
     schema = fastavro.parse_schema(json.loads(latest.schema.schema_str))

@@ -2,7 +2,9 @@
 Python workers) is killed with SIGKILL while a micro-batch is being written; a new process with
 the same service id replays the command topic and the query resumes from its checkpoint.
 Counted: every record arrives, and the only duplicates are records of the micro-batch that was
-in flight at the kill (at-least-once)."""
+in flight at the kill (at-least-once). A Materialize sink over a connection survives a restart
+although secrets never reach the command topic: the new process's connection waits for its
+secret, says which CREATE SECRET to run, and once it runs the sink resumes from its checkpoint."""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ import time
 import uuid
 from pathlib import Path
 
+import kafkasql_magic as ks
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
+from kafkasql_magic.sinks.command_log import topic_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WAIT_S = 420  # a loaded 2-core machine takes tens of seconds per micro-batch; done sooner when not
@@ -68,7 +72,7 @@ def sink_values(bootstrap: str, sink: str) -> list[int]:
 def wait_until(condition, what: str, proc: subprocess.Popen, log) -> None:
     deadline = time.monotonic() + WAIT_S
     while not condition():
-        if proc.poll() is not None:
+        if proc is not None and proc.poll() is not None:
             log.seek(0)
             raise AssertionError(f"the query's process ended ({proc.returncode}) before {what}:\n{log.read()[-3000:]}")
         assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s"
@@ -126,3 +130,70 @@ def test_query_killed_mid_batch_resumes_in_a_new_process_without_loss(broker, ne
     assert all(got.count(v) == 2 for v in duplicates)
     assert len(got) == 100 + len(duplicates)
     print(f"killed with offsets {in_flight} in flight; {len(duplicates)} record(s) written twice")
+
+
+MZ = {"dialect": "materialize"}
+
+SECOND = textwrap.dedent("""
+    import sys
+    import kafkasql_magic as ks
+    from kafkasql_magic.sparkenv import local_spark
+    bootstrap, service, state, secret, wait = sys.argv[1:6]
+    s = ks.connect(bootstrap_servers=bootstrap, service_id=service, state_dir=state, dialect="materialize",
+                   spark=local_spark("local[2]"))
+    print("SINKS", s.sql("SHOW SINKS").name.tolist(), flush=True)
+    print("RESUMED", s.sql(f"CREATE SECRET pw AS '{secret}'"), flush=True)
+    query = next(iter(s.persistent.queries.values()))
+    query.wait_for_records(1, float(wait))
+    print("RESULT", query.id, query.state, query.records_out, flush=True)
+    s.stop()
+""")
+
+
+def test_a_sink_over_a_connection_waits_for_its_secret_after_a_restart(broker, spark, new_topic, tmp_path):
+    bootstrap = broker.bootstrap_servers
+    service, secret = f"svc{uuid.uuid4().hex[:6]}", f"Pw-{uuid.uuid4().hex}"
+    topic, out, state = new_topic(1), f"out-{service}", tmp_path / "state"
+    # the connection names the broker as localhost: its client properties stay off other tests' clients
+    elsewhere = "localhost:" + bootstrap.rsplit(":", 1)[1]
+    produce(bootstrap, topic, [{"key": f"k{i}".encode(), "value": f"v{i}".encode()} for i in range(3)])
+    first = ks.connect(bootstrap_servers=bootstrap, service_id=service, state_dir=str(state), spark=spark,
+                       timeout=90, **MZ)
+    try:
+        first.sql(f"""
+            CREATE SECRET pw AS '{secret}';
+            CREATE CONNECTION kc TO KAFKA (BROKER '{elsewhere}', SECURITY PROTOCOL = PLAINTEXT,
+                SASL MECHANISMS = 'PLAIN', SASL USERNAME = 'u', SASL PASSWORD = SECRET pw);
+            CREATE SOURCE src FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT
+                INCLUDE KEY AS id ENVELOPE UPSERT;""")
+        query = first.sql(f"CREATE SINK snk FROM src INTO KAFKA CONNECTION kc (TOPIC '{out}') KEY (id) "
+                          "FORMAT JSON ENVELOPE UPSERT")
+        assert query.wait_for_records(3, 120), query.failure
+        wait_until(lambda: (state / query.id / "commits" / "0").exists(), "the batch committed", None, None)
+    finally:
+        first.stop()
+    logged = fetch_records(bootstrap, topic_name(service), from_beginning=True, limit=None, timeout_s=10,
+                           until_end=True)
+    statements = [json.loads(r["value"])["statement"] for r in logged]
+    assert [s.split()[1] for s in statements] == ["CONNECTION", "SOURCE", "SINK"]  # no CREATE SECRET
+    assert not any(secret.encode() in r["value"] for r in logged)
+    produce(bootstrap, topic, [{"key": b"k3", "value": b"v3"}])  # arrives while no query runs
+
+    script = tmp_path / "second.py"
+    script.write_text(SECOND)
+    second = subprocess.run([sys.executable, str(script), bootstrap, service, str(state), secret, str(WAIT_S)],
+                            env=env(), cwd=ROOT, text=True, capture_output=True, timeout=2 * WAIT_S)
+    lines = [line for line in second.stdout.splitlines() if line.startswith(("Restored", "SINKS", "RESUMED",
+                                                                             "RESULT"))]
+    assert len(lines) == 4, f"rc={second.returncode}\n{second.stdout[-2000:]}\n{second.stderr[-3000:]}"
+    waits = ("connection 'kc' needs secret 'pw', which this session does not have (secret values are never "
+             "written to the command topic): re-create it with CREATE SECRET pw AS '...'")
+    assert lines[0] == ("Restored 1 source(s) and restarted 0 persistent queries from 3 command(s); "
+                        f"2 command(s) wait for secrets: {statements[0].splitlines()[0][:60]}: {waits}; "
+                        f"{statements[2].splitlines()[0][:60]}: {waits}")
+    assert lines[1] == "SINKS []"  # waiting, not running
+    assert lines[2] == f"RESUMED Replayed 2 command(s) that waited for secrets; restarted {query.id}"
+    assert lines[3] == f"RESULT {query.id} RUNNING 1"  # from its checkpoint: only the new record
+    got = fetch_records(bootstrap, out, from_beginning=True, limit=None, timeout_s=5, until_end=False)
+    assert sorted(json.loads(r["key"])["id"] for r in got) == ["k0", "k1", "k2", "k3"]
+    assert secret not in second.stdout + second.stderr
