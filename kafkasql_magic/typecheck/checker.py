@@ -151,7 +151,7 @@ class Checker:
             return None
         if lambdas.is_lambda_function(e.name):
             return lambdas.type_call(self, e)
-        if not signatures.is_known(e.name):
+        if not signatures.is_known(e.name, self.dialect):
             raise self.error(e, self.messages.unknown_function(e.name, [self.argument(a) for a in e.args]))
         if any(isinstance(a, ast.Lambda) for a in e.args):
             raise self.error(e, self.messages.no_overload(e.name, [self.argument(a) for a in e.args],

@@ -323,5 +323,11 @@ def resolve(name: str, args: list[ast.Type | None]) -> Resolved | None:
     return None
 
 
-def is_known(name: str) -> bool:
-    return name in SIGNATURES
+#: Functions one dialect has and the other does not: ksqlDB aggregates into a list with
+#: COLLECT_LIST and knows no `list_agg`, so a ksql query naming one gets ksqlDB's "Can't find".
+DIALECT_ONLY = {"ARRAY_AGG": "materialize", "LIST_AGG": "materialize", "MAP_AGG": "materialize",
+                "STRING_AGG": "materialize"}
+
+
+def is_known(name: str, dialect: str = "ksql") -> bool:
+    return name in SIGNATURES and DIALECT_ONLY.get(name, dialect) == dialect

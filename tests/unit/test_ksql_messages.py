@@ -50,6 +50,10 @@ def test_materialize_keeps_its_own_one_line_wording():
      "Can't find any functions with the name 'NO_SUCH'"),
     ("SELECT item, COUNT(*) FROM orders GROUP BY SUM(qty) EMIT CHANGES;",
      "GROUP BY does not support aggregate functions: SUM is an aggregate function."),
+    ("SELECT item, LIST_AGG(qty) FROM orders GROUP BY item EMIT CHANGES;",
+     "Can't find any functions with the name 'LIST_AGG'"),
+    ("SELECT item, STRING_AGG(item, ',') FROM orders GROUP BY item EMIT CHANGES;",
+     "Can't find any functions with the name 'STRING_AGG'"),
 ])
 def test_ksqldb_messages(text, message):
     with pytest.raises(StatementError) as info:
@@ -121,3 +125,12 @@ def test_a_persistent_join_must_select_a_join_column():
     stmt = parse_statement("SELECT l.b FROM l JOIN r WITHIN 10 SECONDS ON l.a = ABS(r.a);")
     with pytest.raises(StatementError, match="must include the join expression L.A in its projection"):
         sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
+
+
+def test_materialize_aggregates_are_materialize_only():
+    """ksqlDB has COLLECT_LIST, not list_agg: a ksql query over a Materialize source cannot
+    call it either, while a Materialize query can."""
+    with pytest.raises(StatementError, match="Can't find any functions with the name 'ARRAY_AGG'"):
+        plan_of("SELECT ARRAY_AGG(text) FROM events GROUP BY text EMIT CHANGES;")
+    assert plan_of("SELECT text, array_agg(text) AS texts FROM events GROUP BY text", "materialize").names == \
+        ["text", "texts"]
