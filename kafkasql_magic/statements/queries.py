@@ -10,7 +10,7 @@ import pandas as pd
 from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
-from ..engine.analysis.headers import header_use
+from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..errors import StatementError
@@ -47,10 +47,11 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone."""
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
+    used = used_columns(plan)  # a header column the query does not use is not read
 
     def topic_read(source, streaming: bool, seek: Seek = Seek()) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
-        headers = header_use(source, forwarded=keep_headers)
+        headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
         if not streaming:
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
