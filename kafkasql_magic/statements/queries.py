@@ -13,6 +13,7 @@ from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
+from ..engine.build.decode import worker_json
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.reach import ensure_reachable
@@ -53,12 +54,13 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
+        decoded = worker_json(source)
         if not streaming:
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
-                                 start=start)
+                                 start=start, json_fields=decoded)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
                           max_per_trigger=session.max_records_per_trigger, include_headers=headers.needed,
-                          header_keys=headers.keys, start=start)
+                          header_keys=headers.keys, start=start, json_fields=decoded)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))

@@ -14,6 +14,8 @@ from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, 
 from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Field
+from ...formats.base import Decoded
+from ...kafka import json_columns
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
@@ -94,13 +96,31 @@ def _barrier(error: Column) -> Column:
     return F.when(F.spark_partition_id() >= 0, error)
 
 
-def _value(source: SourceDef):
+def worker_json(source: SourceDef) -> tuple[tuple[str, str], ...] | None:
+    """The JSON value columns the reader decodes itself where that is exact (kafka.json_columns)."""
+    return json_columns.worker_fields(source.value_format.name, source.value_format.options, source.envelope,
+                                      [(c.format_field, c.type.name) for c in source.value_columns])
+
+
+def _decoded_in_worker(value: Decoded) -> Decoded:
+    """The planner's decoding for the records the reader left to it; the reader's columns for
+    the others (no error: the reader decodes only what converts without one). Spark evaluates
+    a CASE branch only for the rows that take it."""
+    done = F.col(json_columns.DECODED)
+    return Decoded([F.when(done, F.col(json_columns.COLUMN.format(i))).otherwise(c) for i, c in enumerate(value.columns)],
+                   None if value.error is None else F.when(~done, value.error),
+                   [(name, F.when(~done, expression)) for name, expression in value.intermediates])
+
+
+def _value(raw: DataFrame, source: SourceDef):
     """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
     the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
     fmt = formats.lookup(source.value_format.name)
     if source.envelope != "DEBEZIUM":
         value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in source.value_columns],
                            source.value_format, "value")
+        if json_columns.DECODED in raw.columns and worker_json(source) is not None:
+            value = _decoded_in_worker(value)
         return value, value.columns, F.col("value").isNull()
     after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in source.value_columns))
     value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
@@ -117,7 +137,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         raw = raw.where(F.col("value").isNotNull())
     key = formats.lookup(source.key_format.name).decode(
         F.col("key"), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format, "key")
-    value, value_columns, tombstone = _value(source)
+    value, value_columns, tombstone = _value(raw, source)
     for name, expression in key.intermediates + value.intermediates:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
