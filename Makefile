@@ -49,6 +49,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/sink.py
 	$(BIN)/python bench/sink_stages.py
 	$(BIN)/python bench/planning.py
+	$(BIN)/python bench/widget.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse

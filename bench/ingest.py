@@ -1,6 +1,7 @@
 """Ingest benchmark: the `kafkasql` Spark source against a plain confluent-kafka consume loop.
 
-    python bench/ingest.py [--records N] [--partitions 4] [--repeat 3] [--cases a,b] [--out bench/results/ingest.json]
+    python bench/ingest.py [--records N] [--partitions 4] [--repeat 3] [--only case,case]
+                           [--out bench/results/ingest.json]
 
 Produces N records (~100-byte JSON values, a key, two headers) into a fresh topic on the
 embedded broker, then measures, on the same machine and broker:
@@ -17,6 +18,12 @@ and, for the key/value formats and seek work:
                          fetched and seconds (in `seek`)
   json_decode_header_key / json_decode_all_headers   the JSON value's id with one HEADER('seq')
                          column, resp. the HEADERS array, through the planner
+  json_decode_headers_declared_unused / ..._every_header   (c) over a source that declares a
+                         HEADERS column the query does not use: headers chosen per query (none
+                         read), against every header read (what choosing per source did)
+  source_json_decode_planner_only / json_key_value_decode_planner_only   (c) and the JSON key +
+                         value case with decoding in the reader's worker (kafka.json_columns)
+                         switched off: the planner's Spark expressions alone
 and the query cases of `bench/queries.py` (a windowed aggregation, a stream-table join) as push
 queries over the same topic.
 `spark_from_json_decode` is (c) with Spark's plain from_json (exact-case field names): the cost
@@ -217,8 +224,7 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3, help="rounds; the median of each case counts")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.json"))
-    ap.add_argument("--cases", default="", help="comma-separated case names to run (besides raw_consume and "
-                                                "raw_consume_tuned, always run); all when empty")
+    ap.add_argument("--only", default="", help="comma-separated cases to run (both raw consumers always run)")
     args = ap.parse_args(argv)
 
     from kafkasql_magic.local import LocalStack, produce
@@ -261,16 +267,44 @@ def main(argv=None) -> int:
                     f"CREATE STREAM bench_header (id BIGINT, seq BYTES HEADER('seq')) "
                     f"WITH (kafka_topic='{topic}', value_format='JSON');"
                     f"CREATE STREAM bench_headers (id BIGINT, hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
+                    f"WITH (kafka_topic='{topic}', value_format='JSON');"
+                    f"CREATE STREAM bench_declared (id BIGINT, name STRING, amount DOUBLE, ts BIGINT, tags STRING, "
+                    f"hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS) "
                     f"WITH (kafka_topic='{topic}', value_format='JSON');")
         sql_cases = SqlCases(session, stack, n, parts)
 
-        def planner_decode(stream="BENCH", columns=("ID", "NAME", "AMOUNT", "TS", "TAGS"), arrays=()):
-            frame = session.dataframe(f"SELECT {', '.join(columns)} FROM {stream};")
+        def planner_decode(stream="BENCH", columns=("ID", "NAME", "AMOUNT", "TS", "TAGS"), arrays=(),
+                           every_header=False):
+            text = f"SELECT {', '.join(columns)} FROM {stream};"
+            frame = all_headers_frame(text) if every_header else session.dataframe(text)
             row = frame.agg(F.count(columns[0]).alias("c"),
                             *[F.max(F.size(c) if c in arrays else F.length(F.col(c).cast("string")))
                               for c in columns[1:]]).collect()[0]
             assert row["c"] == n, row
             return row
+
+        def all_headers_frame(text):
+            """The query's frame reading every header whatever it uses (what a read of a source
+            with a HEADERS column did before headers were chosen per query)."""
+            from kafkasql_magic.engine.columns import DROP, result_column
+            from kafkasql_magic.statements.queries import prepare
+
+            stmt, _ = next(iter(session._statements(text, session.dialect_now)))
+            prepared = prepare(session, stmt, keep_headers=True)
+            return prepared.built.frame.where(~F.col(DROP)).select(
+                *[F.col(result_column(i)).alias(n) for i, n in enumerate(prepared.plan.names)])
+
+        def planner_only(fn):
+            """`fn()` with JSON values decoded by the planner's Spark expressions alone (no
+            decoding in the reader's worker: kafka.json_columns), as before it existed."""
+            from kafkasql_magic.statements import queries
+
+            saved = queries.worker_json
+            queries.worker_json = lambda source: None
+            try:
+                return fn()
+            finally:
+                queries.worker_json = saved
 
         def decode(frame=None):
             frame = source() if frame is None else frame
@@ -289,10 +323,16 @@ def main(argv=None) -> int:
             "raw_consume_tuned": lambda: raw_consume(bootstrap, topic, parts, n, tuned=True),
             "source_count": lambda: n / timed(count),
             "source_json_decode": lambda: n / timed(planner_decode),
+            "source_json_decode_planner_only": lambda: n / timed(lambda: planner_only(planner_decode)),
             "spark_from_json_decode": lambda: n / timed(decode),
             "json_decode_header_key": lambda: n / timed(lambda: planner_decode("BENCH_HEADER", ("ID", "SEQ"))),
             "json_decode_all_headers": lambda: n / timed(lambda: planner_decode("BENCH_HEADERS", ("ID", "HS"), ("HS",))),
+            "json_decode_headers_declared_unused": lambda: n / timed(lambda: planner_decode("BENCH_DECLARED")),
+            "json_decode_headers_declared_every_header": lambda: n / timed(
+                lambda: planner_decode("BENCH_DECLARED", every_header=True)),
             "json_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT"))),
+            "json_key_value_decode_planner_only": lambda: n / timed(
+                lambda: planner_only(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT")))),
             "avro_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))),
             "source_count_no_headers": lambda: n / timed(lambda: count(includeHeaders="false")),
             "source_json_decode_no_headers": lambda: n / timed(lambda: decode(source(includeHeaders="false"))),
@@ -301,15 +341,19 @@ def main(argv=None) -> int:
         from queries import query_cases
 
         cases.update(query_cases(session, bootstrap, n))
-        chosen = {"raw_consume", "raw_consume_tuned", *args.cases.split(",")} if args.cases else {*cases, "seek"}
-        cases = {name: run for name, run in cases.items() if name in chosen}
+        if args.only:
+            wanted = {"raw_consume", "raw_consume_tuned", *args.only.split(",")}
+            cases = {name: run for name, run in cases.items() if name in wanted}
         # Interleaved rounds, median of each: the machine may be shared, and a burst of other
         # work should land on one round of a case, not decide its figure.
-        sql_cases.produce_key_value_topics()
-        try:
-            seek = retried(sql_cases.seek) if "seek" in chosen else {"skipped": "not among --cases"}
-        except Exception as exc:  # recorded, so the rates of every other case are not lost
-            seek = {"error": str(exc).splitlines()[0][:300]}
+        if any(name.endswith("key_value_decode") for name in cases):
+            sql_cases.produce_key_value_topics()
+        seek = None
+        if not args.only or "seek" in args.only.split(","):
+            try:
+                seek = retried(sql_cases.seek)
+            except Exception as exc:  # recorded, so the rates of every other case are not lost
+                seek = {"error": str(exc).splitlines()[0][:300]}
         rounds: dict[str, list[float]] = {}
         load_before = os.getloadavg()[0]
         for _ in range(args.repeat):
@@ -320,11 +364,10 @@ def main(argv=None) -> int:
         cached.unpersist()
         spark.stop()
 
-    a = rates["raw_consume"]
-
-    def ratio(name: str, base: float) -> float | None:
-        return round(rates[name] / base, 3) if name in rates else None
-
+    tuned = rates["raw_consume_tuned"]
+    ratios = {"ratio_b_a": "source_count", "ratio_c_a": "source_json_decode", "ratio_json_kv_a": "json_key_value_decode",
+              "ratio_avro_kv_a": "avro_key_value_decode", "ratio_windowed_a": "windowed_aggregation",
+              "ratio_join_a": "stream_table_join"}
     results = {
         "cores": cores,
         "records": n,
@@ -333,15 +376,10 @@ def main(argv=None) -> int:
         "produce_rows_per_s": round(produce_rate),
         "rows_per_s": {k: round(v) for k, v in rates.items()},
         "rows_per_s_rounds": {k: [round(v) for v in values] for k, values in rounds.items()},
-        "vs_tuned_consumer": {k: round(v / rates["raw_consume_tuned"], 3) for k, v in rates.items()},
-        "ratio_b_a": ratio("source_count", a),
-        "ratio_c_a": ratio("source_json_decode", a),
-        "ratio_b_a_tuned": ratio("source_count", rates["raw_consume_tuned"]),
-        "ratio_c_a_tuned": ratio("source_json_decode", rates["raw_consume_tuned"]),
-        "ratio_json_kv_a": ratio("json_key_value_decode", a),
-        "ratio_avro_kv_a": ratio("avro_key_value_decode", a),
-        "ratio_windowed_a": ratio("windowed_aggregation", a),
-        "ratio_join_a": ratio("stream_table_join", a),
+        "vs_tuned_consumer": {k: round(v / tuned, 3) for k, v in rates.items()},
+        **{ratio: round(rates[case] / rates["raw_consume"], 3) for ratio, case in ratios.items()
+           if case in rates and "raw_consume" in rates},
+        **{f"{ratio}_tuned": round(rates[case] / tuned, 3) for ratio, case in list(ratios.items())[:2] if case in rates},
         "seek": seek,
         "rounds": args.repeat,
         "load_average_1min": [round(load_before, 2), round(load_after, 2)],
@@ -350,10 +388,9 @@ def main(argv=None) -> int:
     }
     for name, rate in rates.items():
         print(f"{name:>30}: {rate:>12,.0f} rows/s  ({rate / rates['raw_consume_tuned']:.2f} x tuned consumer)")
-    print(f"b/a = {results['ratio_b_a']}  c/a = {results['ratio_c_a']}  json kv/a = {results['ratio_json_kv_a']}  "
-          f"avro kv/a = {results['ratio_avro_kv_a']}  (cores: {cores})")
+    print("ratios to librdkafka defaults (a):", {k: v for k, v in results.items() if k.startswith("ratio_")},
+          f"(cores: {cores})")
     print(f"seek: {seek}")
-    print(f"windowed aggregation / a = {results['ratio_windowed_a']}  stream-table join / a = {results['ratio_join_a']}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -21,6 +21,9 @@ Options (strings):
   headerKeys              JSON list of header keys, e.g. ["k1", "k2"]: the headers column
                           holds only the last header of each of these keys (what HEADER('k')
                           columns read), built in the worker; default every header
+  jsonValueColumns        JSON list of [member, type] pairs, e.g. [["id", "BIGINT"]]: each JSON
+                          value is also decoded in the worker where that is exact, into the
+                          columns __json_decoded, __json_0, ... (see kafka.json_columns)
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
   brokerOutageTimeoutMs   how long a stream waits for a broker that stops answering before
                           it fails (default 60000; see `kafkasql_magic.kafka.outage`)
@@ -46,6 +49,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
+    DoubleType,
     IntegerType,
     LongType,
     StringType,
@@ -55,7 +60,7 @@ from pyspark.sql.types import (
 )
 
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
-from kafkasql_magic.kafka import identity
+from kafkasql_magic.kafka import identity, json_columns
 from kafkasql_magic.kafka.arrow_batch import KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
     EARLIEST,
@@ -84,6 +89,10 @@ SCHEMA = StructType([
     StructField("offset", LongType()),
     StructField("timestamp", TimestampType()),
 ])
+
+#: A JSON value column's type -> the Spark type of its column decoded in the worker.
+DECODED_TYPES = {"BOOLEAN": BooleanType, "INT": IntegerType, "BIGINT": LongType, "DOUBLE": DoubleType,
+                 "STRING": StringType}
 
 
 class _Planner:
@@ -146,7 +155,8 @@ class _Planner:
         for p in sorted(end):
             for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
                 out.append(KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf,
-                                      o.batch_rows, o.idle_timeout, o.include_headers, o.header_keys))
+                                      o.batch_rows, o.idle_timeout, o.include_headers, o.header_keys,
+                                      o.json_fields))
         return out
 
 
@@ -301,7 +311,12 @@ class KafkaSqlDataSource(DataSource):
         return NAME
 
     def schema(self):
-        return SCHEMA
+        fields = SourceOptions.parse(self.options, streaming=False).json_fields
+        if not fields:
+            return SCHEMA
+        decoded = [StructField(json_columns.DECODED, BooleanType())] + [
+            StructField(json_columns.COLUMN.format(i), DECODED_TYPES[t]()) for i, (_, t) in enumerate(fields)]
+        return StructType(SCHEMA.fields + decoded)
 
     def reader(self, schema) -> KafkaBatchReader:
         return KafkaBatchReader(SourceOptions.parse(self.options, streaming=False))

@@ -10,10 +10,11 @@ import pandas as pd
 from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
-from ..engine.analysis.headers import header_use
+from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.lookup import KeyLookup
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
+from ..engine.build.decode import worker_json
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
@@ -51,18 +52,21 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone."""
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
+    used = used_columns(plan)  # a header column the query does not use is not read
 
     def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
-        headers = header_use(source, forwarded=keep_headers)
+        headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
+        decoded = worker_json(source)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
-                                 start=start, keys=lookup.values if lookup else None, partitions=partitions)
+                                 start=start, keys=lookup.values if lookup else None, partitions=partitions,
+                                 json_fields=decoded)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
                           max_per_trigger=session.max_records_per_trigger, include_headers=headers.needed,
-                          header_keys=headers.keys, start=start)
+                          header_keys=headers.keys, start=start, json_fields=decoded)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))

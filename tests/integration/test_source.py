@@ -366,11 +366,12 @@ CLUSTER_SCRIPT = textwrap.dedent("""
              .config("spark.executorEnv.PYTHONPATH", sys.argv[3]).getOrCreate())
     register(spark)
     df = (spark.read.format("kafkasql").option("bootstrap.servers", bootstrap).option("topic", topic)
-          .option("maxRecordsPerPartition", "100").load())
-    rows = df.selectExpr("partition", "offset", "spark_partition_id() AS sp").collect()
+          .option("maxRecordsPerPartition", "100").option("jsonValueColumns", '[["n", "INT"]]').load())
+    rows = df.selectExpr("partition", "offset", "spark_partition_id() AS sp", "__json_decoded", "__json_0").collect()
     hosts = spark.sparkContext.parallelize(range(8), 8).map(lambda _: __import__("os").getpid()).distinct().count()
     print("RESULT " + json.dumps({"rows": len(rows), "distinct": len({(r.partition, r.offset) for r in rows}),
-                                  "worker_pids": hosts}))
+                                  "worker_pids": hosts, "decoded": sum(r["__json_decoded"] for r in rows),
+                                  "n": sum(r["__json_0"] for r in rows)}))
     spark.stop()
 """)
 
@@ -378,7 +379,7 @@ CLUSTER_SCRIPT = textwrap.dedent("""
 @pytest.mark.cluster
 def test_reads_on_executor_jvms(broker, new_topic, tmp_path):
     topic = new_topic(2)
-    produce_bulk(broker, topic, 600, partitions=2)
+    produce_bulk(broker, topic, 600, partitions=2, value=b'{"n": 7}')
     script = tmp_path / "cluster_read.py"
     script.write_text(CLUSTER_SCRIPT)
     env = dict(os.environ, **spark_env())
@@ -389,3 +390,4 @@ def test_reads_on_executor_jvms(broker, new_topic, tmp_path):
     result = json.loads(lines[-1][len("RESULT "):])
     assert result["rows"] == 600 and result["distinct"] == 600
     assert result["worker_pids"] >= 2
+    assert result["decoded"] == 600 and result["n"] == 7 * 600  # JSON decoded in the executors' workers

@@ -15,6 +15,7 @@ from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, 
 from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Decoded, Field
+from ...kafka import json_columns
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
@@ -114,7 +115,26 @@ def _debezium_json(value: Decoded) -> tuple[Decoded, list[Column], Column]:
     return replace(value, error=error), [after], F.col("value").isNull() | (error.isNull() & after.isNull())
 
 
-def _value(source: SourceDef, value_columns):
+def worker_json(source: SourceDef) -> tuple[tuple[str, str], ...] | None:
+    """The JSON value columns the reader decodes itself where that is exact (kafka.json_columns);
+    not for a windowed table, whose window bounds come from the key."""
+    if window_keys.window_columns(source):
+        return None
+    return json_columns.worker_fields(source.value_format.name, source.value_format.options, source.envelope,
+                                      [(c.format_field, c.type.name) for c in source.value_columns])
+
+
+def _decoded_in_worker(value: Decoded) -> Decoded:
+    """The planner's decoding for the records the reader left to it; the reader's columns for
+    the others (no error: the reader decodes only what converts without one). Spark evaluates
+    a CASE branch only for the rows that take it."""
+    done = F.col(json_columns.DECODED)
+    return Decoded([F.when(done, F.col(json_columns.COLUMN.format(i))).otherwise(c) for i, c in enumerate(value.columns)],
+                   None if value.error is None else F.when(~done, value.error),
+                   [(name, F.when(~done, expression)) for name, expression in value.intermediates])
+
+
+def _value(raw: DataFrame, source: SourceDef, value_columns):
     """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
     the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
     fmt = formats.lookup(source.value_format.name)
@@ -124,6 +144,8 @@ def _value(source: SourceDef, value_columns):
     if source.envelope != "DEBEZIUM":
         value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
                            source.value_format, "value")
+        if json_columns.DECODED in raw.columns and worker_json(source) is not None:
+            value = _decoded_in_worker(value)
         return value, value.columns, F.col("value").isNull()
     after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in value_columns))
     value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
@@ -143,7 +165,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         "key")
     windowed = window_keys.window_columns(source)  # the window bounds, from the key
     value_fields = [c for c in source.value_columns if c.name not in windowed]
-    value, value_columns, tombstone = _value(source, value_fields)
+    value, value_columns, tombstone = _value(raw, source, value_fields)
     for name, expression in key.intermediates + value.intermediates:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
