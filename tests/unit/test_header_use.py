@@ -107,8 +107,8 @@ def test_a_header_column_that_can_fail_a_record_is_read_whatever_the_query_selec
 
 
 def test_a_view_passes_on_the_header_columns_it_uses():
-    views = [("hv", "SELECT id, a AS aa FROM s EMIT CHANGES;", "ksql")]
+    views = [("HV", "SELECT id, a AS aa FROM s EMIT CHANGES;", "ksql")]
     assert _use("SELECT id FROM hv EMIT CHANGES;", views=views) == HeaderUse(True, ("a",))
     assert _use("SELECT * FROM hv EMIT CHANGES;", views=views) == HeaderUse(True, ("a",))
-    plain = [("pv", "SELECT id, v FROM sh EMIT CHANGES;", "ksql")]
+    plain = [("PV", "SELECT id, v FROM sh EMIT CHANGES;", "ksql")]
     assert _use("SELECT * FROM pv EMIT CHANGES;", views=plain) == HeaderUse(False)
