@@ -1,13 +1,14 @@
 """Which partitions hold the rows of some keys: the keys serialized with the table's key
 format, placed by Kafka's default partitioner (murmur2), as ksqlDB, Kafka Streams, our sink
-and INSERT VALUES write them.
+and INSERT VALUES write them. A windowed table's rows are where Kafka Streams' windowed
+partitioner puts them, as ksqlDB and our windowed sinks write them: in the inner key's partition,
+so a windowed key is looked up by its inner key's bytes alone.
 
 Only a serialization with one spelling per value can be recomputed: KAFKA keys (INT, BIGINT,
 DOUBLE, STRING), and JSON or DELIMITED keys of one INT, BIGINT or STRING column whose text
-needs no escaping or quoting (ASCII only, for JSON). Registry formats (AVRO, JSON_SR, PROTOBUF) carry a schema id in
-the key bytes and windowed keys are placed by their inner key by Kafka Streams but by the whole
-key by plain producers: for those, and for any value that does not fit the key's type, the
-answer is None (read every partition).
+needs no escaping or quoting (ASCII only, for JSON). Registry formats (AVRO, JSON_SR, PROTOBUF)
+carry a schema id in the key bytes: for those, and for any value that does not fit the key's
+type, the answer is None (read every partition).
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def _plain_text(text: str, format_name: str, delimiter: str) -> bool:
 
 
 def key_bytes(source: SourceDef, value) -> bytes | None:
-    """The key bytes of the row whose single key column is `value`, when they can be known."""
-    if source.properties.get("WINDOW_TYPE") or len(source.key_columns) != 1:
+    """The key bytes of the row whose single key column is `value` (a windowed source's inner
+    key: the partitioner hashes no window), when they can be known."""
+    if len(source.key_columns) != 1:
         return None
     column = source.key_columns[0]
     spec = source.key_format

@@ -1,6 +1,10 @@
 """The partition Kafka's default partitioner gives a key: murmur2 of the key bytes, as the
 Java producer (so ksqlDB and Kafka Streams) and our own producers (`murmur2_random`) place keyed
-records. A pull query looks a key up in that one partition only."""
+records. A pull query looks a key up in that one partition only.
+
+Kafka Streams places a windowed record (so every windowed table ksqlDB writes) with its
+`WindowedStreamPartitioner`: murmur2 of the inner key's bytes only, never the window after them,
+so every window of a key is in the key's partition."""
 
 from __future__ import annotations
 
@@ -28,3 +32,9 @@ def murmur2(key: bytes) -> int:
 def default_partition(key: bytes, partitions: int) -> int:
     """The partition of a record with key bytes `key` in a topic of `partitions` partitions."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def windowed_partition(key: bytes, window_bytes: int, partitions: int) -> int:
+    """The partition of a windowed record whose key ends with `window_bytes` bytes of window
+    (8 for TUMBLING/HOPPING, 16 for SESSION): the inner key's, as Kafka Streams places it."""
+    return default_partition(key[:len(key) - window_bytes], partitions)

@@ -6,7 +6,8 @@ Input columns (by name; only `value` is required):
                           options, a struct of the fields the writer encodes as Avro
   headers    array<struct<key string, value binary>>   record headers, in order
   timestamp  timestamp    the record timestamp (null or absent: the producer's clock)
-  partition  int          the target partition (null or absent: the producer's partitioner)
+  partition  int          the target partition (null or absent: the producer's partitioner,
+                          or the windowed partitioner below)
 
 Options (strings):
   bootstrap.servers   required
@@ -17,6 +18,11 @@ Options (strings):
                       the value is a struct of optional primitives (types: one Avro primitive per
                       field, comma-separated) written as Confluent-framed Avro with that schema
                       id (sinks.avro_columns), in the writer's own Python worker
+  partition.windowBytes, partition.count
+                      the keys are windowed keys ending with that many bytes of window: each
+                      record goes to the partition of its inner key (murmur2 of the key without
+                      the window, over `count` partitions), as Kafka Streams' windowed
+                      partitioner places them (kafka.partitioner.windowed_partition)
   secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
                       containing "secret"
 
@@ -66,6 +72,7 @@ class SinkOptions:
     flush_timeout: float = DEFAULT_FLUSH_TIMEOUT
     kafka_conf: Mapping[str, str] = field(default_factory=dict)
     value_avro: tuple[int, tuple[str, ...], bool] | None = None  # schema id, Avro primitives, bare
+    windowed: tuple[int, int] | None = None  # window bytes at the key's end, partition count
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SinkOptions":
@@ -81,6 +88,8 @@ class SinkOptions:
             value_avro=((int(options["value.avro.schemaId"]), tuple(options["value.avro.types"].split(",")),
                          options.get("value.avro.bare", "false") == "true")
                         if options.get("value.avro.schemaId") else None),
+            windowed=((int(options["partition.windowBytes"]), int(options["partition.count"]))
+                      if options.get("partition.windowBytes") else None),
         )
 
     def producer_conf(self) -> dict:
@@ -142,6 +151,17 @@ def _values(batch, options: SinkOptions) -> list:
     return pc.if_else(column.is_valid(), encoded, pa.scalar(None, pa.binary())).to_pylist()  # NULL: a tombstone
 
 
+def _partitions(batch, keys: list, options: SinkOptions) -> list:
+    """Each record's partition: the partition column's, else (windowed keys) the inner key's,
+    else -1 (the producer's partitioner)."""
+    if options.windowed is None or batch.schema.get_field_index("partition") >= 0:
+        return _column(batch, "partition", -1)
+    from kafkasql_magic.kafka.partitioner import windowed_partition
+
+    window_bytes, count = options.windowed
+    return [-1 if key is None else windowed_partition(key, window_bytes, count) for key in keys]
+
+
 def _headers(cells: list) -> list:
     return [None if not cell else [(h["key"], h["value"]) for h in cell] for cell in cells]
 
@@ -182,7 +202,7 @@ def produce_batches(options: SinkOptions, batches: Iterator) -> SinkCommit:
             producer = Producer(options.producer_conf())
         keys, values = _column(batch, "key"), _values(batch, options)
         headers = _headers(_column(batch, "headers"))
-        stamps, parts = _column(batch, "timestamp", 0), _column(batch, "partition", -1)
+        stamps, parts = _column(batch, "timestamp", 0), _partitions(batch, keys, options)
         produce = producer.produce
         sent += len(keys)
         for key, value, hdrs, stamp, part in zip(keys, values, headers, stamps, parts):

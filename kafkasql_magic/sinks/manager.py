@@ -99,7 +99,8 @@ class PersistentQueries:
         query_id = query_id or sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
         write = SinkWrite(sink, registered, window.get("WINDOWSTART"), tuple(window.values()),
                           props.get("TIMESTAMP"), self.session.bootstrap_servers,
-                          session_end=window.get("WINDOWEND") if select_is_session(query) else None)
+                          session_end=window.get("WINDOWEND") if select_is_session(query) else None,
+                          partitions=self._partition_count(sink.topic) if window else None)
         catalog.add(sink, or_replace=stmt.or_replace)
         return self._start(query_id, stmt.kind, text, prepared, write, query, resume)
 
@@ -115,9 +116,14 @@ class PersistentQueries:
                       for role, fields, spec in self._roles(target, window)}
         write = SinkWrite(target, registered, window.get("WINDOWSTART"), tuple(window.values()), None,
                           self.session.bootstrap_servers,
-                          session_end=window.get("WINDOWEND") if select_is_session(query) else None)
+                          session_end=window.get("WINDOWEND") if select_is_session(query) else None,
+                          partitions=self._partition_count(target.topic) if window else None)
         query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
         return self._start(query_id, "INSERT", text, prepared, write, query, resume)
+
+    def _partition_count(self, topic: str) -> int:
+        """The sink topic's partitions as they are (an existing topic keeps its own count)."""
+        return len(admin.topic_partitions(self.session.bootstrap_servers, topic))
 
     def _planned(self, select: ast.Select, kind: str | None = None):
         from ..engine.analysis import check_persistent

@@ -57,6 +57,7 @@ class SinkWrite:
     bootstrap: str = ""
     kafka_conf: dict | None = None
     session_end: str | None = None  # a SESSION window's WINDOWEND output: the key ends with end, then start
+    partitions: int | None = None  # the sink topic's partition count (windowed sinks place records by it)
 
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
@@ -100,7 +101,17 @@ class SinkWrite:
         and how the writer encodes the value when it does."""
         extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
         return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
-                "topic": self.sink.topic, **(self._value_by_writer() or {}), **extra}
+                "topic": self.sink.topic, **(self._value_by_writer() or {}), **self._partitioner(), **extra}
+
+    def _partitioner(self) -> dict[str, str]:
+        """A windowed sink's records go to their inner key's partition, as Kafka Streams places
+        them, so a key lookup on the table reads that one partition."""
+        if self.window_start is None:
+            return {}
+        if self.partitions is None:
+            raise RuntimeError(f"the partition count of windowed sink topic {self.sink.topic!r} was not given")
+        window_bytes = 16 if self.session_end is not None else 8
+        return {"partition.windowBytes": str(window_bytes), "partition.count": str(self.partitions)}
 
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
         """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""

@@ -12,6 +12,7 @@ import pytest
 import kafkasql_magic as ks
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.kafka.partitioner import default_partition
+from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql import parse_statement
 from kafkasql_magic.statements.queries import prepare
@@ -124,6 +125,33 @@ def test_a_windowed_ctas_table_takes_window_bounds(ksql, broker):
     ranged = ksql.sql(f"SELECT ID, N FROM {out} WHERE WINDOWSTART >= {start} AND WINDOWEND <= {start + 10_000};")
     assert sorted(map(tuple, ranged.values.tolist())) == [(7, 2), (8, 1)]
     read, _ = read_of(ksql, f"SELECT * FROM {out} WHERE ID = 7;")
-    assert read.partitions is None  # a windowed key's partition depends on who wrote it: read everything
+    assert read.partitions == (default_partition(key(7), 2),)  # the inner key's partition
     with pytest.raises(StatementError, match="^Duplicate WINDOWSTART bounds on: GREATER_THAN"):
         ksql.sql(f"SELECT * FROM {out} WHERE ID = 7 AND WINDOWSTART > 1 AND WINDOWSTART >= 2;")
+
+
+def test_a_windowed_ctas_places_records_by_inner_key_and_a_lookup_reads_that_partition(ksql, broker):
+    """Kafka Streams' windowed partitioner: murmur2 of the inner key only, so every window of a
+    key is in one partition, and a key lookup on the windowed table reads that partition alone."""
+    src, topic = names("p")
+    out = f"P_{src}"
+    base = 1_700_000_000_000 - 1_700_000_000_000 % 10_000
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', "
+             f"partitions={PARTITIONS});")
+    produce(broker.bootstrap_servers, topic, [{"key": key(k), "value": b'{"V": "x"}', "timestamp": base + t}
+                                              for k in range(8) for t in (0, 12_000)])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, WINDOWSTART AS WS, COUNT(*) AS N FROM {src} "
+                     "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY ID;")
+    assert query.wait_for_records(16, 90), query.failure
+    written = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=query.records_out,
+                            timeout_s=30, until_end=False)
+    assert len(written) == query.records_out >= 16
+    assert {(r["key"][:-8], r["partition"]) for r in written} == {
+        (key(k), default_partition(key(k), PARTITIONS)) for k in range(8)}  # each key's windows in its partition
+    assert any(default_partition(r["key"], PARTITIONS) != r["partition"] for r in written)  # not the whole key's
+    got = ksql.sql(f"SELECT ID, WINDOWSTART, N FROM {out} WHERE ID = 3;")
+    assert sorted(map(tuple, got.values.tolist())) == [(3, base, 1), (3, base + 10_000, 1)]
+    part = default_partition(key(3), PARTITIONS)
+    read, count = read_of(ksql, f"SELECT * FROM {out} WHERE ID = 3;")
+    assert read.partitions == (part,)
+    assert count == sum(r["partition"] == part for r in written) < len(written)

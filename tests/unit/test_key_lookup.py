@@ -11,7 +11,7 @@ from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.analysis import analyse
 from kafkasql_magic.engine.analysis.lookup import KeyLookup
 from kafkasql_magic.kafka.key_partitions import key_bytes, key_partitions
-from kafkasql_magic.kafka.partitioner import default_partition, murmur2
+from kafkasql_magic.kafka.partitioner import default_partition, murmur2, windowed_partition
 from kafkasql_magic.kafka.reads import bounded
 from kafkasql_magic.sql import parse_statement
 
@@ -89,7 +89,6 @@ def test_canonical_keys_are_serialized_as_their_writers_do(catalog):
     ("dt", " a"),        # trimmed by Spark's CSV writer
     ("kt", "7"),         # not the key's type
     ("kt", 1 << 40),     # out of INT's range
-    ("wt", 7),           # windowed keys: placed by their inner key by Kafka Streams
 ])
 def test_keys_whose_bytes_cannot_be_known_read_everything(catalog, table, value):
     assert key_bytes(catalog.get(table), value) is None
@@ -100,6 +99,24 @@ def test_key_partitions_follow_the_default_partitioner(catalog):
     table = catalog.get("kt")
     expected = sorted({default_partition(struct.pack(">i", k), 8) for k in (1, 2, 3)})
     assert key_partitions(table, [1, 2, 3], 8) == tuple(expected)
+
+
+def test_a_windowed_record_is_placed_by_its_inner_key_alone():
+    inner = struct.pack(">i", 7)
+    window = struct.pack(">q", 1_700_000_000_000)
+    placed = {windowed_partition(inner + struct.pack(">q", start), 8, 16) for start in range(0, 10**6, 10**4)}
+    assert placed == {default_partition(inner, 16)}  # every window of a key in the key's partition
+    assert windowed_partition(inner + window + window, 16, 16) == default_partition(inner, 16)  # SESSION: end, start
+    assert any(default_partition(inner + struct.pack(">q", s), 16) != default_partition(inner, 16)
+               for s in range(0, 10**5, 10**4))  # hashing the whole key would scatter the windows
+
+
+def test_a_windowed_table_looks_its_inner_key_up(catalog):
+    table = catalog.get("wt")
+    assert lookup(catalog, "SELECT * FROM wt WHERE id = 7 AND WINDOWSTART > 0;") == KeyLookup("ID", (7,))
+    assert key_bytes(table, 7) == struct.pack(">i", 7)  # no window: the partitioner hashes none
+    assert key_partitions(table, [7, 9], 8) == tuple(sorted({default_partition(struct.pack(">i", k), 8)
+                                                             for k in (7, 9)}))
 
 
 def test_a_narrowed_read_names_its_partitions_and_keys():
