@@ -85,6 +85,9 @@ class QueryPlan:
     #: the open windows as state, so late records are dropped and EMIT FINAL knows when a window closes.
     tracks_time: bool = False
     dialect: Dialect = KSQL  # the query's (its functions and casts)
+    #: A push query joining two tables (analysis.table_joins: PRIMARY_KEY or FOREIGN_KEY): both
+    #: tables stream as changelogs into Spark state, and the result is a changelog with tombstones.
+    table_join: str | None = None
 
     @property
     def source(self) -> SourceDef:

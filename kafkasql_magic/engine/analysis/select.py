@@ -21,6 +21,7 @@ from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
 from .seek import Seek, seek_of
+from .table_joins import FOREIGN_KEY, left_key_outputs, table_join_kind
 from .types import check_types
 from .windows import check_window_timing, tracks_stream_time
 
@@ -43,20 +44,22 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
                                    inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
+    table_join = None if aggregating else table_join_kind(stmt, inputs)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
-                             and all(i.kind == TABLE for i in inputs[1:]))
+                                            and all(i.kind == TABLE for i in inputs[1:]) and table_join is None)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
-        keys=tuple(key_names(stmt, outputs, inputs, aggregating)),
-        kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
+        keys=tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY
+                   else key_names(stmt, outputs, inputs, aggregating)),
+        kind=TABLE if aggregating or table_join or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
-        tracks_time=tracks_time)
+        tracks_time=tracks_time, table_join=table_join)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)

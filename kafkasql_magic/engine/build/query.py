@@ -20,10 +20,11 @@ from ...sql import ast
 from ..analysis.select import side_of
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
-                       ROWTIME, result_column)
+                       ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
+from .table_join import table_joined, tombstoned
 from .timed_join import watermarked
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
@@ -93,7 +94,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors)
     frame, scope = _from(plan, raw, read, captures)
-    frame, where_error = _filtered(stmt, frame, scope)
+    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
@@ -103,6 +104,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+    if plan.table_join is not None:
+        return tombstoned(plan, _projected(frame, scope, where_error, plan.outputs))
     return order.ordered(_projected(frame, scope, where_error, plan.outputs, extra), extra, keys)
 
 
@@ -121,6 +124,8 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     """The FROM clause: one source's rows, or the joined rows of several."""
     stmt = plan.statement
     first = plan.inputs[0]
+    if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
+        return table_joined(plan, raw, read, captures.without_errors)
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
@@ -207,13 +212,17 @@ def _within(window: tuple[int, int], left_time: str | None, right_time: str | No
     return right.between(left - F.lit(before), left + F.lit(after))
 
 
-def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope) -> tuple[DataFrame, Column]:
-    """WHERE: failing rows stay (to be logged) with the error column set."""
+def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope, changelog: bool = False) -> tuple[DataFrame, Column]:
+    """WHERE: failing rows stay (to be logged) with the error column set. In a `changelog` (a
+    table-table join) a row the WHERE clause rejects is a tombstone: its key's row is gone."""
     if stmt.where is None:
         return frame, F.lit(None).cast("string")
     where = Compiler(scope)
     keep = where.compile(stmt.where)
     where_error = computing_error(where, stmt.where, "WHERE", None)
+    if changelog:
+        frame = frame.withColumn(TOMBSTONE, F.col(TOMBSTONE) | ~F.coalesce(keep, F.lit(False)))
+        return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
     frame = frame.where(F.col(ERROR).isNotNull() | where_error.isNotNull() | keep)
     return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
 
