@@ -118,3 +118,48 @@ def test_foreign_key_left_join_follows_the_right_table_and_moved_rows(tables, br
     state = settle(handle, "OID", done)
     assert state[100] == {"OID": 100, "USER_ID": 3, "NAME": "cy", "QTY": 2}
     assert "anne" not in {r["NAME"] for r in rows}
+
+
+def test_ctas_writes_the_join_changelog_and_resumes_with_its_state(broker, spark, tmp_path):
+    """A persistent table-table join writes rows and tombstones; restarted from its checkpoint
+    (a new session on the same state directory), it still knows the rows joined before."""
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    suffix = uuid.uuid4().hex[:8]
+    users, scores, out = f"cu_{suffix}", f"cs_{suffix}", f"JOINED_{suffix.upper()}"
+    produce(broker.bootstrap_servers, users, [row(1, {"name": "ann"}), row(2, {"name": "bob"})], create_partitions=1)
+    produce(broker.bootstrap_servers, scores, [row(1, {"score": 10}, 5), row(2, {"score": 20}, 7)],
+            create_partitions=1)
+
+    def session():
+        s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                       service_id=f"svc{suffix}", state_dir=str(tmp_path / "state"))
+        s.sql("SET 'auto.offset.reset'='earliest';")
+        return s
+
+    def records(count, timeout=60):
+        got = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=count, timeout_s=timeout,
+                            until_end=False)
+        return [(int.from_bytes(r["key"], "big"), None if r["value"] is None else json.loads(r["value"]),
+                 r["timestamp"]) for r in sorted(got, key=lambda r: r["offset"])]
+
+    first = session()
+    first.sql(f"""CREATE TABLE users_{suffix} (id INT PRIMARY KEY, name STRING)
+                    WITH (kafka_topic='{users}', value_format='JSON');
+                  CREATE TABLE scores_{suffix} (id INT PRIMARY KEY, score INT)
+                    WITH (kafka_topic='{scores}', value_format='JSON');""")
+    query = first.sql(f"CREATE TABLE {out} AS SELECT u.id AS id, name, score FROM users_{suffix} u "
+                      f"JOIN scores_{suffix} s ON u.id = s.id;")
+    assert query.wait_for_records(2, 90), query.failure
+    assert sorted(records(2)) == [(1, {"NAME": "ann", "SCORE": 10}, T0 + 5), (2, {"NAME": "bob", "SCORE": 20}, T0 + 7)]
+    first.stop()
+    second = session()  # the query restarts from its checkpoint, its join state with it
+    try:
+        produce(broker.bootstrap_servers, scores, [row(1, None, 50)])  # ann loses her match
+        deadline = time.monotonic() + 90
+        while len(got := records(3, timeout=5)) < 3:
+            assert time.monotonic() < deadline, got
+            time.sleep(0.5)
+        assert got[2] == (1, None, T0 + 50)  # a tombstone: the joined row was remembered
+    finally:
+        second.stop()
