@@ -163,3 +163,48 @@ def test_ctas_writes_the_join_changelog_and_resumes_with_its_state(broker, spark
         assert got[2] == (1, None, T0 + 50)  # a tombstone: the joined row was remembered
     finally:
         second.stop()
+
+
+def test_a_stream_table_join_feeding_group_by_sees_table_updates_during_the_run(broker, spark):
+    suffix = uuid.uuid4().hex[:8]
+    prices, sales = f"prices_{suffix}", f"sales_{suffix}"
+
+    def price(item, value, at):
+        return {"key": item, "value": None if value is None else json.dumps({"price": value}), "timestamp": T0 + at}
+
+    def sale(n, item, qty, at):
+        return {"key": n.to_bytes(4, "big"), "value": json.dumps({"item": item, "qty": qty}), "timestamp": T0 + at}
+
+    produce(broker.bootstrap_servers, prices, [price("tea", 2, 0), price("jam", 5, 0)], create_partitions=1)
+    produce(broker.bootstrap_servers, sales, [sale(1, "tea", 1, 10), sale(2, "jam", 2, 10), sale(3, "nut", 1, 10)],
+            create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    try:
+        s.sql(f"""SET 'auto.offset.reset'='earliest';
+            CREATE TABLE prices (item STRING PRIMARY KEY, price INT) WITH (kafka_topic='{prices}', value_format='JSON');
+            CREATE STREAM sales (id INT KEY, item STRING, qty INT) WITH (kafka_topic='{sales}', value_format='JSON');""")
+        handle = s.sql("SELECT s.item AS item, COUNT(*) AS n, SUM(s.qty * p.price) AS revenue FROM sales s "
+                       "LEFT JOIN prices p ON s.item = p.item GROUP BY s.item EMIT CHANGES;")
+        assert not handle.plan.per_batch
+        deadline = time.monotonic() + 90
+        while {r["ITEM"]: r["REVENUE"] for r in handle.rows().to_dict("records")} != {"tea": 2, "jam": 10, "nut": None}:
+            assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+            time.sleep(0.3)
+        # tea's price changes, nut gets one, jam's is deleted: later sales meet the table as it is then
+        produce(broker.bootstrap_servers, prices, [price("tea", 3, 20), price("nut", 7, 20), price("jam", None, 20)])
+        produce(broker.bootstrap_servers, sales, [sale(4, "tea", 1, 30), sale(5, "nut", 2, 30), sale(6, "jam", 1, 30)])
+        state = settle(handle, "ITEM", lambda st: st.get("tea", {}).get("N") == 2 and st["nut"]["N"] == 2
+                       and st["jam"]["N"] == 2)
+        assert {k: v["REVENUE"] for k, v in state.items()} == {"tea": 2 + 3, "nut": 14, "jam": 10}
+    finally:
+        s.stop()
+
+
+def test_a_stream_table_join_feeding_group_by_must_join_on_the_tables_key(tables):
+    tables.sql(f"CREATE STREAM clicks (id INT KEY, user_name STRING) WITH (kafka_topic='{tables.topics['users']}', "
+               "value_format='JSON');")
+    with pytest.raises(ks.KStreamError) as error:
+        tables.sql("SELECT c.user_name, COUNT(*) FROM clicks c JOIN users u ON c.user_name = u.name "
+                   "GROUP BY c.user_name EMIT CHANGES;")
+    assert str(error.value) == ("Invalid join condition: stream-table joins require to join on the table's primary "
+                                "key. Got C.USER_NAME = U.NAME.")

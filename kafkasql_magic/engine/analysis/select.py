@@ -21,7 +21,7 @@ from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
 from .seek import Seek, seek_of
-from .table_joins import FOREIGN_KEY, left_key_outputs, table_join_kind
+from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, table_join_kind
 from .types import check_types
 from .windows import check_window_timing, tracks_stream_time
 
@@ -45,6 +45,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     table_join = None if aggregating else table_join_kind(stmt, inputs)
+    check_lookup_join(stmt, inputs, aggregating)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
                                             and all(i.kind == TABLE for i in inputs[1:]) and table_join is None)

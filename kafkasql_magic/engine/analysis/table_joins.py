@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
-from .plan import TABLE, Input
+from .plan import STREAM, TABLE, Input
 
 #: The kinds of table-table join the build knows.
 PRIMARY_KEY, FOREIGN_KEY = "PRIMARY_KEY", "FOREIGN_KEY"
@@ -50,6 +50,26 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
         raise StatementError(f"Invalid join type: {words} join not supported for foreign-key table-table join. "
                              f"Got {left.name} {JOIN_WORDS[join.kind]} {right.name}.")
     return FOREIGN_KEY
+
+
+def tracks_table(plan) -> bool:
+    """A push aggregation over a stream joined with one table keeps the table as Spark state
+    (engine/build/table_lookup.py), so each record meets the table as it is then."""
+    inputs = plan.inputs
+    return (plan.aggregating and plan.push and len(inputs) == 2 and inputs[0].kind == STREAM
+            and inputs[1].kind == TABLE and inputs[1].view is None and inputs[0].view is None)
+
+
+def check_lookup_join(stmt: ast.Select, inputs: list[Input], aggregating: bool) -> None:
+    """ksqlDB's rule for a stream-table join: the ON clause equates the table's primary key."""
+    if not (aggregating and stmt.emit_changes and len(inputs) == 2 and inputs[0].kind == STREAM
+            and inputs[1].kind == TABLE):
+        return
+    sides = _sides(stmt.joins[0].on, inputs)
+    if sides is None or not _is_key(sides[1], inputs[1]):
+        got = f"{render(sides[0])} = {render(sides[1])}" if sides else render(stmt.joins[0].on)
+        raise StatementError("Invalid join condition: stream-table joins require to join on the table's "
+                             f"primary key. Got {got}.")
 
 
 def join_sides(on: ast.Expr, inputs) -> tuple[ast.Expr, ast.Expr]:
