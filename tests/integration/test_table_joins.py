@@ -25,7 +25,8 @@ def tables(broker, spark):
     produce(broker.bootstrap_servers, topics["users"],
             [row(1, {"name": "ann"}), row(2, {"name": "bob"}), row(3, {"name": "cy"})], create_partitions=1)
     produce(broker.bootstrap_servers, topics["scores"],
-            [row(1, {"score": 10}, 5), row(4, {"score": 40}, 5)], create_partitions=1)
+            [row(1, {"score": 10}, 5), row(4, {"score": 40}, 5),
+             {"key": (5).to_bytes(4, "big"), "value": "{oops", "timestamp": T0}], create_partitions=1)
     produce(broker.bootstrap_servers, topics["orders"],
             [row(100, {"user_id": 1, "qty": 2}), row(101, {"user_id": 2, "qty": 3}),
              row(102, {"user_id": 9, "qty": 1})], create_partitions=1)
@@ -91,6 +92,9 @@ def test_inner_join_emits_a_tombstone_when_a_row_loses_its_match(tables, broker)
     produce(broker.bootstrap_servers, tables.topics["scores"], [row(1, None, 20), row(3, {"score": 30}, 20)])
     state = settle(handle, "U_ID", lambda s: 3 in s and s[1]["NAME"] is None)
     assert state == {1: {"U_ID": 1, "NAME": None, "SCORE": None}, 3: {"U_ID": 3, "NAME": "cy", "SCORE": 30}}
+    log = tables.processing_log(query=handle.id)  # the bad score is logged, named by topic and offset
+    assert list(zip(log.TOPIC, log.OFFSET)) == [(tables.topics["scores"], 2)]
+    assert log.MESSAGE[0].startswith("Failed to deserialize value")
 
 
 def test_foreign_key_left_join_follows_the_right_table_and_moved_rows(tables, broker):
