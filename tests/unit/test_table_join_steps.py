@@ -33,7 +33,7 @@ class State:
 
 def change(side, key, row, at, order, lk=None):
     return {"__side": side, "__jk": key, "__row": None if row is None else json.dumps(row), "__rt": at,
-            "__order": order, "__tomb": row is None, "__lk": lk, "__emit": True}
+            "__order": order, "__tomb": row is None, "__lk": lk}
 
 
 def run(step, state, key, *changes):

@@ -35,8 +35,6 @@ from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW
 from .decode import logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
 
-#: One change of one side, as the stateful step reads it.
-MESSAGE_COLUMNS = ("__side", "__jk", "__row", "__rt", "__order", "__tomb", "__lk", "__emit")
 #: What the join step emits: both rows as JSON (NULL: no row), the record time, which side
 #: caused the change (its headers go to the output record), and whether it is a tombstone.
 RESULT_COLUMNS = ["__l", "__r", "__rt", "__hside", "__tomb", "__jk"]
@@ -58,8 +56,7 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
         row = F.struct(*[F.col(quoted(n)).alias(c) for n, c in columns.items()], F.col(RAW_HEADERS))
         messages.append(frame.select(F.lit(index).alias("__side"), key.alias("__jk"), F.to_json(row).alias("__row"),
                                      F.unix_millis(F.col(RAW_TIMESTAMP)).alias("__rt"), F.col(OFFSET).alias("__order"),
-                                     F.col(TOMBSTONE).alias("__tomb"), F.col(RAW_KEY).alias("__lk"),
-                                     F.lit(True).alias("__emit")))
+                                     F.col(TOMBSTONE).alias("__tomb"), F.col(RAW_KEY).alias("__lk")))
         sides.append((side.qualifiers, columns))
         schemas.append(frame.select(row.alias("r")).schema["r"].dataType)
     key_type = messages[0].schema["__jk"].dataType
@@ -69,16 +66,16 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     else:
         step, state = _primary_key_step(join.kind), PRIMARY_STATE
     # a table's NULL key is its envelope's concern; a NULL foreign key is a left row without a match
-    keep = F.col("__jk").isNotNull() | (F.col("__side") == 0) if plan.table_join == FOREIGN_KEY else F.col("__jk").isNotNull()
-    changes = left.unionByName(right).where(keep)
+    keep = F.col("__jk").isNotNull()
+    changes = left.unionByName(right).where(keep | (F.col("__side") == 0) if plan.table_join == FOREIGN_KEY else keep)
     result = T.StructType([T.StructField("__l", T.StringType()), T.StructField("__r", T.StringType()),
                            T.StructField("__rt", T.LongType()), T.StructField("__hside", T.IntegerType()),
                            T.StructField("__tomb", T.BooleanType()), T.StructField("__jk", key_type)])
     # a foreign-key join meets in one group: a left row moving to another foreign key must leave
     # its old one, and Spark runs one stateful step per streaming query
     group = F.lit(0) if plan.table_join == FOREIGN_KEY else F.col("__jk")
-    joined = changes.withColumn("__group", group).groupBy("__group").applyInPandasWithState(step, result, state, "append",
-                                                            GroupStateTimeout.NoTimeout)
+    joined = changes.withColumn("__group", group).groupBy("__group").applyInPandasWithState(
+        step, result, state, "append", GroupStateTimeout.NoTimeout)
     keys = [] if plan.table_join == FOREIGN_KEY else [
         next(c for n, c in columns.items() if n.lower() == on.name.lower())
         for on, (_, columns) in zip((left_expr, right_expr), sides)]
@@ -187,7 +184,7 @@ def _foreign_key_step(kind: str):
             if old is not None:
                 pointing.get(old[0], set()).discard(left_key)
             if change["__tomb"]:
-                if old is not None:
+                if old is not None:  # the deleted row's last result goes
                     out.append(_emitted(None, change["__row"], change["__rt"], None, None, 0, tomb=True))
                 continue
             lefts[left_key] = [fk, change["__row"], change["__rt"]]
