@@ -343,6 +343,9 @@ def main(argv=None) -> int:
         cases.update(query_cases(session, bootstrap, n))
         if args.only:
             wanted = {"raw_consume", "raw_consume_tuned", *args.only.split(",")}
+            unknown = wanted - set(cases) - {"seek"}
+            if unknown:
+                raise SystemExit(f"unknown cases: {', '.join(sorted(unknown))}")
             cases = {name: run for name, run in cases.items() if name in wanted}
         # Interleaved rounds, median of each: the machine may be shared, and a burst of other
         # work should land on one round of a case, not decide its figure.
@@ -367,7 +370,8 @@ def main(argv=None) -> int:
     tuned = rates["raw_consume_tuned"]
     ratios = {"ratio_b_a": "source_count", "ratio_c_a": "source_json_decode", "ratio_json_kv_a": "json_key_value_decode",
               "ratio_avro_kv_a": "avro_key_value_decode", "ratio_windowed_a": "windowed_aggregation",
-              "ratio_join_a": "stream_table_join"}
+              "ratio_join_a": "stream_table_join", "ratio_join_group_by_a": "stream_table_group_by",
+              "ratio_table_join_a": "table_table_join"}
     results = {
         "cores": cores,
         "records": n,

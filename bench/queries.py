@@ -10,6 +10,10 @@ baseline: push queries over the whole bench topic, timed until every record was 
                          (engine/build/sessions.py: sessions re-formed per micro-batch)
   stream_table_join      SELECT ... FROM bench JOIN bench_tags ON ... EMIT CHANGES (the table
                          read afresh for every micro-batch)
+  stream_table_group_by  the same join feeding GROUP BY (the table kept as Spark state:
+                         engine/build/table_lookup.py)
+  table_table_join       two tables over the bench topic joined on their key (both changelogs in
+                         Spark state: engine/build/table_join.py); rows/s per record of one side
 
 `python bench/ingest.py --records N` runs them (N small for a quick check: `--records 20000`).
 """
@@ -22,7 +26,7 @@ import time
 TAGS_TABLE = "bench-tags"
 
 
-def _until_read(session, text: str, n: int, timeout: float) -> float:
+def _until_read(session, text: str, n: int, timeout: float) -> float:  # n: records of every source read
     """Seconds a push query takes to process n records (from its start to the batch that read the last)."""
     t0 = time.perf_counter()
     handle = session.sql(text)
@@ -46,6 +50,10 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
             create_partitions=1)
     session.sql(f"CREATE TABLE bench_tags (tag STRING PRIMARY KEY, label STRING) "
                 f"WITH (kafka_topic='{TAGS_TABLE}', value_format='JSON');")
+    topic = session.catalog.get("BENCH").topic
+    for name in ("bench_rows", "bench_rows_b"):
+        session.sql(f"CREATE TABLE {name} (k STRING PRIMARY KEY, amount DOUBLE, tags STRING) "
+                    f"WITH (kafka_topic='{topic}', value_format='JSON', key_format='KAFKA');")
     windowed = ("SELECT tags, WINDOWSTART AS ws, COUNT(*) AS n, SUM(amount) AS total FROM bench "
                 "WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 1 HOUR) GROUP BY tags EMIT CHANGES;")
     default_grace = windowed.replace(", GRACE PERIOD 1 HOUR", "")
@@ -53,9 +61,15 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
                 "WINDOW SESSION (1 SECOND) GROUP BY tags EMIT CHANGES;")
     joined = ("SELECT b.id, b.amount, t.label FROM bench b JOIN bench_tags t ON b.tags = t.tag "
               "WHERE b.amount < 0 EMIT CHANGES;")  # every record joined, none collected to the driver
+    grouped = ("SELECT t.label AS label, COUNT(*) AS n, SUM(b.amount) AS total FROM bench b "
+               "JOIN bench_tags t ON b.tags = t.tag GROUP BY t.label EMIT CHANGES;")
+    tables = ("SELECT a.k, a.amount, b.tags FROM bench_rows a JOIN bench_rows_b b ON a.k = b.k "
+              "EMIT CHANGES;")  # every key joined once both sides have it: n result rows
     return {
         "windowed_aggregation": lambda: n / _until_read(session, windowed, n, timeout),
         "windowed_default_grace": lambda: n / _until_read(session, default_grace, n, timeout),
         "session_aggregation": lambda: n / _until_read(session, sessions, n, timeout),
         "stream_table_join": lambda: n / _until_read(session, joined, n, timeout),
+        "stream_table_group_by": lambda: n / _until_read(session, grouped, n + 1, timeout),
+        "table_table_join": lambda: n / _until_read(session, tables, 2 * n, timeout),
     }

@@ -119,9 +119,6 @@ def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules
     if pair == "TABLE-STREAM":
         raise StatementError(f"Invalid join order: table-stream joins are not supported; only stream-table joins. "
                              f"Got {left.name} {join.kind} JOIN {right.name}.")
-    if pair == "TABLE-TABLE":
-        raise StatementError("Table-table joins in push queries are not supported yet by kafkasql_magic: "
-                             "join a stream with a table, or query the tables without EMIT CHANGES.")
     if pair == "STREAM-STREAM" and join.kind != "INNER" and join.within is None:
         raise StatementError(f"{join.kind} OUTER joins between two streams need WITHIN: an unmatched record is "
                              "emitted once no match can come, when stream time passes its window and grace period.")

@@ -88,6 +88,9 @@ class QueryPlan:
     dialect: Dialect = KSQL  # the query's (its functions and casts)
     #: The keys a pull query on a table looks up (its WHERE pins the key to constants), else None.
     lookup: KeyLookup | None = None
+    #: A push query joining two tables (analysis.table_joins: PRIMARY_KEY or FOREIGN_KEY): both
+    #: tables stream as changelogs into Spark state, and the result is a changelog with tombstones.
+    table_join: str | None = None
 
     @property
     def source(self) -> SourceDef:

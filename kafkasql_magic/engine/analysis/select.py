@@ -23,6 +23,7 @@ from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERV
                    QueryPlan)
 from .lookup import key_lookup
 from .seek import Seek, seek_of
+from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, table_join_kind
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of
@@ -49,22 +50,26 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
                                    inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
+    table_join = None if aggregating else table_join_kind(stmt, inputs)
+    check_lookup_join(stmt, inputs, aggregating)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
     per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
-                             and all(i.kind == TABLE for i in inputs[1:]))
+                                            and all(i.kind == TABLE for i in inputs[1:]) and table_join is None)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
-        keys=tuple(key_names(stmt, outputs, inputs, aggregating)),
-        kind=TABLE if aggregating or (first.kind == TABLE and not stmt.joins) else STREAM,
+        keys=tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY
+                   else key_names(stmt, outputs, inputs, aggregating)),
+        kind=TABLE if aggregating or table_join or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
-        tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None)
+        tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
+        table_join=table_join)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)

@@ -18,12 +18,15 @@ from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
 from ..analysis.select import side_of
+from ..analysis.table_joins import join_sides, tracks_table
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
-                       ROWTIME, result_column)
+                       ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
 from . import order
 from .retract import TableState, retracted
+from .table_join import table_joined, tombstoned
+from .table_lookup import looked_up
 from .timed_join import watermarked
 from .sessions import sessions
 from .windowed import WindowState, windowed
@@ -97,7 +100,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors)
     frame, scope = _from(plan, raw, read, captures)
-    frame, where_error = _filtered(stmt, frame, scope)
+    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
@@ -109,6 +112,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+    if plan.table_join is not None:
+        return tombstoned(plan, _projected(frame, scope, where_error, plan.outputs))
     return order.ordered(_projected(frame, scope, where_error, plan.outputs, extra), extra, keys)
 
 
@@ -129,20 +134,23 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     """The FROM clause: one source's rows, or the joined rows of several."""
     stmt = plan.statement
     first = plan.inputs[0]
+    if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
+        return table_joined(plan, raw, read, captures.without_errors)
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
     sides = []
+    tracked = tracks_table(plan) and raw.isStreaming  # the table as Spark state
     for index, side in enumerate(plan.inputs):
         if index:
-            side_raw = read(side.source, raw.isStreaming and side.kind == "STREAM")
+            side_raw = read(side.source, raw.isStreaming and (side.kind == "STREAM" or tracked))
             frame_i = _input_frame(side, side_raw, read, captures)
         else:
             frame_i = frame
         frame_i = captures.without_errors(_null_join_keys(plan, index, side, frame_i), f"__errors_{index}")
         columns = {name: f"__s{index}_{name}" for name in side.visible}
         kept = [F.col(quoted(n)).alias(c) for n, c in columns.items()]
-        record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS)]
+        record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE)]
         frame_i = frame_i.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else record))
         sides.append((side.qualifiers, columns))
         if index == 0:
@@ -158,10 +166,24 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
             condition = condition & timed
         elif join.within is not None:
             condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
+        if tracked:
+            frame = _tracked_join(plan, join, frame, frame_i, sides, index)
+            frame = _joined_record(frame, f"__s{index}", stream=False)
+            continue
         frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
         frame = _joined_record(frame, f"__s{index}", stream=join.within is not None)
     frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
     return frame, JoinScope(frame, set(), set(), plan.dialect, sides=sides)
+
+
+def _tracked_join(plan: QueryPlan, join: ast.Join, stream: DataFrame, table: DataFrame, sides, index: int):
+    """A stream-table join feeding GROUP BY: the table as Spark state, so each record meets the
+    table as it is when processed (the ON clause must equate a stream expression with the table's key)."""
+    stream_expr, table_expr = join_sides(join.on, plan.inputs)
+    stream_key = Compiler(JoinScope(stream, set(), set(), plan.dialect, sides=[sides[0]])).compile(stream_expr)
+    table_key = Compiler(JoinScope(table, set(), set(), plan.dialect, sides=[sides[index]])).compile(table_expr)
+    return looked_up(stream, table, stream_key, table_key, f"__s{index}{TOMBSTONE}", f"__s{index}{RAW_TIMESTAMP}",
+                     sides[index][1][ROWOFFSET], join.kind)
 
 
 def _joined_record(frame: DataFrame, side: str, stream: bool) -> DataFrame:
@@ -175,7 +197,7 @@ def _joined_record(frame: DataFrame, side: str, stream: bool) -> DataFrame:
         later = time.isNotNull() & (left.isNull() | (time >= left))
         frame = frame.withColumns({RAW_HEADERS: F.when(later, headers).otherwise(F.col(RAW_HEADERS)),
                                    RAW_TIMESTAMP: F.greatest(left, time)})
-    return frame.drop(f"{side}{RAW_TIMESTAMP}", f"{side}{RAW_HEADERS}")
+    return frame.drop(f"{side}{RAW_TIMESTAMP}", f"{side}{RAW_HEADERS}", f"{side}{TOMBSTONE}")
 
 
 #: Kafka Streams' words for a stream record a join drops because its join key is NULL.
@@ -215,13 +237,17 @@ def _within(window: tuple[int, int], left_time: str | None, right_time: str | No
     return right.between(left - F.lit(before), left + F.lit(after))
 
 
-def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope) -> tuple[DataFrame, Column]:
-    """WHERE: failing rows stay (to be logged) with the error column set."""
+def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope, changelog: bool = False) -> tuple[DataFrame, Column]:
+    """WHERE: failing rows stay (to be logged) with the error column set. In a `changelog` (a
+    table-table join) a row the WHERE clause rejects is a tombstone: its key's row is gone."""
     if stmt.where is None:
         return frame, F.lit(None).cast("string")
     where = Compiler(scope)
     keep = where.compile(stmt.where)
     where_error = computing_error(where, stmt.where, "WHERE", None)
+    if changelog:
+        frame = frame.withColumn(TOMBSTONE, F.col(TOMBSTONE) | ~F.coalesce(keep, F.lit(False)))
+        return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
     frame = frame.where(F.col(ERROR).isNotNull() | where_error.isNotNull() | keep)
     return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
 

@@ -1,0 +1,214 @@
+"""Table-table joins on a real broker: both tables are changelogs; the result changes (rows and
+tombstones) as either side changes, on the primary key and on a foreign key."""
+
+import json
+import time
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka.producer import produce
+
+T0 = 1_700_000_000_000
+
+
+def row(key, value, at=0):
+    return {"key": key.to_bytes(4, "big"), "value": None if value is None else json.dumps(value),
+            "timestamp": T0 + at}
+
+
+@pytest.fixture
+def tables(broker, spark):
+    suffix = uuid.uuid4().hex[:8]
+    topics = {name: f"{name}_{suffix}" for name in ("users", "scores", "orders")}
+    produce(broker.bootstrap_servers, topics["users"],
+            [row(1, {"name": "ann"}), row(2, {"name": "bob"}), row(3, {"name": "cy"})], create_partitions=1)
+    produce(broker.bootstrap_servers, topics["scores"],
+            [row(1, {"score": 10}, 5), row(4, {"score": 40}, 5),
+             {"key": (5).to_bytes(4, "big"), "value": "{oops", "timestamp": T0}], create_partitions=1)
+    produce(broker.bootstrap_servers, topics["orders"],
+            [row(100, {"user_id": 1, "qty": 2}), row(101, {"user_id": 2, "qty": 3}),
+             row(102, {"user_id": 9, "qty": 1})], create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    s.sql(f"""SET 'auto.offset.reset'='earliest';
+        CREATE TABLE users (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='{topics["users"]}', value_format='JSON');
+        CREATE TABLE scores (id INT PRIMARY KEY, score INT) WITH (kafka_topic='{topics["scores"]}', value_format='JSON');
+        CREATE TABLE orders (oid INT PRIMARY KEY, user_id INT, qty INT)
+          WITH (kafka_topic='{topics["orders"]}', value_format='JSON');""")
+    s.topics = topics
+    yield s
+    s.stop()
+
+
+def settle(handle, key, check, timeout=90):
+    """Wait until the latest row per `key` satisfies `check`; stop the query; return that state."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            state = {r[key]: r for r in handle.rows().to_dict("records")}
+            if check(state):
+                return state
+            assert handle.failure is None, handle.failure
+            time.sleep(0.3)
+        raise AssertionError(f"never settled: {handle.rows().to_dict('records')}")
+    finally:
+        handle.stop()
+
+
+def test_full_outer_join_of_two_tables_follows_both_changelogs(tables, broker):
+    handle = tables.sql("SELECT u.id AS uid, s.id AS sid, name, score FROM users u FULL OUTER JOIN scores s "
+                        "ON u.id = s.id EMIT CHANGES;")
+    assert handle.plan.table_join == "PRIMARY_KEY" and handle.plan.kind == "TABLE"
+    settle_first = time.monotonic() + 90
+    while len({(r["UID"], r["SID"]) for r in handle.rows().to_dict("records")}) < 4:
+        assert time.monotonic() < settle_first and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    first = {(r["UID"], r["SID"]): (r["NAME"], r["SCORE"]) for r in handle.rows().to_dict("records")}
+    assert first[(1, 1)] == ("ann", 10) and first[(2, None)] == ("bob", None) and first[(None, 4)] == (None, 40)
+    # bob gets a score, ann is deleted (her score stays), score 4 is deleted (both sides gone)
+    produce(broker.bootstrap_servers, tables.topics["scores"], [row(2, {"score": 20}, 10), row(4, None, 10)])
+    produce(broker.bootstrap_servers, tables.topics["users"], [row(1, None, 10)])
+    rows = []
+
+    def done(_):
+        rows[:] = handle.rows().to_dict("records")
+        return any(r["SID"] == 2 and r["SCORE"] == 20 for r in rows) and sum(r["NAME"] is None for r in rows) >= 3
+
+    settle(handle, "UID", done)
+    latest = [(r["UID"], r["SID"], r["NAME"], r["SCORE"]) for r in rows[len(first):]]
+    assert (2, 2, "bob", 20) in latest
+    assert (None, 1, None, 10) in latest  # ann's row keeps the right side
+    assert (4, None, None, None) in latest  # both sides gone: a tombstone of key 4
+
+
+def test_inner_join_emits_a_tombstone_when_a_row_loses_its_match(tables, broker):
+    handle = tables.sql("SELECT u.id, name, score FROM users u JOIN scores s ON u.id = s.id EMIT CHANGES;")
+    settle_first = time.monotonic() + 90
+    while not len(handle.rows()):
+        assert time.monotonic() < settle_first and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    assert handle.rows().to_dict("records") == [{"U_ID": 1, "NAME": "ann", "SCORE": 10}]
+    produce(broker.bootstrap_servers, tables.topics["scores"], [row(1, None, 20), row(3, {"score": 30}, 20)])
+    state = settle(handle, "U_ID", lambda s: 3 in s and s[1]["NAME"] is None)
+    assert state == {1: {"U_ID": 1, "NAME": None, "SCORE": None}, 3: {"U_ID": 3, "NAME": "cy", "SCORE": 30}}
+    log = tables.processing_log(query=handle.id)  # the bad score is logged, named by topic and offset
+    assert list(zip(log.TOPIC, log.OFFSET)) == [(tables.topics["scores"], 2)]
+    assert log.MESSAGE[0].startswith("Failed to deserialize value")
+
+
+def test_foreign_key_left_join_follows_the_right_table_and_moved_rows(tables, broker):
+    handle = tables.sql("SELECT o.oid, o.user_id, u.name, o.qty FROM orders o LEFT JOIN users u "
+                        "ON o.user_id = u.id EMIT CHANGES;")
+    assert handle.plan.table_join == "FOREIGN_KEY" and handle.plan.key_names == ["OID"]
+    deadline = time.monotonic() + 90
+    while len({r["OID"] for r in handle.rows().to_dict("records")}) < 3:
+        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    first = {r["OID"]: r["NAME"] for r in handle.rows().to_dict("records")}
+    assert first == {100: "ann", 101: "bob", 102: None}
+    # order 100 moves to user 3; then user 2 is renamed twice, user 9 appears and ann is renamed:
+    # order 101 follows its user, order 102 finds one, and order 100 no longer follows ann
+    produce(broker.bootstrap_servers, tables.topics["orders"], [row(100, {"user_id": 3, "qty": 2}, 30)])
+    produce(broker.bootstrap_servers, tables.topics["users"], [
+        row(2, {"name": "bo"}, 30), row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 40),
+        row(2, {"name": "b2"}, 40)])
+    rows = []
+
+    def done(state):
+        rows[:] = handle.rows().to_dict("records")
+        return state[101]["NAME"] == "b2" and state[102]["NAME"] == "zed" and state[100]["NAME"] == "cy"
+
+    state = settle(handle, "OID", done)
+    assert state[100] == {"OID": 100, "USER_ID": 3, "NAME": "cy", "QTY": 2}
+    assert "anne" not in {r["NAME"] for r in rows}
+
+
+def test_ctas_writes_the_join_changelog_and_resumes_with_its_state(broker, spark, tmp_path):
+    """A persistent table-table join writes rows and tombstones; restarted from its checkpoint
+    (a new session on the same state directory), it still knows the rows joined before."""
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    suffix = uuid.uuid4().hex[:8]
+    users, scores, out = f"cu_{suffix}", f"cs_{suffix}", f"JOINED_{suffix.upper()}"
+    produce(broker.bootstrap_servers, users, [row(1, {"name": "ann"}), row(2, {"name": "bob"})], create_partitions=1)
+    produce(broker.bootstrap_servers, scores, [row(1, {"score": 10}, 5), row(2, {"score": 20}, 7)],
+            create_partitions=1)
+
+    def session():
+        s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                       service_id=f"svc{suffix}", state_dir=str(tmp_path / "state"))
+        s.sql("SET 'auto.offset.reset'='earliest';")
+        return s
+
+    def records(count, timeout=60):
+        got = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=count, timeout_s=timeout,
+                            until_end=False)
+        return [(int.from_bytes(r["key"], "big"), None if r["value"] is None else json.loads(r["value"]),
+                 r["timestamp"]) for r in sorted(got, key=lambda r: r["offset"])]
+
+    first = session()
+    first.sql(f"""CREATE TABLE users_{suffix} (id INT PRIMARY KEY, name STRING)
+                    WITH (kafka_topic='{users}', value_format='JSON');
+                  CREATE TABLE scores_{suffix} (id INT PRIMARY KEY, score INT)
+                    WITH (kafka_topic='{scores}', value_format='JSON');""")
+    query = first.sql(f"CREATE TABLE {out} AS SELECT u.id AS id, name, score FROM users_{suffix} u "
+                      f"JOIN scores_{suffix} s ON u.id = s.id;")
+    assert query.wait_for_records(2, 90), query.failure
+    assert sorted(records(2)) == [(1, {"NAME": "ann", "SCORE": 10}, T0 + 5), (2, {"NAME": "bob", "SCORE": 20}, T0 + 7)]
+    first.stop()
+    second = session()  # the query restarts from its checkpoint, its join state with it
+    try:
+        produce(broker.bootstrap_servers, scores, [row(1, None, 50)])  # ann loses her match
+        deadline = time.monotonic() + 90
+        while len(got := records(3, timeout=5)) < 3:
+            assert time.monotonic() < deadline, got
+            time.sleep(0.5)
+        assert got[2] == (1, None, T0 + 50)  # a tombstone: the joined row was remembered
+    finally:
+        second.stop()
+
+
+def test_a_stream_table_join_feeding_group_by_sees_table_updates_during_the_run(broker, spark):
+    suffix = uuid.uuid4().hex[:8]
+    prices, sales = f"prices_{suffix}", f"sales_{suffix}"
+
+    def price(item, value, at):
+        return {"key": item, "value": None if value is None else json.dumps({"price": value}), "timestamp": T0 + at}
+
+    def sale(n, item, qty, at):
+        return {"key": n.to_bytes(4, "big"), "value": json.dumps({"item": item, "qty": qty}), "timestamp": T0 + at}
+
+    produce(broker.bootstrap_servers, prices, [price("tea", 2, 0), price("jam", 5, 0)], create_partitions=1)
+    produce(broker.bootstrap_servers, sales, [sale(1, "tea", 1, 10), sale(2, "jam", 2, 10), sale(3, "nut", 1, 10)],
+            create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    try:
+        s.sql(f"""SET 'auto.offset.reset'='earliest';
+            CREATE TABLE prices (item STRING PRIMARY KEY, price INT) WITH (kafka_topic='{prices}', value_format='JSON');
+            CREATE STREAM sales (id INT KEY, item STRING, qty INT) WITH (kafka_topic='{sales}', value_format='JSON');""")
+        handle = s.sql("SELECT s.item AS item, COUNT(*) AS n, SUM(s.qty * p.price) AS revenue FROM sales s "
+                       "LEFT JOIN prices p ON s.item = p.item GROUP BY s.item EMIT CHANGES;")
+        assert not handle.plan.per_batch
+        deadline = time.monotonic() + 90
+        while {r["ITEM"]: r["REVENUE"] for r in handle.rows().to_dict("records")} != {"tea": 2, "jam": 10, "nut": None}:
+            assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+            time.sleep(0.3)
+        # tea's price changes, nut gets one, jam's is deleted: later sales meet the table as it is then
+        produce(broker.bootstrap_servers, prices, [price("tea", 3, 20), price("nut", 7, 20), price("jam", None, 20)])
+        produce(broker.bootstrap_servers, sales, [sale(4, "tea", 1, 30), sale(5, "nut", 2, 30), sale(6, "jam", 1, 30)])
+        state = settle(handle, "ITEM", lambda st: st.get("tea", {}).get("N") == 2 and st["nut"]["N"] == 2
+                       and st["jam"]["N"] == 2)
+        assert {k: v["REVENUE"] for k, v in state.items()} == {"tea": 2 + 3, "nut": 14, "jam": 10}
+    finally:
+        s.stop()
+
+
+def test_a_stream_table_join_feeding_group_by_must_join_on_the_tables_key(tables):
+    tables.sql(f"CREATE STREAM clicks (id INT KEY, user_name STRING) WITH (kafka_topic='{tables.topics['users']}', "
+               "value_format='JSON');")
+    with pytest.raises(ks.KStreamError) as error:
+        tables.sql("SELECT c.user_name, COUNT(*) FROM clicks c JOIN users u ON c.user_name = u.name "
+                   "GROUP BY c.user_name EMIT CHANGES;")
+    assert str(error.value) == ("Invalid join condition: stream-table joins require to join on the table's primary "
+                                "key. Got C.USER_NAME = U.NAME.")

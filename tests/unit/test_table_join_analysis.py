@@ -1,0 +1,67 @@
+"""Table-table joins in the analysis step: which kind, the result's key, ksqlDB's refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkasql_magic.dialects import ksql_sources as ddl
+from kafkasql_magic.engine.analysis.table_joins import FOREIGN_KEY, PRIMARY_KEY
+from kafkasql_magic.errors import StatementError
+from kafkasql_magic.sql import parse_statement
+
+from test_analysis import SETTINGS, catalog, plan_of
+
+
+def tables():
+    cat = catalog()
+    for create in ("CREATE TABLE users (id INT PRIMARY KEY, name STRING, team INT) "
+                   "WITH (kafka_topic='u', value_format='JSON');",
+                   "CREATE TABLE scores (id INT PRIMARY KEY, score INT) WITH (kafka_topic='s', value_format='JSON');",
+                   "CREATE TABLE teams (tid INT PRIMARY KEY, title STRING) WITH (kafka_topic='t', value_format='JSON');"):
+        cat.add(ddl.source_from_create(parse_statement(create), SETTINGS))
+    return cat
+
+
+@pytest.mark.parametrize("kind", ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN"])
+def test_a_primary_key_join_of_two_tables_is_a_table_keyed_by_the_join_column(kind):
+    plan = plan_of(f"SELECT u.id, name, score FROM users u {kind} scores s ON u.id = s.id EMIT CHANGES;",
+                   cat=tables())
+    assert (plan.table_join, plan.kind, plan.key_names, plan.per_batch) == (PRIMARY_KEY, "TABLE", ["U_ID"], False)
+    assert plan.output_mode == "append"  # the stateful step emits each change once
+
+
+def test_a_foreign_key_join_is_keyed_by_the_left_tables_key():
+    plan = plan_of("SELECT u.id, name, title FROM users u LEFT JOIN teams t ON u.team = t.tid EMIT CHANGES;",
+                   cat=tables())
+    assert (plan.table_join, plan.kind, plan.key_names) == (FOREIGN_KEY, "TABLE", ["ID"])
+    flipped = plan_of("SELECT u.id, title FROM users u JOIN teams t ON t.tid = u.team EMIT CHANGES;", cat=tables())
+    assert flipped.table_join == FOREIGN_KEY
+
+
+def test_other_queries_are_not_table_joins():
+    snapshot = plan_of("SELECT u.id FROM users u JOIN scores s ON u.id = s.id", "materialize", cat=tables())
+    assert snapshot.table_join is None
+    assert plan_of("SELECT o.id FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;").table_join is None
+    grouped = plan_of("SELECT name, COUNT(*) FROM users u JOIN scores s ON u.id = s.id GROUP BY name EMIT CHANGES;",
+                      cat=tables())
+    assert grouped.table_join is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT u.id FROM users u JOIN scores s ON u.team = s.score EMIT CHANGES;",
+     "Invalid join condition: table-table joins require to join on the primary key of the right input table. "
+     "Got U.TEAM = S.SCORE."),
+    ("SELECT u.id FROM users u FULL OUTER JOIN teams t ON u.team = t.tid EMIT CHANGES;",
+     "Invalid join type: full-outer join not supported for foreign-key table-table join. "
+     "Got USERS FULL OUTER JOIN TEAMS."),
+    ("SELECT u.id FROM users u RIGHT JOIN teams t ON u.team = t.tid EMIT CHANGES;",
+     "Invalid join type: right-outer join not supported for foreign-key table-table join."),
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON u.id = t.tid EMIT CHANGES;",
+     "Table-table joins of more than two tables are not supported yet"),
+    ("SELECT u.id FROM users u JOIN scores s ON u.id > s.id EMIT CHANGES;",
+     "Invalid join condition: table-table joins require an equality between a column of each table."),
+])
+def test_refused_table_joins_in_ksqldb_words(text, message):
+    with pytest.raises(StatementError) as error:
+        plan_of(text, cat=tables())
+    assert message in str(error.value)
