@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 import kafkasql_magic as ks
+from kafkasql_magic.kafka.partitioner import default_partition
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
@@ -49,34 +50,6 @@ def history(broker, topic: str, count: int) -> dict[bytes, list[dict]]:
     return by_key
 
 
-def murmur2(key: bytes) -> int:
-    """Kafka's murmur2 (the Java producer's partitioner hash, as in Kafka's Utils), a signed int."""
-    mask, m = 0xFFFFFFFF, 0x5BD1E995
-    h = (0x9747B28C ^ len(key)) & mask
-    whole = len(key) - len(key) % 4
-    for i in range(0, whole, 4):
-        k = (int.from_bytes(key[i:i + 4], "little") * m) & mask
-        k = ((k ^ (k >> 24)) * m) & mask
-        h = ((h * m) & mask) ^ k
-    tail = key[whole:]
-    if tail:
-        for i in reversed(range(len(tail))):
-            h ^= tail[i] << (8 * i)
-        h = (h * m) & mask
-    h = ((h ^ (h >> 13)) * m) & mask
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def murmur2_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's Java producer (so ksqlDB) picks for `key`."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
-
-
-def test_murmur2_matches_kafkas_published_values():
-    assert [murmur2(k) for k in (b"21", b"foobar", b"abc")] == [-973932308, -790332482, 479470107]
-
-
 def test_group_by_having_tombstones_and_record_time_and_headers(ksql, broker):
     src, topic = tagged("S")
     out = f"SUMS_{src}"
@@ -99,7 +72,7 @@ def test_group_by_having_tombstones_and_record_time_and_headers(ksql, broker):
     assert first[b"a"]["headers"] == [("h", b"a1")]
     assert first[b"b"]["headers"] == [("h", b"b2"), ("x", None)]  # the newest record counted
     # keyed records land where ksqlDB's (Java) producer puts them, so ksqlDB can join and look them up
-    assert {k: r["partition"] for k, r in first.items()} == {k: murmur2_partition(k, 4) for k in first}
+    assert {k: r["partition"] for k, r in first.items()} == {k: default_partition(k, 4) for k in first}
     produce(broker.bootstrap_servers, topic, [
         record(b"a", {"V": 60}, BASE + 2, ("h", b"a2")),
         record(b"b", {"V": -100}, BASE + 9, ("h", b"b3")),
@@ -169,5 +142,5 @@ def test_insert_values_lands_keys_where_ksqldb_would(ksql, broker):
     got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=len(keys), timeout_s=30,
                         until_end=False)
     placed = {r["key"]: r["partition"] for r in got}
-    assert placed == {k.encode(): murmur2_partition(k.encode(), 4) for k in keys}
+    assert placed == {k.encode(): default_partition(k.encode(), 4) for k in keys}
     assert len(set(placed.values())) > 1  # the keys spread: the check above can tell partitioners apart

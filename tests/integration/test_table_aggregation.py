@@ -10,6 +10,8 @@ import pytest
 import kafkasql_magic as ks
 from kafkasql_magic.kafka.producer import produce
 
+from changelog_state import settle
+
 T0 = 1_700_000_000_000
 
 
@@ -36,21 +38,6 @@ def people(broker, spark):
     s.stop()
 
 
-def changes(handle, check, timeout=90):
-    """Wait until the changelog's latest row per REGION satisfies `check`; stop the query."""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            state = {r["REGION"]: r for r in handle.rows().to_dict("records")}
-            if check(state):
-                return state
-            assert handle.failure is None, handle.failure
-            time.sleep(0.3)
-        raise AssertionError(f"never settled: {handle.rows().to_dict('records')}")
-    finally:
-        handle.stop()
-
-
 def test_a_changed_moved_or_deleted_row_is_retracted_from_its_group(people, broker):
     handle = people.sql("SELECT region, COUNT(*) AS n, SUM(score) AS total, MIN(score) AS low, MAX(score) AS high, "
                         "COLLECT_LIST(id) AS ids FROM people GROUP BY region EMIT CHANGES;")
@@ -67,7 +54,7 @@ def test_a_changed_moved_or_deleted_row_is_retracted_from_its_group(people, brok
     # person 4 has no region (dropped and logged)
     produce(broker.bootstrap_servers, people.topic,
             [person(1, "us", 20), tombstone(2), person(3, "us", 8), person(4, None, 1)])
-    state = changes(handle, lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
+    state = settle(handle, "REGION", lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
     us = state["us"]
     assert (us["TOTAL"], us["LOW"], us["HIGH"], sorted(us["IDS"])) == (28, 8, 20, [1, 3])
     assert state["eu"] == {"REGION": "eu", "N": None, "TOTAL": None, "LOW": None, "HIGH": None, "IDS": None}
@@ -85,12 +72,12 @@ def test_a_row_the_where_clause_stops_matching_leaves_its_group(people, broker):
         assert time.monotonic() < deadline and handle.failure is None, handle.rows()
         time.sleep(0.3)
     produce(broker.bootstrap_servers, people.topic, [person(1, "eu", 2), person(2, "us", 9)])
-    state = changes(handle, lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
+    state = settle(handle, "REGION", lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
     assert state["eu"]["N"] is None
 
 
 def test_a_pull_query_over_a_table_counts_each_row_once(people, broker):
     produce(broker.bootstrap_servers, people.topic, [person(1, "us", 20), tombstone(2)])
     handle = people.sql("SELECT region, COUNT(*) AS n FROM people GROUP BY region EMIT CHANGES;")
-    state = changes(handle, lambda s: {k: v["N"] for k, v in s.items()} == {"us": 2})
+    state = settle(handle, "REGION", lambda s: {k: v["N"] for k, v in s.items()} == {"us": 2})
     assert state["us"]["N"] == 2

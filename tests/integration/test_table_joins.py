@@ -10,6 +10,8 @@ import pytest
 import kafkasql_magic as ks
 from kafkasql_magic.kafka.producer import produce
 
+from changelog_state import settle
+
 T0 = 1_700_000_000_000
 
 
@@ -39,21 +41,6 @@ def tables(broker, spark):
     s.topics = topics
     yield s
     s.stop()
-
-
-def settle(handle, key, check, timeout=90):
-    """Wait until the latest row per `key` satisfies `check`; stop the query; return that state."""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            state = {r[key]: r for r in handle.rows().to_dict("records")}
-            if check(state):
-                return state
-            assert handle.failure is None, handle.failure
-            time.sleep(0.3)
-        raise AssertionError(f"never settled: {handle.rows().to_dict('records')}")
-    finally:
-        handle.stop()
 
 
 def test_full_outer_join_of_two_tables_follows_both_changelogs(tables, broker):
