@@ -333,8 +333,7 @@ class Builder(Transformer):
         """`x => body`, `(x) => body` (parsed as an expression, so it must be a bare name) or
         `(x, y) => body`; parameter names are identifiers (upper-cased unless quoted)."""
         *params, body = children
-        if len(params) == 1 and not isinstance(params[0], str):
-            param = params[0]
+        if len(params) == 1 and not isinstance(param := params[0], str):
             if not isinstance(param, ast.ColumnRef) or param.qualifier is not None:
                 raise Invalid("A lambda's parameters must be names: x => ..., (x, y) => ...", param.line, param.column)
             params = [param.name]
