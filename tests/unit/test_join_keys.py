@@ -156,3 +156,14 @@ def test_a_rowkey_column_of_a_source_moves_the_synthetic_key_in_the_message():
     with pytest.raises(StatementError, match=r"must include the join expression ROWKEY_1 in its projection "
                                              r"\(eg, SELECT ROWKEY_1\.\.\.\)\.\nROWKEY_1 was added"):
         sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement, plan.join_key.synthetic)
+
+
+def test_the_build_fills_only_the_key_columns_the_plan_names():
+    from kafkasql_magic.engine.build.join_key import JOIN_KEY, keyed_outputs
+
+    plan = plan_of("SELECT tl.id, v0, v1 FROM tl RIGHT JOIN tr ON tl.id = tr.id EMIT CHANGES;", cat=sources())
+    outputs = keyed_outputs(plan, plan.outputs)
+    assert outputs[0] == ("TL_ID", ast.FunctionCall("COALESCE", (ast.ColumnRef("ID", "TL"), ast.ColumnRef(JOIN_KEY))))
+    assert outputs[1:] == list(plan.outputs[1:])
+    full = plan_of("SELECT * FROM tl FULL OUTER JOIN tr ON tl.id = tr.id EMIT CHANGES;", cat=sources())
+    assert keyed_outputs(full, full.outputs) == list(full.outputs)  # ROWKEY resolves to the join key itself
