@@ -52,6 +52,9 @@ class Dialect:
     prefixes_join_star = True
     #: Two result columns with one name are refused.
     refuses_duplicate_names = True
+    #: A join is keyed by its join expression: a synthetic `ROWKEY` when no source column is it
+    #: (FULL OUTER, an ON of two expressions), and an outer join's key column never NULL.
+    synthetic_join_key = True
     #: A push query's WHERE on ROWPARTITION/ROWOFFSET/ROWTIME narrows what is read (sources of this dialect).
     seeks_pseudocolumns = True
     #: Records with neither key nor value are skipped (sources of this dialect without an envelope).

@@ -22,6 +22,7 @@ class Materialize(Dialect):
     ksql_clause_rules = False
     prefixes_join_star = False
     refuses_duplicate_names = False
+    synthetic_join_key = False
     seeks_pseudocolumns = False
     skips_empty_records = True
     skips_stream_tombstones = False

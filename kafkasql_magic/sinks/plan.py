@@ -61,10 +61,17 @@ def check_value_columns(outputs: Sequence[Output]) -> None:
         raise StatementError("The projection contains no value columns.")
 
 
-def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select) -> None:
-    """ksqlDB requires a persistent query to keep the key: the source's key, or the grouping."""
+def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select,
+                        synthetic: str | None = None) -> None:
+    """ksqlDB requires a persistent query to keep the key: the source's key, the grouping, or a
+    join's key (one of its ON columns, or its `synthetic` key column: engine/analysis/join_key.py)."""
     if any(o.key for o in outputs):
         return
+    if stmt.joins and synthetic is not None:
+        raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join expression "
+                             f"{synthetic} in its projection (eg, SELECT {synthetic}...).\n{synthetic} was added "
+                             "as a synthetic key column because the join criteria did not match any source column. "
+                             "This expression must be included in the projection and may be aliased.")
     if stmt.joins:
         on = stmt.joins[-1].on
         sides = [e for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)] \
@@ -75,7 +82,7 @@ def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDe
             which = "expressions " + " or ".join(render(e) for e in sides) if len(sides) > 1 \
                 else "expression " + render(sides[0])
             raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join "
-                                 f"{which} in its projection.")
+                                 f"{which} in its projection (eg, SELECT {render(sides[0])}...).")
         return
     if stmt.group_by:
         from ..sql.render import render

@@ -44,15 +44,16 @@ def tables(broker, spark):
 
 
 def test_full_outer_join_of_two_tables_follows_both_changelogs(tables, broker):
-    handle = tables.sql("SELECT u.id AS uid, s.id AS sid, name, score FROM users u FULL OUTER JOIN scores s "
+    handle = tables.sql("SELECT ROWKEY, u.id AS uid, s.id AS sid, name, score FROM users u FULL OUTER JOIN scores s "
                         "ON u.id = s.id EMIT CHANGES;")
     assert handle.plan.table_join == "PRIMARY_KEY" and handle.plan.kind == "TABLE"
+    assert handle.plan.key_names == ["ROWKEY"]  # ksqlDB's synthetic key: the first non-NULL side's id
     settle_first = time.monotonic() + 90
-    while len({(r["UID"], r["SID"]) for r in handle.rows().to_dict("records")}) < 4:
+    while len({r["ROWKEY"] for r in handle.rows().to_dict("records")}) < 4:
         assert time.monotonic() < settle_first and handle.failure is None, handle.rows()
         time.sleep(0.3)
-    first = {(r["UID"], r["SID"]): (r["NAME"], r["SCORE"]) for r in handle.rows().to_dict("records")}
-    assert first[(1, 1)] == ("ann", 10) and first[(2, None)] == ("bob", None) and first[(None, 4)] == (None, 40)
+    first = {r["ROWKEY"]: (r["UID"], r["SID"], r["NAME"], r["SCORE"]) for r in handle.rows().to_dict("records")}
+    assert first[1] == (1, 1, "ann", 10) and first[2] == (2, None, "bob", None) and first[4] == (None, 4, None, 40)
     # bob gets a score, ann is deleted (her score stays), score 4 is deleted (both sides gone)
     produce(broker.bootstrap_servers, tables.topics["scores"], [row(2, {"score": 20}, 10), row(4, None, 10)])
     produce(broker.bootstrap_servers, tables.topics["users"], [row(1, None, 10)])
@@ -62,11 +63,11 @@ def test_full_outer_join_of_two_tables_follows_both_changelogs(tables, broker):
         rows[:] = handle.rows().to_dict("records")
         return any(r["SID"] == 2 and r["SCORE"] == 20 for r in rows) and sum(r["NAME"] is None for r in rows) >= 3
 
-    settle(handle, "UID", done)
-    latest = [(r["UID"], r["SID"], r["NAME"], r["SCORE"]) for r in rows[len(first):]]
-    assert (2, 2, "bob", 20) in latest
-    assert (None, 1, None, 10) in latest  # ann's row keeps the right side
-    assert (4, None, None, None) in latest  # both sides gone: a tombstone of key 4
+    settle(handle, "ROWKEY", done)
+    latest = [(r["ROWKEY"], r["UID"], r["SID"], r["NAME"], r["SCORE"]) for r in rows[len(first):]]
+    assert (2, 2, 2, "bob", 20) in latest
+    assert (1, None, 1, None, 10) in latest  # ann's row keeps the right side
+    assert (4, None, None, None, None) in latest  # both sides gone: a tombstone of key 4
 
 
 def test_inner_join_emits_a_tombstone_when_a_row_loses_its_match(tables, broker):

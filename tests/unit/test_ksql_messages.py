@@ -121,7 +121,7 @@ def test_a_persistent_join_must_select_a_join_column():
     with pytest.raises(StatementError) as info:
         sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
     assert str(info.value).endswith("\nThe query used to build `OUTPUT` must include the join expressions L.A or R.A "
-                                    "in its projection.")
+                                    "in its projection (eg, SELECT L.A...).")
     stmt = parse_statement("SELECT l.b FROM l JOIN r WITHIN 10 SECONDS ON l.a = ABS(r.a);")
     with pytest.raises(StatementError, match="must include the join expression L.A in its projection"):
         sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)

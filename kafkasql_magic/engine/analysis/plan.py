@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ...catalog import SourceDef
 from ...dialects import KSQL, Dialect
 from ...sql import ast
+from .join_key import JoinKey
 from .lookup import KeyLookup
 from .seek import Seek
 
@@ -91,6 +92,9 @@ class QueryPlan:
     #: A push query joining two tables (analysis.table_joins: PRIMARY_KEY or FOREIGN_KEY): both
     #: tables stream as changelogs into Spark state, and the result is a changelog with tombstones.
     table_join: str | None = None
+    #: A join's key (analysis.join_key): the ON operands, the synthetic ROWKEY column if any, and
+    #: the key columns the build fills with the join key where their own side is missing.
+    join_key: JoinKey | None = None
 
     @property
     def source(self) -> SourceDef:

@@ -21,6 +21,7 @@ from .checks import check_clauses, check_persistent
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
+from .join_key import JoinKey, is_synthetic_ref, join_key_of
 from .lookup import key_lookup
 from .seek import Seek, seek_of
 from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, table_join_kind
@@ -44,7 +45,9 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     check_window_timing(stmt, aggregating)
     if not stmt.emit_changes and dialect.ksql_clause_rules:
         check_window_bounds(stmt, first.source if first.view is None else None)
-    outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star)
+    join = join_key_of(stmt, inputs) if dialect.synthetic_join_key else None
+    outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star,
+                         synthetic=join.synthetic if join else None)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
                                    inputs if stmt.joins else None)
@@ -60,16 +63,19 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
+    keys = tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY
+                 else key_names(stmt, outputs, inputs, aggregating, join))
+    if join is not None and join.synthetic is None and not (aggregating or stmt.partition_by
+                                                            or table_join == FOREIGN_KEY):
+        join = replace(join, filled=keys)  # the key columns take the join key where their side is missing
     plan = QueryPlan(
-        statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs),
-        keys=tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY
-                   else key_names(stmt, outputs, inputs, aggregating)),
+        statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs), keys=keys,
         kind=TABLE if aggregating or table_join or (first.kind == TABLE and not stmt.joins) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
         tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
-        table_join=table_join)
+        table_join=table_join, join_key=join)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)
@@ -127,10 +133,11 @@ def _input(ref: ast.SourceRef | Subquery, catalog: Catalog, push: bool, dialect:
 
 
 def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
-               prefixed: bool = False) -> list[tuple[str, ast.Expr]]:
+               prefixed: bool = False, synthetic: str | None = None) -> list[tuple[str, ast.Expr]]:
     """(output name, expression) per result column, with the dialect's naming rules. `inputs`
     are the FROM items (anything with `qualifiers` and `columns`); `prefixed` names a join's
-    `*` columns, and a column several sources have, as ksqlDB does (`A_ID`, after the source's alias or name)."""
+    `*` columns, and a column several sources have, as ksqlDB does (`A_ID`, after the source's alias or name).
+    A join's `synthetic` key column (join_key.py) comes first in an unqualified `*`, as in ksqlDB."""
     outputs: list[tuple[str, ast.Expr]] = []
     aliases = naming.aliases(naming.fold(c) for side in inputs for c in side.columns)
     joined = len(inputs) > 1
@@ -138,6 +145,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
     common = {c for c in seen if seen.count(c) > 1}  # columns more than one joined source has
     for item in stmt.items:
         if isinstance(item, ast.Star):
+            if synthetic is not None and item.qualifier is None:
+                outputs.append((synthetic, ast.ColumnRef(synthetic)))
             for side in inputs:
                 if item.qualifier is not None and joined and \
                         item.qualifier.lower() not in {q.lower() for q in side.qualifiers}:
@@ -181,12 +190,14 @@ def _same_dialect(side, naming) -> bool:
     return source is not None and dialects.get(source.dialect).naming is naming
 
 
-def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool) -> list[str]:
+def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool, join: JoinKey | None = None) -> list[str]:
     """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's ON
-    columns, else the source's key."""
+    columns (or its synthetic key column), else the source's key."""
     keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
     if keys:
         return [n for n, e in outputs if e in keys]
+    if join is not None and join.synthetic is not None:
+        return [n for n, e in outputs if is_synthetic_ref(e, join)]
     if stmt.joins:
         return join_key(stmt.joins[-1].on, outputs, inputs)
     first = inputs[0]

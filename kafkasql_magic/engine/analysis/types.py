@@ -11,7 +11,7 @@ from ... import types
 from ...catalog import SourceDef
 from ...dialects import Dialect
 from ...sql import ast
-from ...typecheck import SelectTypes, check_select
+from ...typecheck import Checker, SelectTypes, check_select
 from ..columns import ROWOFFSET, ROWPARTITION, ROWTIME
 from .plan import Input, QueryPlan
 from .windowed_source import WINDOW_BOUNDS, window_of
@@ -34,7 +34,18 @@ def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> S
             columns[key] = type_
             if name in declared:
                 own.add(key)
+    key = plan.join_key
+    if key is not None and key.synthetic is not None:  # ROWKEY: of the join expression's type
+        columns[key.synthetic] = _join_key_type(plan, key, columns, dialect, text, frozenset(own))
     return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions(), frozenset(own))
+
+
+def _join_key_type(plan: QueryPlan, key, columns, dialect: Dialect, text, own) -> ast.Type | None:
+    refs = (plan.statement.source, *(j.source for j in plan.statement.joins))
+    aliases = {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}
+    checker = Checker(columns, dialect.name, text, aliases, dialect.untyped_functions(), own)
+    found = checker.type_of(key.left)
+    return found if found is not None else checker.type_of(key.right)
 
 
 def output_types(plan: QueryPlan, dialect: Dialect) -> dict[str, ast.Type]:

@@ -32,6 +32,7 @@ from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
 from .expressions import Compiler, JoinScope, Scope, quoted
+from .join_key import keyed_outputs, with_join_key
 
 #: (source, streaming) -> that source's raw Kafka records.
 RawReader = Callable[[SourceDef, bool], DataFrame]
@@ -99,7 +100,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         frame = logical_frame(raw, first.source)
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors)
-    frame, scope = _from(plan, raw, read, captures)
+    frame, scope = with_join_key(plan, *_from(plan, raw, read, captures))
     frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
@@ -112,9 +113,10 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+    outputs = keyed_outputs(plan, plan.outputs)
     if plan.table_join is not None:
-        return tombstoned(plan, _projected(frame, scope, where_error, plan.outputs))
-    return order.ordered(_projected(frame, scope, where_error, plan.outputs, extra), extra, keys)
+        return tombstoned(plan, _projected(frame, scope, where_error, outputs))
+    return order.ordered(_projected(frame, scope, where_error, outputs, extra), extra, keys)
 
 
 def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
