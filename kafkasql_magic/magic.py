@@ -255,7 +255,7 @@ class KStreamMagics(Magics):
         `start` attaches to a stack already started with `python -m kafkasql_magic.local up`
         (Binder's start script runs it) and starts one in this kernel otherwise."""
         from .local import stack
-        from .local.__main__ import running_state
+        from .local.running import running_state
 
         command = (line.split() or ["status"])[0]
         if command == "start":
