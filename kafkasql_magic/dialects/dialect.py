@@ -69,6 +69,9 @@ class Dialect:
     fails_on_bad_records = False
     #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
     stream_envelope_rules: tuple[tuple[str, str], ...] = ()
+    #: Tables are read from sources: CREATE TABLE ... FROM SOURCE takes a source created in this
+    #: dialect (its topic and first offsets), and SHOW TABLES lists those tables.
+    has_source_tables = False
     #: Statement type -> how it becomes a catalog entry.
     source_statements: dict[type, Callable[[ast.Statement, SourceContext], SourceDef]] = {
         ast.CreateSource: _ksql_source,

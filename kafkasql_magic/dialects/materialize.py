@@ -28,6 +28,7 @@ class Materialize(Dialect):
     requires_included_headers = True
     fails_on_bad_records = True
     upserts_null_keys = True
+    has_source_tables = True
     stream_envelope_rules = ((KEY_WITHOUT_VALUE, "Envelope error: Flat: Value not present for message"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
 
