@@ -29,6 +29,7 @@ class Materialize(Dialect):
     fails_on_bad_records = True
     upserts_null_keys = True
     has_source_tables = True
+    absent_functions = frozenset()
     stream_envelope_rules = ((KEY_WITHOUT_VALUE, "Envelope error: Flat: Value not present for message"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
 

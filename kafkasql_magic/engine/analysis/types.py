@@ -34,7 +34,8 @@ def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> S
             columns[key] = type_
             if name in declared:
                 own.add(key)
-    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions(), frozenset(own))
+    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions(), frozenset(own),
+                        dialect.absent_functions)
 
 
 def output_types(plan: QueryPlan, dialect: Dialect) -> dict[str, ast.Type]:
