@@ -1,4 +1,5 @@
-"""ARCHITECTURE.md's module map names the modules that exist, and every module is on it."""
+"""ARCHITECTURE.md matches the code: its module map names every module (and only modules that
+exist), in the row of its package, and imports go the one way it states."""
 
 from __future__ import annotations
 
@@ -87,3 +88,52 @@ def test_imports_that_the_module_map_rules_out():
     ipython = [_module_name(p) for p in PACKAGE.rglob("*.py")
                if re.search(r"^\s*(from|import) IPython\b", p.read_text(), re.MULTILINE)]
     assert ipython == ["magic"]
+
+
+# ---------------------------------------------------------------- modules inside packages
+def rows() -> dict[str, str]:
+    """Module map rows: the first column's name -> the job column's text."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    table = text[text.index("## Module map"):text.index("## Where each decision lives")]
+    found = {}
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            cells = row.split("|")
+            found[re.findall(r"`([\w/.]+)`", cells[1])[0]] = cells[2]
+    return found
+
+
+def _row_of(relative: str, table: dict[str, str]) -> str:
+    """The row a module is described in: its own, else its innermost package's."""
+    if relative in table:
+        return relative
+    packages = [name for name in table if name.endswith("/") and relative.startswith(name)]
+    return max(packages, key=len)
+
+
+def _named(stem: str, text: str) -> bool:
+    return re.search(rf"`[^`]*(?<!\w){re.escape(stem)}(\.py|\.lark|/)?(?!\w)[^`]*`", text) is not None
+
+
+def test_every_module_is_named_in_its_packages_row():
+    table = rows()
+    unnamed = []
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if "__pycache__" in relative or path.name in ("__init__.py", "__main__.py") or "/" not in relative \
+                or path.suffix not in (".py", ".lark"):
+            continue
+        row = _row_of(relative, table)
+        if row != relative and not _named(path.stem, table[row]):
+            unnamed.append(relative)
+    assert unnamed == []
+
+
+def test_every_file_a_row_names_exists():
+    missing = []
+    for name, text in rows().items():
+        base = PACKAGE / name if name.endswith("/") else PACKAGE
+        for file in re.findall(r"`([\w/]+\.(?:py|lark))`", text):
+            if not ((PACKAGE / file).exists() or any(base.rglob(Path(file).name))):
+                missing.append((name, file))
+    assert missing == []
