@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ... import types
 from ...catalog import SourceDef
+from ... import dialects
 from ...dialects import Dialect
 from ...sql import ast
 from ...typecheck import SelectTypes, check_select
@@ -28,7 +29,7 @@ def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> S
     own: set[str] = set()  # declared columns of sources of the query's dialect: named exactly
     for side in plan.inputs:
         declared = {c.name for c in side.source.columns} if side.view is None and \
-            side.source.dialect == dialect.name else set()
+            dialects.get(side.source.dialect) is dialect else set()
         for name, type_ in _visible_types(side, dialect).items():
             key = f"{side.qualifiers[0]}.{name}" if joined else name
             columns[key] = type_
