@@ -19,6 +19,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Any, Bool, Float, Int, Unicode
 
 from . import pyvars
+from .dialects import DIALECTS
 from .errors import KStreamError
 from .magic_line import LineError, split_line
 from .session import Session
@@ -141,7 +142,7 @@ class KStreamMagics(Magics):
                    "$KAFKASQL_BOOTSTRAP_SERVERS or the embedded stack)")
     @argument("--registry", metavar="URL", help="Schema Registry URL")
     @argument("-o", "--output", metavar="NAME", help="bind the result (DataFrame or query handle) to NAME")
-    @argument("--dialect", choices=["ksql", "materialize"], help="SQL dialect of this cell")
+    @argument("--dialect", choices=sorted(DIALECTS), help="SQL dialect of this cell")
     @argument("--timeout", type=float, metavar="SECONDS", help="how long a `LIMIT n` push query waits for its rows")
     @argument("--max-rows", type=int, metavar="N", help="rows shown by this cell's live widget")
     @argument("-f", "--file", metavar="PATH", help="run the statements in this file")
@@ -255,7 +256,7 @@ class KStreamMagics(Magics):
         `start` attaches to a stack already started with `python -m kafkasql_magic.local up`
         (Binder's start script runs it) and starts one in this kernel otherwise."""
         from .local import stack
-        from .local.__main__ import running_state
+        from .local.running import running_state
 
         command = (line.split() or ["status"])[0]
         if command == "start":

@@ -150,9 +150,6 @@ class Connections:
                                      + ", ".join(f"connection '{u}'" for u in users))
         del table[name]
 
-    def has_secret(self, name: str) -> bool:
-        return name in self._secrets
-
     def missing_secrets(self, stmt: CreateConnection) -> tuple[str, ...]:
         """The secrets `stmt` names that this session does not have, in order."""
         return tuple(dict.fromkeys(o.secret for o in stmt.options

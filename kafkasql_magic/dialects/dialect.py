@@ -72,6 +72,12 @@ class Dialect:
     fails_on_bad_records = False
     #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
     stream_envelope_rules: tuple[tuple[str, str], ...] = ()
+    #: Tables are read from sources: CREATE TABLE ... FROM SOURCE takes a source created in this
+    #: dialect (its topic and first offsets), and SHOW TABLES lists those tables.
+    has_source_tables = False
+    #: Functions of the shared tables this dialect does not have: ksqlDB aggregates into a list
+    #: with COLLECT_LIST and knows no `list_agg`, so a ksql query naming one gets "Can't find".
+    absent_functions = frozenset({"ARRAY_AGG", "LIST_AGG", "MAP_AGG", "STRING_AGG"})
     #: Statement type -> how it becomes a catalog entry.
     source_statements: dict[type, Callable[[ast.Statement, SourceContext], SourceDef]] = {
         ast.CreateSource: _ksql_source,

@@ -29,6 +29,8 @@ class Materialize(Dialect):
     requires_included_headers = True
     fails_on_bad_records = True
     upserts_null_keys = True
+    has_source_tables = True
+    absent_functions = frozenset()
     stream_envelope_rules = ((KEY_WITHOUT_VALUE, "Envelope error: Flat: Value not present for message"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
 
@@ -36,14 +38,14 @@ class Materialize(Dialect):
         return pg_types.show_columns_rows(columns)
 
     def untyped_functions(self) -> frozenset[str]:
-        from . import pg_functions
+        from ..engine.build import pg_functions
 
         return frozenset(pg_functions.FUNCTIONS)
 
     def function(self, name, nargs, arg_types):
         """PostgreSQL's functions over ksql's; a call none takes fails in Materialize's words."""
         from ..engine.build.functions import FUNCTIONS
-        from . import pg_functions
+        from ..engine.build import pg_functions
 
         fn = pg_functions.FUNCTIONS.get(name.upper()) or FUNCTIONS.get(name.upper())
         if fn is None or nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args):
@@ -52,7 +54,7 @@ class Materialize(Dialect):
         return fn
 
     def text_cast(self, value, source_type):
-        from . import pg_functions
+        from ..engine.build import pg_functions
 
         return pg_functions.pg_text(value, source_type)
 

@@ -50,8 +50,6 @@ class Format:
     #: Primitive types this format can hold in a key or value column; None means all.
     supported_types: frozenset[str] | None = None
     single_column_only = False
-    #: True when the format can be used for keys at all.
-    key_capable = True
 
     def validate(self, fields: Sequence[Field], role: str, kind: str) -> None:
         if self.single_column_only and len(fields) > 1:

@@ -1,5 +1,5 @@
 """Where a Materialize source starts reading: START OFFSET and START TIMESTAMP as per-partition
-offsets for the kafkasql source's `startingOffsets` option.
+offsets (a source's first offsets; kafka.reads turns them into the `startingOffsets` option).
 
 START OFFSET (o0, o1, ...) gives partition i offset oi; a partition it does not list starts at
 its beginning. START TIMESTAMP t starts each partition at its first record with a timestamp
@@ -12,7 +12,6 @@ records), so this stays pure and testable without a broker.
 
 from __future__ import annotations
 
-import json
 from typing import Callable, Mapping, Sequence
 
 from ..errors import StatementError
@@ -54,8 +53,3 @@ def start_offsets(
         found = offsets_for_time(parts, absolute_timestamp(start_timestamp, now_ms))
         return {p: max(found[p], lows.get(p, 0)) for p in parts}
     return None
-
-
-def starting_offsets_option(offsets: Mapping[int, int]) -> str:
-    """The kafkasql source's startingOffsets value for these offsets."""
-    return json.dumps({str(p): int(o) for p, o in sorted(offsets.items())})

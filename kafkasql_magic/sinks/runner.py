@@ -21,11 +21,12 @@ from .. import clientconf
 from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
-from ..engine.columns import DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, result_column
+from ..engine.columns import (DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND, WINDOWSTART,
+                              result_column)
 from ..results import ProcessingLog, observed_errors
 from .encode import encode, writer_encoded
 
-WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
+WINDOW_BOUNDS = (WINDOWSTART, WINDOWEND)
 
 
 @dataclass(frozen=True)

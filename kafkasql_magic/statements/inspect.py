@@ -51,14 +51,15 @@ SHOW = {
 }
 
 
-#: SHOW <what> in a dialect whose listing differs from ksql's.
-DIALECT_SHOW = {"materialize": {"TABLES": lambda s: listings.show_source_tables(s.catalog)}}
+#: SHOW <what> in a dialect whose tables are read from sources (Dialect.has_source_tables).
+SOURCE_TABLES_SHOW = {"TABLES": lambda s: listings.show_source_tables(s.catalog)}
 
 
 def show(session, stmt: ast.Show, text, timeout):
     if stmt.what == "QUERIES":
         return _show_queries(session, stmt.extended)
-    listing = DIALECT_SHOW.get(session.dialect_now.name, {}).get(stmt.what) or SHOW.get(stmt.what)
+    own = SOURCE_TABLES_SHOW if session.dialect_now.has_source_tables else {}
+    listing = own.get(stmt.what) or SHOW.get(stmt.what)
     if listing is None:
         raise StatementError(f"SHOW {stmt.what} is not supported.")
     return listing(session)

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 
 from ..catalog import SourceDef, ViewDef
+from .. import dialects
 from ..dialects import SourceContext
 from ..errors import StatementError
 from ..dialects import limits
@@ -69,7 +70,7 @@ def create_source_table(session, stmt: mz_ast.CreateSourceTable, text, timeout):
     if stmt.if_not_exists and stmt.name in session.catalog:
         return None
     source = session.catalog.get(stmt.source)
-    if not isinstance(source, SourceDef) or source.dialect != "materialize":
+    if not isinstance(source, SourceDef) or not dialects.get(source.dialect).has_source_tables:
         raise StatementError(f"{stmt.source} is not a Kafka source created with CREATE SOURCE ... FROM KAFKA")
     if stmt.reference is not None and stmt.reference != source.topic:
         raise StatementError(f"reference {stmt.reference} not found in source {source.name} "

@@ -28,11 +28,12 @@ class Checker:
 
     def __init__(self, columns: Mapping[str, ast.Type], dialect: str = "ksql", text: str | None = None,
                  aliases: Mapping[str, str] | None = None, untyped: frozenset[str] = frozenset(),
-                 own: frozenset[str] = frozenset()):
+                 own: frozenset[str] = frozenset(), absent: frozenset[str] = frozenset()):
         self.messages: Messages = MESSAGES[dialect]
         self.dialect = dialect
         self.own = own  # columns declared in this dialect: named exactly (sql/names.py)
         self.untyped = untyped  # functions the dialect has that the signature table does not type
+        self.absent = absent  # functions of the signature table the dialect does not have
         self.text = text
         self.aliases = {name.lower(): alias.lower() for name, alias in (aliases or {}).items()}
         self.types: dict[int, ast.Type | None] = {}
@@ -151,7 +152,7 @@ class Checker:
             return None
         if lambdas.is_lambda_function(e.name):
             return lambdas.type_call(self, e)
-        if not signatures.is_known(e.name, self.dialect):
+        if not signatures.is_known(e.name) or e.name in self.absent:
             raise self.error(e, self.messages.unknown_function(e.name, [self.argument(a) for a in e.args]))
         if any(isinstance(a, ast.Lambda) for a in e.args):
             raise self.error(e, self.messages.no_overload(e.name, [self.argument(a) for a in e.args],
@@ -353,17 +354,19 @@ class SelectTypes:
 
 def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: str = "ksql",
                  text: str | None = None, untyped: frozenset[str] = frozenset(),
-                 own: frozenset[str] = frozenset()) -> SelectTypes:
+                 own: frozenset[str] = frozenset(), absent: frozenset[str] = frozenset()) -> SelectTypes:
     """Type-check every expression of `select` over the visible `columns` (pseudocolumns
     included; WINDOWSTART and WINDOWEND are added for a windowed query); `own` are those
     declared in `dialect` itself, named exactly (sql/names.py). A join's columns are
     keyed `QUALIFIER.NAME`, the qualifier being each source's alias, or its name when it has
     none (a source's name still resolves to its alias). `text` is the cell the statement came
-    from, for a caret under the error. Raises ExpressionTypeError."""
+    from, for a caret under the error; `untyped` and `absent` are the dialect's functions beyond
+    the signature table and the table's functions it lacks. Raises ExpressionTypeError."""
     if select.window is not None:
         columns = {**WINDOW_COLUMNS, **columns}
     refs = (select.source, *(j.source for j in select.joins))
-    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}, untyped, own)
+    checker = Checker(columns, dialect, text, {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}, untyped, own,
+                      absent)
     for join in select.joins:
         checker.check_condition(join.on, "ON")
     if select.where is not None:

@@ -323,11 +323,6 @@ def resolve(name: str, args: list[ast.Type | None]) -> Resolved | None:
     return None
 
 
-#: Functions one dialect has and the other does not: ksqlDB aggregates into a list with
-#: COLLECT_LIST and knows no `list_agg`, so a ksql query naming one gets ksqlDB's "Can't find".
-DIALECT_ONLY = {"ARRAY_AGG": "materialize", "LIST_AGG": "materialize", "MAP_AGG": "materialize",
-                "STRING_AGG": "materialize"}
-
-
-def is_known(name: str, dialect: str = "ksql") -> bool:
-    return name in SIGNATURES and DIALECT_ONLY.get(name, dialect) == dialect
+def is_known(name: str) -> bool:
+    """In the signature table (of every dialect: `Dialect.absent_functions` says which one lacks it)."""
+    return name in SIGNATURES

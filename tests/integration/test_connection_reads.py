@@ -10,7 +10,8 @@ from kafkasql_magic.kafka.offsets import watermarks
 from kafkasql_magic.kafka.time_index import first_offsets_at_or_after
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
-from kafkasql_magic.kafka.start_position import start_offsets, starting_offsets_option
+from kafkasql_magic.kafka.reads import bounded
+from kafkasql_magic.kafka.start_position import start_offsets
 
 
 def connection(bootstrap):
@@ -20,8 +21,9 @@ def connection(bootstrap):
     return registry.kafka_properties("k")
 
 
-def read(spark, props, topic, starting):
-    options = {"bootstrap.servers": props["bootstrap.servers"], "topic": topic, "startingOffsets": starting}
+def read(spark, props, topic, start):
+    """The topic read as a source with first offsets `start` is (kafka.reads)."""
+    options = bounded(props["bootstrap.servers"], topic, start=start).options()
     options.update({f"kafka.{k}": v for k, v in props.items() if k != "bootstrap.servers"})
     df = spark.read.format("kafkasql").options(**options).load()
     return sorted((r.partition, r.offset, r.value.decode()) for r in df.collect())
@@ -38,7 +40,7 @@ def test_start_offset_through_a_connection(spark, broker, new_topic):
     offsets = start_offsets(statement.topic, sorted(marks), {p: lo for p, (lo, _) in marks.items()},
                             start_offsets=statement.start_offsets)
     assert offsets == {0: 2, 1: 0}
-    assert read(spark, props, topic, starting_offsets_option(offsets)) == [
+    assert read(spark, props, topic, offsets) == [
         (0, 2, "p0-2"), (0, 3, "p0-3"), (1, 0, "p1-0"), (1, 1, "p1-1"), (1, 2, "p1-2"), (1, 3, "p1-3")]
 
 
@@ -61,7 +63,7 @@ def test_relative_start_timestamp(spark, broker, new_topic):
     offsets = start_offsets(topic, [0], {0: 0}, start_timestamp=statement.start_timestamp,
                             now_ms=int(time.time() * 1000), offsets_for_time=offsets_for_time)
     assert offsets == {0: 1}
-    assert [v for _, _, v in read(spark, props, topic, starting_offsets_option(offsets))] == [
+    assert [v for _, _, v in read(spark, props, topic, offsets)] == [
         "an hour ago", "a minute ago", "late, out of order"]
 
 

@@ -120,6 +120,11 @@ def test_views_subscribe_helpers_and_both_dialects(session, topic):
     assert list(session.sql("SELECT PARTITION FROM hs;").columns) == ["PARTITION"]
     shown = session.sql("SHOW SOURCES", **MZ)
     assert {"hs", "KS_SIDE"} <= set(shown.name)
+    # a table is read from a source of a dialect whose tables come from sources, not from a ksql stream
+    with pytest.raises(ks.StatementError, match=r"^ks_side is not a Kafka source created with CREATE SOURCE \.\.\. FROM KAFKA$"):
+        session.sql("CREATE TABLE from_ksql FROM SOURCE ks_side FORMAT JSON", **MZ)
+    session.sql("CREATE TABLE from_hs FROM SOURCE hs FORMAT JSON", **MZ)
+    assert "from_hs" in set(session.sql("SHOW TABLES", **MZ).name)
 
 
 AVRO_VALUE = {"type": "record", "name": "V", "fields": [{"name": "Id", "type": "long"}, {"name": "b", "type": "string"}]}

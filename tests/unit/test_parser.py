@@ -697,11 +697,12 @@ def test_parser_is_built_once_and_is_lalr(monkeypatch):
     text = ("SELECT id, v, ROWOFFSET AS o, CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM s "
             "WHERE a BETWEEN 1 AND 10 AND b IN (1, 2, 3) EMIT CHANGES LIMIT 3;")
     parse_statement(text)
+    first = KSQL.lark
     built = []
     monkeypatch.setattr(parser_module, "Lark", lambda *args, **kwargs: built.append(args))
     for _ in range(20):
         parse_statement(text)
-    assert built == [] and KSQL.lark is KSQL.lark and KSQL.lark.options.parser == "lalr"
+    assert built == [] and KSQL.lark is first and first.options.parser == "lalr"
 
 
 def test_ast_nodes_are_frozen_and_positions_do_not_count():

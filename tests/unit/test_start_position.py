@@ -6,7 +6,8 @@ import pytest
 
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.kafka.offsets import parse_offsets
-from kafkasql_magic.kafka.start_position import absolute_timestamp, start_offsets, starting_offsets_option
+from kafkasql_magic.kafka.reads import bounded
+from kafkasql_magic.kafka.start_position import absolute_timestamp, start_offsets
 
 LOWS = {0: 0, 1: 5, 2: 0}
 
@@ -45,6 +46,6 @@ def test_no_option_leaves_the_start_to_the_session():
 
 
 def test_the_option_the_source_reads():
-    text = starting_offsets_option({1: 7, 0: 3})
+    text = bounded("127.0.0.1:9092", "t", start={1: 7, 0: 3}).options()["startingOffsets"]
     assert text == '{"0": 3, "1": 7}'
     assert parse_offsets(text, "startingOffsets", "earliest") == {0: 3, 1: 7}

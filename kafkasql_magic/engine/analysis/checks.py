@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...dialects import KSQL
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
@@ -33,7 +34,8 @@ def check_functions(stmt: ast.Select) -> None:
         [e for e in (stmt.where, stmt.having) if e is not None]
     for expr in exprs:
         for node in ast.walk(expr):
-            if isinstance(node, ast.FunctionCall) and not signatures.is_known(node.name) \
+            if isinstance(node, ast.FunctionCall) and (not signatures.is_known(node.name)
+                                                       or node.name in KSQL.absent_functions) \
                     and not lambdas.is_lambda_function(node.name):
                 raise StatementError(f"Can't find any functions with the name '{node.name}'")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...sql import ast
-from ..columns import PSEUDOCOLUMNS
+from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION, ROWTIME
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
 
@@ -102,14 +102,14 @@ def seek_of(where: ast.Expr | None) -> Seek:
     lo = hi = rowtime = None
     for conjunct in conjuncts(where):
         for column, op, values in _constraints(conjunct):
-            if column == "ROWPARTITION":
+            if column == ROWPARTITION:
                 if op in ("=", "IN"):
                     pinned = frozenset(values)
                     partitions = pinned if partitions is None else partitions & pinned
-            elif column == "ROWOFFSET":
+            elif column == ROWOFFSET:
                 low, high = _range(op, values)
                 lo, hi = _tighter(lo, low, max), _tighter(hi, high, min)
-            elif column == "ROWTIME" and op in (">", ">=", "="):
+            elif column == ROWTIME and op in (">", ">=", "="):
                 floor = values[0] + (1 if op == ">" else 0)
                 rowtime = _tighter(rowtime, floor, max)
     return Seek(partitions, lo, hi, rowtime)

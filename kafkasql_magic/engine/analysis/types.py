@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ... import types
 from ...catalog import SourceDef
+from ... import dialects
 from ...dialects import Dialect
 from ...sql import ast
 from ...typecheck import Checker, SelectTypes, check_select
@@ -28,7 +29,7 @@ def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> S
     own: set[str] = set()  # declared columns of sources of the query's dialect: named exactly
     for side in plan.inputs:
         declared = {c.name for c in side.source.columns} if side.view is None and \
-            side.source.dialect == dialect.name else set()
+            dialects.get(side.source.dialect) is dialect else set()
         for name, type_ in _visible_types(side, dialect).items():
             key = f"{side.qualifiers[0]}.{name}" if joined else name
             columns[key] = type_
@@ -37,13 +38,15 @@ def check_types(plan: QueryPlan, dialect: Dialect, text: str | None = None) -> S
     key = plan.join_key
     if key is not None and key.synthetic is not None:  # ROWKEY: of the join expression's type
         columns[key.synthetic] = _join_key_type(plan, key, columns, dialect, text, frozenset(own))
-    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions(), frozenset(own))
+    return check_select(plan.statement, columns, dialect.name, text, dialect.untyped_functions(), frozenset(own),
+                        dialect.absent_functions)
 
 
 def _join_key_type(plan: QueryPlan, key, columns, dialect: Dialect, text, own) -> ast.Type | None:
     refs = (plan.statement.source, *(j.source for j in plan.statement.joins))
     aliases = {r.name: r.alias for r in refs if isinstance(r, ast.SourceRef) and r.alias}
-    checker = Checker(columns, dialect.name, text, aliases, dialect.untyped_functions(), own)
+    checker = Checker(columns, dialect.name, text, aliases, dialect.untyped_functions(), own,
+                      dialect.absent_functions)
     found = checker.type_of(key.left)
     return found if found is not None else checker.type_of(key.right)
 

@@ -16,9 +16,9 @@ from typing import Callable, Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..errors import StatementError
-from ..engine.build.functions import Context, Function, _literal_text, _simple
-from ..sql import ast
+from ...errors import StatementError
+from .functions import Context, Function, _literal_text, _simple
+from ...sql import ast
 
 #: PostgreSQL wraps base64 text at 76 characters.
 BASE64_LINE = 76
