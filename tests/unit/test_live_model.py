@@ -234,3 +234,32 @@ def test_text_table_lines_up():
     assert table[3] == "| 22 | NULL  |"  # newest first
     assert table[4] == "| 1  | alice |"
     assert len({len(line) for line in table}) == 1
+
+
+def test_html_table_reads_at_a_glance():
+    """One line of SQL above the table (full text on hover), one line per row, numbers right-aligned,
+    newest row on top, and a sparkline of rows per second beside the status."""
+    import re
+
+    from kafkasql_magic.live import render
+
+    clock = Clock()
+    sql = "SELECT id,\n       name\nFROM people EMIT CHANGES;"
+    m = LiveModel(["ID", "NAME"], title=sql, clock=clock)
+    m.on_batch(0, [(1, "alice")])
+    clock.now += 2
+    m.on_batch(1, [(22, "bob"), (3, None)])
+    snap = m.snapshot()
+    table = render.table_html(snap)
+    caption = re.search(r'<div class="kstream-sql" title="([^"]*)" style="([^"]*)">([^<]*)</div>', table)
+    assert caption and caption.group(3) == "SELECT id, name FROM people EMIT CHANGES;"
+    assert caption.group(1) == sql  # the full text, on hover
+    assert "white-space:nowrap" in caption.group(2) and "text-overflow:ellipsis" in caption.group(2)
+    cells = re.findall(r'<td style="([^"]*)">([^<]*)</td>', table)
+    assert [text for _, text in cells] == ["3", "NULL", "22", "bob", "1", "alice"]  # newest first
+    assert all("white-space:nowrap" in style for style, _ in cells)
+    aligned = {text: re.search(r"text-align:(\w+)", style).group(1) for style, text in cells}
+    assert aligned == {"3": "right", "22": "right", "1": "right", "NULL": "left", "bob": "left", "alice": "left"}
+    status = render.status_html(snap)
+    spark = re.search(r'<span class="kstream-spark"[^>]*>([^<]*)</span>', status)
+    assert spark and spark.group(1).endswith("▅▁█")  # 1 row two seconds ago, 2 rows now
