@@ -60,6 +60,11 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
         while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert handle.model.snapshot().rows_total == 3
+        # records read count from the batch that read them (its progress report), not a batch later
+        while handle.model.snapshot().input_rows_total < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert handle.model.snapshot().input_rows_total == 3
+        assert handle.model.snapshot().input_rows_per_second > 0
         assert "k2" in handle._view.table.value
         handle._view.button.click()
         assert handle.wait(60) and handle.state == "STOPPED"
