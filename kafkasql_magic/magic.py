@@ -26,19 +26,6 @@ from .session import Session
 _sessions: dict[str, Session] = {}
 
 
-def _embedded_endpoints() -> dict | None:
-    """The embedded stack's endpoints: this kernel's (`%kstream_local start`), else one started
-    with `python -m kafkasql_magic.local up` (Binder's start script does that)."""
-    from .local import stack
-    from .local.running import running_state
-
-    running = stack.default()
-    if running is not None:
-        return running.endpoints
-    state = running_state()
-    return state["endpoints"] if state else None
-
-
 _POSITION = re.compile(r"line (\d+):(\d+)")
 
 
@@ -269,7 +256,7 @@ class KStreamMagics(Magics):
                   else "this kernel uses the shared stack (python -m kafkasql_magic.local down stops it)")
             return None
         elif command == "status":
-            endpoints = _embedded_endpoints()
+            endpoints = stack.endpoints()
             if endpoints is None:
                 print("embedded stack not running")
                 return None
@@ -314,7 +301,9 @@ class KStreamMagics(Magics):
             or os.environ.get("KAFKASQL_BOOTSTRAP_SERVERS")
         embedded_registry = None
         if not bootstrap:
-            endpoints = _embedded_endpoints()
+            from .local import stack
+
+            endpoints = stack.endpoints()  # this kernel's, else the one Binder's start script launched
             if endpoints is None:
                 raise UsageError(
                     "No Kafka cluster: pass --bootstrap-servers, set %config KStreamMagics.bootstrap_servers, "
