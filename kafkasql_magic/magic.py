@@ -323,11 +323,7 @@ class KStreamMagics(Magics):
         session.max_rows = getattr(args, "max_rows", None) or self.max_rows
         session.timeout = self.timeout
         session.trigger_interval = self.trigger_interval
-        if session._spark is None and not self.show_spark_logs:
-            from .spark_logs import quietly
-
-            with quietly():
-                session.spark  # the JVM keeps the log file as its stderr from its start on
+        session.show_spark_logs = self.show_spark_logs
         return session
 
 
