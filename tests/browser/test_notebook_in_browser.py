@@ -142,6 +142,8 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     # Records from another process arrive while the cell is idle; rates are current.
     _run(page, FEED)
     _until(lambda: float(_status(page).get("rows/s", "0").replace(",", "")) > 0, 60, "a rows/s rate above zero")
+    _until(lambda: float(_status(page).get("records in/s", "0").replace(",", "")) > 0, 30,
+           "a records in/s rate above zero")
     _until(lambda: int(_status(page)["rows"].replace(",", "")) >= 40, 90, "rows from the other process")
     _cell(page, LIVE).scroll_into_view_if_needed()
     _shot(page, "live")
@@ -153,7 +155,7 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _cell(page, LIVE).get_by_role("button", name="Stop").click()
     _until(lambda: _status(page).get("state") == "STOPPED", 10, "STOPPED")
     assert time.monotonic() - started < 10
-    assert _status(page)["rows/s"] == "–"
+    assert _status(page)["rows/s"] == "–" and _status(page)["records in/s"] == "–"
     # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
     page.keyboard.press("Control+s")
     _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
