@@ -27,19 +27,6 @@ from .session import Session
 _sessions: dict[str, Session] = {}
 
 
-def _embedded_endpoints() -> dict | None:
-    """The embedded stack's endpoints: this kernel's (`%kstream_local start`), else one started
-    with `python -m kafkasql_magic.local up` (Binder's start script does that)."""
-    from .local import stack
-    from .local.running import running_state
-
-    running = stack.default()
-    if running is not None:
-        return running.endpoints
-    state = running_state()
-    return state["endpoints"] if state else None
-
-
 _POSITION = re.compile(r"line (\d+):(\d+)")
 
 
@@ -270,7 +257,7 @@ class KStreamMagics(Magics):
                   else "this kernel uses the shared stack (python -m kafkasql_magic.local down stops it)")
             return None
         elif command == "status":
-            endpoints = _embedded_endpoints()
+            endpoints = stack.endpoints()
             if endpoints is None:
                 print("embedded stack not running")
                 return None
@@ -315,7 +302,9 @@ class KStreamMagics(Magics):
             or os.environ.get("KAFKASQL_BOOTSTRAP_SERVERS")
         embedded_registry = None
         if not bootstrap:
-            endpoints = _embedded_endpoints()
+            from .local import stack
+
+            endpoints = stack.endpoints()  # this kernel's, else the one Binder's start script launched
             if endpoints is None:
                 raise UsageError(
                     "No Kafka cluster: pass --bootstrap-servers, set %config KStreamMagics.bootstrap_servers, "
@@ -335,11 +324,7 @@ class KStreamMagics(Magics):
         session.max_rows = getattr(args, "max_rows", None) or self.max_rows
         session.timeout = self.timeout
         session.trigger_interval = self.trigger_interval
-        if session._spark is None and not self.show_spark_logs:
-            from .spark_logs import quietly
-
-            with quietly():
-                session.spark  # the JVM keeps the log file as its stderr from its start on
+        session.show_spark_logs = self.show_spark_logs
         return session
 
 

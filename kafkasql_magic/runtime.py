@@ -82,7 +82,7 @@ class PushQuery:
     def _watch(self) -> None:
         try:
             while not self._query.awaitTermination(0.1):
-                self._tally.follow(self._query)
+                self.model.on_records_read(self._tally.follow(self._query))
                 self._raise_fatal(self._log_observed())
                 if self._last_batch is not None and self._progress_of(self._last_batch):
                     self._query.stop()
@@ -99,7 +99,7 @@ class PushQuery:
                 self.model.set_state("FINISHED" if self._limit_reached() or self._range_read else "STOPPED")
         finally:
             wait_for_stream_thread(self._query, STREAM_THREAD_WAIT)  # the last batch's progress comes in
-            self._tally.follow(self._query)
+            self.model.on_records_read(self._tally.follow(self._query))
             fatal = self._log_observed()
             if fatal and self._failure is None:  # the last batch's bad record: the query failed all the same
                 self._failure = KStreamError(located_message(fatal[0]))
@@ -223,8 +223,7 @@ class PushQuery:
         with self._lock:
             self._buffer.extend(rows)
             self._rows_total += len(rows)
-        progress = self._query.lastProgress if self._query is not None else None
-        self.model.on_batch(batch_id, rows, num_input_rows=(progress or {}).get("numInputRows"))
+        self.model.on_batch(batch_id, rows)  # records read come from the batch's progress report (_watch)
         if self._limit_reached():
             self._last_batch = batch_id  # the watcher stops once this batch's progress is in
 

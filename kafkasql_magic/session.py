@@ -68,6 +68,8 @@ class Session:
         if service_id:
             self.settings["ksql.service.id"] = service_id
         self._spark = spark
+        #: In a Jupyter kernel, Spark's own start-up and log lines go to `spark_logs.log_path()` unless True.
+        self.show_spark_logs = False
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -76,9 +78,11 @@ class Session:
     def spark(self):
         with self._lock:
             if self._spark is None:
+                from .spark_logs import starting_spark
                 from .sparkenv import local_spark
 
-                self._spark = local_spark()
+                with starting_spark(show=self.show_spark_logs):  # in a notebook, Spark's logs go to a file
+                    self._spark = local_spark()
             else:
                 from .sparkenv import prepare as prepare_spark
 

@@ -3,7 +3,8 @@
 The JVM writes its start-up notices (incubator modules, log4j, native-hadoop) and later log4j
 lines to file descriptor 2, which Jupyter kernels show as a pink stderr block. Starting the JVM
 while descriptor 2 points at a log file gives the JVM (and the Python workers it starts) that
-file as stderr for good; the kernel's own descriptor is restored at once.
+file as stderr for good; the kernel's own descriptor is restored at once. Outside a kernel
+(scripts, `serve`, tests) Spark's output stays where it is.
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ def quietly():
         for fd, copy in zip((1, 2), saved):
             os.dup2(copy, fd)
             os.close(copy)
+
+
+def in_a_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (ipykernel forwards its stderr to the notebook)."""
+    return type(sys.stderr).__module__.startswith("ipykernel")
+
+
+def starting_spark(show: bool = False):
+    """The context Spark's JVM starts in: `quietly()` in a Jupyter kernel unless `show`."""
+    return quietly() if in_a_kernel() and not show else contextlib.nullcontext()

@@ -120,13 +120,7 @@ class LiveModel:
             changed = self._changed()
         self._notify(changed)
 
-    def on_batch(
-        self,
-        batch_id: int,
-        rows: Iterable[tuple],
-        *,
-        num_input_rows: int | None = None,
-    ) -> None:
+    def on_batch(self, batch_id: int, rows: Iterable[tuple]) -> None:
         """Record one micro-batch; rows are tuples in `columns` order. Rates are counted
         from arrivals here, so they are current (and fall to zero when the stream is idle)."""
         rows = [tuple(r) for r in rows]
@@ -141,12 +135,21 @@ class LiveModel:
             else:
                 self._rows.extend(rows)
             self._rows_total += len(rows)
-            if num_input_rows is not None:
-                self._input_rows_total += num_input_rows
             self._batch_id = batch_id
-            self._arrivals.append((self._clock(), len(rows), num_input_rows or 0))
+            self._arrivals.append((self._clock(), len(rows), 0))
             if self._state == "STARTING":
                 self._state = "RUNNING"
+            changed = self._changed()
+        self._notify(changed)
+
+    def on_records_read(self, total: int) -> None:
+        """The records the source has read so far (from Spark's progress reports, which come in
+        just after each micro-batch): the rise since the last call counts towards records in/s now."""
+        with self._lock:
+            if total <= self._input_rows_total:
+                return
+            self._arrivals.append((self._clock(), 0, total - self._input_rows_total))
+            self._input_rows_total = total
             changed = self._changed()
         self._notify(changed)
 

@@ -6,7 +6,7 @@ inside the current process (what `%kstream_local start` uses).
 
 from kafkasql_magic.local.broker import Broker
 from kafkasql_magic.kafka.producer import create_topic, produce
-from kafkasql_magic.local.stack import LocalStack, default, start_default, stop_default
+from kafkasql_magic.local.stack import LocalStack, default, endpoints, start_default, stop_default
 
-__all__ = ["Broker", "LocalStack", "create_topic", "default", "produce", "start_default",
+__all__ = ["Broker", "LocalStack", "create_topic", "default", "endpoints", "produce", "start_default",
            "stop_default"]

@@ -133,3 +133,17 @@ def default() -> LocalStack | None:
     """The running process-wide stack, or None."""
     stack = _DEFAULT
     return stack if stack is not None and stack.is_running() else None
+
+
+def endpoints() -> dict[str, str] | None:
+    """The endpoints of the embedded stack in use: this process's (`start_default()`), else one
+    started with `python -m kafkasql_magic.local up` (Binder's start script runs it, and
+    `%kstream_local start` attaches to it); None without either. Notebooks take their
+    `bootstrap.servers` and `schema.registry.url` from here."""
+    from kafkasql_magic.local.running import running_state
+
+    running = default()
+    if running is not None:
+        return running.endpoints
+    state = running_state()
+    return dict(state["endpoints"]) if state else None

@@ -142,6 +142,8 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     # Records from another process arrive while the cell is idle; rates are current.
     _run(page, FEED)
     _until(lambda: float(_status(page).get("rows/s", "0").replace(",", "")) > 0, 60, "a rows/s rate above zero")
+    _until(lambda: float(_status(page).get("records in/s", "0").replace(",", "")) > 0, 30,
+           "a records in/s rate above zero")
     _until(lambda: int(_status(page)["rows"].replace(",", "")) >= 40, 90, "rows from the other process")
     _cell(page, LIVE).scroll_into_view_if_needed()
     _shot(page, "live")
@@ -153,7 +155,7 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _cell(page, LIVE).get_by_role("button", name="Stop").click()
     _until(lambda: _status(page).get("state") == "STOPPED", 10, "STOPPED")
     assert time.monotonic() - started < 10
-    assert _status(page)["rows/s"] == "–"
+    assert _status(page)["rows/s"] == "–" and _status(page)["records in/s"] == "–"
     # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
     page.keyboard.press("Control+s")
     _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
@@ -173,10 +175,10 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     assert "active spark queries: 0" in _cell(page, AFTER_INTERRUPT).inner_text()
 
     # The schema pane's Insert makes a %%kstream cell below, at once.
-    _insert_from_schema_pane(page)
+    _insert_from_schema_pane(page, "lab")
 
 
-def _insert_from_schema_pane(page):
+def _insert_from_schema_pane(page, frontend: str):
     _run(page, SCHEMA)  # running the last cell adds an empty one below it
     cells_before = page.locator(".jp-Notebook:visible .jp-Cell").count()
     insert = _cell(page, SCHEMA).get_by_role("button", name="Insert into a new cell")
@@ -185,7 +187,7 @@ def _insert_from_schema_pane(page):
     _until(lambda: page.locator(".jp-Notebook:visible .jp-Cell").count() == cells_before + 1, 10, "a new cell")
     editor = _cell(page, SCHEMA + 1).locator(".jp-InputArea-editor")
     _until(lambda: editor.inner_text().strip(), 10, "the statement in the new cell")  # filled just after
-    _shot(page, "inserted")
+    _shot(page, f"{frontend}-inserted")
     inserted = editor.inner_text()
     assert inserted.startswith("%%kstream") and "CREATE STREAM CLICKS" in inserted
     copy = _cell(page, SCHEMA).get_by_role("button", name="Copy")
@@ -205,7 +207,7 @@ def test_insert_in_notebook_7(lab, page):
     time.sleep(1)
     for index in range(LIVE - 1):  # the stack and a topic with records
         _run(page, index, timeout=90)
-    _insert_from_schema_pane(page)
+    _insert_from_schema_pane(page, "notebook7")
 
 
 def test_persistent_query_card_counts_and_terminates(lab, page):

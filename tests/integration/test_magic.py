@@ -60,6 +60,11 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
         while handle.model.snapshot().rows_total < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert handle.model.snapshot().rows_total == 3
+        # records read count from the batch that read them (its progress report), not a batch later
+        while handle.model.snapshot().input_rows_total < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert handle.model.snapshot().input_rows_total == 3
+        assert handle.model.snapshot().input_rows_per_second > 0
         assert "k2" in handle._view.table.value
         handle._view.button.click()
         assert handle.wait(60) and handle.state == "STOPPED"
@@ -235,3 +240,31 @@ def _widgets():
     import gc
 
     return gc.get_objects()
+
+
+def test_config_settings_apply_to_the_next_statement_of_an_existing_session(shell, stream, broker):
+    """%config KStreamMagics.* changed after the cluster's session was made still applies (as JupySQL's do)."""
+    import kafkasql_magic.magic as magic
+
+    session = magic._sessions[broker.bootstrap_servers]
+    settings = {"dialect": "'materialize'", "trigger_interval": "'3 seconds'", "timeout": "1.5",
+                "schema_registry_url": "'http://127.0.0.1:1'"}
+    try:
+        for name, value in settings.items():
+            shell.run_line_magic("config", f"KStreamMagics.{name} = {value}")
+        shown = shell.run_line_magic("kstream", "SHOW SOURCES;")  # Materialize's listing, no --dialect
+        assert list(shown.columns) == ["name", "type", "cluster"]
+        assert session.schema_registry_url == "http://127.0.0.1:1"
+        shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream};")  # a snapshot in Materialize
+        assert len(shell.user_ns["q"]) == 3
+        shell.run_line_magic("config", "KStreamMagics.dialect = 'ksql'")
+        shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream} EMIT CHANGES;")
+        q = shell.user_ns["q"]
+        q.stop()
+        assert q._trigger == "3 seconds"
+        with pytest.raises(UsageError, match=r"returned 0 of 1 rows within 1.5 seconds"):
+            shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE n < 0 EMIT CHANGES LIMIT 1;")
+    finally:
+        for name, value in (("dialect", "'ksql'"), ("trigger_interval", "'0.5 seconds'"), ("timeout", "60.0"),
+                            ("schema_registry_url", "None")):
+            shell.run_line_magic("config", f"KStreamMagics.{name} = {value}")

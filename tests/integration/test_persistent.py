@@ -123,7 +123,7 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
     assert explained["Sink Kafka Topic"] == out and explained["Sources"] == src
     with pytest.raises(StatementError, match="Query with id:NOPE_1 does not exist"):
         ksql.sql("EXPLAIN NOPE_1;")
-    ksql.sql(f"TERMINATE {second.id};")
+    ksql.sql(f"TERMINATE {second.id.lower()};")  # ids match case-insensitively, as in ksqlDB's CLI
     assert list(ksql.sql("SHOW QUERIES;")["Query ID"]) == [first.id]
     ksql.sql("TERMINATE ALL;")
     assert ksql.sql("SHOW QUERIES;").empty

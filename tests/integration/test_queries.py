@@ -132,12 +132,15 @@ def test_unbounded_push_query_handle_streams_new_records_and_stops(session, brok
     session.sql(f"CREATE STREAM live (n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
     handle = session.sql("SELECT n FROM live EMIT CHANGES;")
     assert handle.is_active
-    produce(broker.bootstrap_servers, topic, [{"value": json.dumps({"n": i}), "partition": 0} for i in range(1, 4)])
+    produce(broker.bootstrap_servers, topic, [{"value": json.dumps({"n": i}), "partition": 0} for i in range(1, 4)]
+            + [{"value": b"not json", "partition": 0}])
     deadline = time.monotonic() + 60
-    while len(handle.rows()) < 4 and time.monotonic() < deadline:
+    while (len(handle.rows()) < 4 or not handle.model.snapshot().error_count) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sorted(handle.rows().N) == [0, 1, 2, 3]
-    assert handle.model.snapshot().rows_total == 4
+    snap = handle.model.snapshot()
+    assert snap.rows_total == 4 and snap.error_count == 1
+    assert snap.latest_errors[0].startswith("partition 0, offset 4: ")  # the widget's error list says where
     handle.stop()
     assert not handle.is_active and handle.state == "STOPPED"
 

@@ -52,7 +52,8 @@ def test_bad_arguments_are_rejected():
 def test_states_and_progress():
     m = LiveModel(["A"])
     assert m.state == "STARTING"
-    m.on_batch(7, [(1,)], num_input_rows=4)
+    m.on_batch(7, [(1,)])
+    m.on_records_read(4)
     snap = m.snapshot()
     assert snap.state == "RUNNING"  # the first batch means the query runs
     assert snap.input_rows_total == 4
@@ -78,11 +79,13 @@ def test_rates_are_current_fall_to_zero_when_idle_and_vanish_when_stopped():
     m = LiveModel(["A"], clock=clock)
     assert m.snapshot().rows_per_second == 0  # running, nothing yet
     clock.now += 2
-    m.on_batch(0, [(1,)] * 10, num_input_rows=12)
+    m.on_batch(0, [(1,)] * 10)
+    m.on_records_read(12)
     snap = m.snapshot()
     assert (snap.rows_per_second, snap.input_rows_per_second) == (5.0, 6.0)  # the first batch has rates
     clock.now += 3
-    m.on_batch(1, [(1,)] * 5, num_input_rows=5)
+    m.on_batch(1, [(1,)] * 5)
+    m.on_records_read(17)
     assert m.snapshot().rows_per_second == 3.0  # 15 rows in the 5 s window
     clock.now += 5.5
     seen = []
@@ -95,6 +98,25 @@ def test_rates_are_current_fall_to_zero_when_idle_and_vanish_when_stopped():
     count = len(seen)
     m.tick()
     assert len(seen) == count  # a stopped query does not tick
+
+
+def test_records_read_count_towards_the_current_input_rate_as_their_report_comes_in():
+    clock = Clock()
+    m = LiveModel(["A"], clock=clock)
+    seen = []
+    m.subscribe(seen.append)
+    clock.now += 2
+    m.on_batch(0, [(1,)] * 4)  # the batch's progress report is not in yet
+    m.on_records_read(6)  # ... now it is: the first batch has an input rate
+    snap = m.snapshot()
+    assert (snap.input_rows_total, snap.input_rows_per_second, snap.rows_per_second) == (6, 3.0, 2.0)
+    count = len(seen)
+    m.on_records_read(6)  # the same report seen again (the watcher polls): no change
+    m.on_records_read(5)
+    assert len(seen) == count and m.snapshot().input_rows_total == 6
+    clock.now += 6
+    m.tick()
+    assert m.snapshot().input_rows_per_second == 0  # idle
 
 
 def test_errors_show_partition_and_offset():
@@ -164,7 +186,7 @@ def test_concurrent_batches_count_exactly():
     try:
         def work(t):
             for b in range(batches):
-                m.on_batch(b, [(t, i) for i in range(per_thread // batches)], num_input_rows=3)
+                m.on_batch(b, [(t, i) for i in range(per_thread // batches)])
 
         pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
         for th in pool:
@@ -175,7 +197,6 @@ def test_concurrent_batches_count_exactly():
         sys.setswitchinterval(old)
     snap = m.snapshot()
     assert snap.rows_total == threads * per_thread
-    assert snap.input_rows_total == threads * batches * 3
     assert len(snap.rows) == 50
     assert sorted(notified) == list(range(1, threads * batches + 1))  # one version per change
 
@@ -234,3 +255,32 @@ def test_text_table_lines_up():
     assert table[3] == "| 22 | NULL  |"  # newest first
     assert table[4] == "| 1  | alice |"
     assert len({len(line) for line in table}) == 1
+
+
+def test_html_table_reads_at_a_glance():
+    """One line of SQL above the table (full text on hover), one line per row, numbers right-aligned,
+    newest row on top, and a sparkline of rows per second beside the status."""
+    import re
+
+    from kafkasql_magic.live import render
+
+    clock = Clock()
+    sql = "SELECT id,\n       name\nFROM people EMIT CHANGES;"
+    m = LiveModel(["ID", "NAME"], title=sql, clock=clock)
+    m.on_batch(0, [(1, "alice")])
+    clock.now += 2
+    m.on_batch(1, [(22, "bob"), (3, None)])
+    snap = m.snapshot()
+    table = render.table_html(snap)
+    caption = re.search(r'<div class="kstream-sql" title="([^"]*)" style="([^"]*)">([^<]*)</div>', table)
+    assert caption and caption.group(3) == "SELECT id, name FROM people EMIT CHANGES;"
+    assert caption.group(1) == sql  # the full text, on hover
+    assert "white-space:nowrap" in caption.group(2) and "text-overflow:ellipsis" in caption.group(2)
+    cells = re.findall(r'<td style="([^"]*)">([^<]*)</td>', table)
+    assert [text for _, text in cells] == ["3", "NULL", "22", "bob", "1", "alice"]  # newest first
+    assert all("white-space:nowrap" in style for style, _ in cells)
+    aligned = {text: re.search(r"text-align:(\w+)", style).group(1) for style, text in cells}
+    assert aligned == {"3": "right", "22": "right", "1": "right", "NULL": "left", "bob": "left", "alice": "left"}
+    status = render.status_html(snap)
+    spark = re.search(r'<span class="kstream-spark"[^>]*>([^<]*)</span>', status)
+    assert spark and spark.group(1).endswith("▅▁█")  # 1 row two seconds ago, 2 rows now

@@ -37,8 +37,10 @@ def view(model, stop):
 
 def test_batches_show_rows_and_status_numbers(model, view):
     assert view.status.value.count("STARTING") == 1
-    model.on_batch(41, [(1, "alice"), (2, "<script>x</script>")], num_input_rows=2)
-    model.on_batch(42, [(3, "carol")], num_input_rows=4)
+    model.on_batch(41, [(1, "alice"), (2, "<script>x</script>")])
+    model.on_records_read(2)
+    model.on_batch(42, [(3, "carol")])
+    model.on_records_read(6)
     assert "alice" in view.table.value and "carol" in view.table.value
     assert "&lt;script&gt;x&lt;/script&gt;" in view.table.value
     assert "<script>" not in view.table.value
