@@ -12,7 +12,7 @@ from . import ast
 from . import ast_materialize as mz
 from .materialize_parser import MATERIALIZE
 from .render import RENDERERS
-from .render_statements import StatementWriter, quoted
+from .render_statements import StatementWriter, if_exists, if_not_exists, quoted
 
 __all__ = ["MaterializeWriter", "MATERIALIZE_WRITER", "TYPE_TEXT", "MASKED_OPTIONS"]
 
@@ -72,10 +72,6 @@ def _names(w, names) -> str:
     return f" ({', '.join(w.ident(n) for n in names)})" if names else ""
 
 
-def _if_not_exists(s) -> str:
-    return "IF NOT EXISTS " if s.if_not_exists else ""
-
-
 # ---------------------------------------------------------------- statements
 def _kafka(w, s: ast.CreateKafkaSource) -> str:
     if s.connection is None:
@@ -88,13 +84,13 @@ def _kafka(w, s: ast.CreateKafkaSource) -> str:
 
 
 def _create_source(w, s: ast.CreateKafkaSource) -> str:
-    return (f"CREATE SOURCE {_if_not_exists(s)}{w.ident(s.name)}{_names(w, s.columns)} FROM KAFKA {_kafka(w, s)}"
+    return (f"CREATE SOURCE {if_not_exists(s)}{w.ident(s.name)}{_names(w, s.columns)} FROM KAFKA {_kafka(w, s)}"
             f"{_formats(w, s)}{_includes_and_envelope(w, s)}")
 
 
 def _create_source_table(w, s: mz.CreateSourceTable) -> str:
     reference = f" (REFERENCE {w.ident(s.reference)})" if s.reference is not None else ""
-    return (f"CREATE TABLE {_if_not_exists(s)}{w.ident(s.name)}{_names(w, s.columns)} FROM SOURCE "
+    return (f"CREATE TABLE {if_not_exists(s)}{w.ident(s.name)}{_names(w, s.columns)} FROM SOURCE "
             f"{w.ident(s.source)}{reference}{_formats(w, s)}{_includes_and_envelope(w, s)}")
 
 
@@ -110,7 +106,7 @@ def _option(w, o: mz.ConnectionOption) -> str:
 
 def _create_connection(w, s: mz.CreateConnection) -> str:
     options = ", ".join(_option(w, o) for o in s.options)
-    return (f"CREATE CONNECTION {_if_not_exists(s)}{w.ident(s.name)} TO {s.kind} ({options})"
+    return (f"CREATE CONNECTION {if_not_exists(s)}{w.ident(s.name)} TO {s.kind} ({options})"
             + ("" if s.validate else " WITH (VALIDATE = false)"))
 
 
@@ -118,32 +114,28 @@ def _create_sink(w, s: mz.CreateSink) -> str:
     target = f"BROKER {quoted(redact.url(s.broker))}" if s.broker is not None else f"CONNECTION {w.ident(s.connection)}"
     key = f" KEY{_names(w, s.key)}" + (" NOT ENFORCED" if s.key_not_enforced else "") if s.key else ""
     headers = f" HEADERS {w.ident(s.headers)}" if s.headers is not None else ""
-    return (f"CREATE SINK {_if_not_exists(s)}{w.ident(s.name)} FROM {w.ident(s.relation)} INTO KAFKA {target} "
+    return (f"CREATE SINK {if_not_exists(s)}{w.ident(s.name)} FROM {w.ident(s.relation)} INTO KAFKA {target} "
             f"(TOPIC {quoted(s.topic)}){key}{headers}{_formats(w, s)} ENVELOPE {s.envelope}")
 
 
 def _create_view(w, s: ast.CreateView) -> str:
     return (f"CREATE {'OR REPLACE ' if s.or_replace else ''}{'MATERIALIZED ' if s.materialized else ''}VIEW "
-            f"{_if_not_exists(s)}{w.ident(s.name)} AS {w.select(s.query)}")
-
-
-def _if_exists(s) -> str:
-    return "IF EXISTS " if s.if_exists else ""
+            f"{if_not_exists(s)}{w.ident(s.name)} AS {w.select(s.query)}")
 
 
 MATERIALIZE_STATEMENTS = {
     ast.Select: lambda w, s: w.select(s),
     ast.CreateKafkaSource: _create_source,
     mz.CreateSourceTable: _create_source_table,
-    mz.CreateSecret: lambda w, s: f"CREATE SECRET {_if_not_exists(s)}{w.ident(s.name)} AS {quoted(redact.HIDDEN)}",
+    mz.CreateSecret: lambda w, s: f"CREATE SECRET {if_not_exists(s)}{w.ident(s.name)} AS {quoted(redact.HIDDEN)}",
     mz.CreateConnection: _create_connection,
     ast.CreateView: _create_view,
     mz.CreateSink: _create_sink,
     ast.Subscribe: lambda w, s: f"SUBSCRIBE {w.ident(s.name)}" if s.query is None else f"SUBSCRIBE ({w.select(s.query)})",
     ast.Show: lambda w, s: f"SHOW {s.what}",
     ast.Describe: lambda w, s: f"SHOW COLUMNS FROM {w.ident(s.name)}",
-    ast.Drop: lambda w, s: f"DROP {s.kind} {_if_exists(s)}{w.ident(s.name)}",
-    mz.DropSink: lambda w, s: f"DROP SINK {_if_exists(s)}{w.ident(s.name)}",
+    ast.Drop: lambda w, s: f"DROP {s.kind} {if_exists(s)}{w.ident(s.name)}",
+    mz.DropSink: lambda w, s: f"DROP SINK {if_exists(s)}{w.ident(s.name)}",
 }
 
 

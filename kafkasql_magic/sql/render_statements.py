@@ -11,7 +11,8 @@ from . import ast
 from .parser import KSQL
 from .render import ExpressionWriter
 
-__all__ = ["StatementWriter", "KsqlWriter", "KSQL_WRITER", "render_statement", "duration", "quoted"]
+__all__ = ["StatementWriter", "KsqlWriter", "KSQL_WRITER", "render_statement", "duration", "quoted", "if_exists",
+           "if_not_exists"]
 
 #: Duration units, largest first: a duration is written in the largest unit that divides it.
 UNITS = (("DAYS", 86_400_000), ("HOURS", 3_600_000), ("MINUTES", 60_000), ("SECONDS", 1000), ("MILLISECONDS", 1))
@@ -76,17 +77,24 @@ class StatementWriter(ExpressionWriter):
         return " ".join(parts)
 
     def window(self, w: ast.Window) -> str:
-        size = {"TUMBLING": f"SIZE {duration(w.size)}", "SESSION": duration(w.size),
-                "HOPPING": f"SIZE {duration(w.size)}, ADVANCE BY {duration(w.advance or 0)}"}[w.kind]
+        size = duration(w.size) if w.kind == "SESSION" else f"SIZE {duration(w.size)}"
+        size += f", ADVANCE BY {duration(w.advance)}" if w.advance is not None else ""
         tail = (f", RETENTION {duration(w.retention)}" if w.retention is not None else "") \
             + (f", GRACE PERIOD {duration(w.grace)}" if w.grace is not None else "")
         return f"WINDOW {w.kind} ({size}{tail})"
 
 
 # ---------------------------------------------------------------- ksql
-def _words(*pairs) -> str:
-    """The words whose flag is set, each followed by a space."""
-    return "".join(f"{word} " for flag, word in pairs if flag)
+def if_not_exists(s) -> str:
+    return "IF NOT EXISTS " if s.if_not_exists else ""
+
+
+def if_exists(s) -> str:
+    return "IF EXISTS " if s.if_exists else ""
+
+
+def _or_replace(s) -> str:
+    return "OR REPLACE " if s.or_replace else ""
 
 
 def _properties(w, properties) -> str:
@@ -110,12 +118,12 @@ def _column(w, c: ast.ColumnDef) -> str:
 
 def _create_source(w, s: ast.CreateSource) -> str:
     columns = f" ({', '.join(_column(w, c) for c in s.columns)})" if s.columns else ""
-    return (f"CREATE {_words((s.or_replace, 'OR REPLACE'))}{s.kind} {_words((s.if_not_exists, 'IF NOT EXISTS'))}"
+    return (f"CREATE {_or_replace(s)}{s.kind} {if_not_exists(s)}"
             f"{w.ident(s.name)}{columns}{_properties(w, s.properties)}")
 
 
 def _create_as_select(w, s: ast.CreateAsSelect) -> str:
-    return (f"CREATE {_words((s.or_replace, 'OR REPLACE'))}{s.kind} {_words((s.if_not_exists, 'IF NOT EXISTS'))}"
+    return (f"CREATE {_or_replace(s)}{s.kind} {if_not_exists(s)}"
             f"{w.ident(s.name)}{_properties(w, s.properties)} AS {w.select(s.query)}")
 
 
@@ -143,7 +151,7 @@ KSQL_STATEMENTS = {
     ast.InsertValues: _insert_values,
     ast.Describe: lambda w, s: f"DESCRIBE {w.ident(s.name)}" + (" EXTENDED" if s.extended else ""),
     ast.Show: lambda w, s: f"SHOW {s.what}" + (" EXTENDED" if s.extended else ""),
-    ast.Drop: lambda w, s: f"DROP {s.kind} {_words((s.if_exists, 'IF EXISTS'))}{w.ident(s.name)}"
+    ast.Drop: lambda w, s: f"DROP {s.kind} {if_exists(s)}{w.ident(s.name)}"
     + (" DELETE TOPIC" if s.delete_topic else ""),
     ast.Print: _print,
     ast.SetProperty: _set,
@@ -175,7 +183,7 @@ KSQL_WRITER = KsqlWriter()
 
 def render_statement(stmt: ast.Statement, dialect="ksql") -> str:
     """`stmt` as text of `dialect` (a name or a parser Dialect), without the final `;`."""
-    from .render_materialize import MATERIALIZE_WRITER
+    from .render_materialize import MATERIALIZE_WRITER  # here: render_materialize builds on this module
 
     name = getattr(dialect, "name", dialect).lower()
     writer = {"ksql": KSQL_WRITER, "materialize": MATERIALIZE_WRITER}[name]
