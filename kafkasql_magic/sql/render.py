@@ -48,6 +48,12 @@ CONSTRUCTORS = {
 }
 
 
+def _unary(r, e) -> str:
+    """`-(-a)`, not `--a`: two minus signs in a row start a comment."""
+    operand = r(e.operand)
+    return f"{e.op}({operand})" if operand[:1] in "-+" else f"{e.op}{operand}"
+
+
 def _sort_key(r, k) -> str:
     return r(k.expr) + (" DESC" if k.descending else "") + (" NULLS FIRST" if k.nulls_first else " NULLS LAST")
 
@@ -61,7 +67,7 @@ RENDERERS = {
     ast.FunctionCall: lambda r, e: CONSTRUCTORS.get(e.name, _call)(r, e),
     ast.StructConstructor: lambda r, e: f"STRUCT({', '.join(f'{r.ident(n)}:={r(v)}' for n, v in e.fields)})",
     ast.BinaryOp: lambda r, e: f"({r(e.left)} {e.op} {r(e.right)})",
-    ast.UnaryOp: lambda r, e: f"{e.op}{r(e.operand)}",
+    ast.UnaryOp: _unary,
     ast.And: lambda r, e: f"({r(e.left)} AND {r(e.right)})",
     ast.Or: lambda r, e: f"({r(e.left)} OR {r(e.right)})",
     ast.Not: lambda r, e: f"(NOT {r(e.operand)})",
