@@ -1,4 +1,8 @@
-"""AST -> ksql text, for error messages, EXPLAIN and SHOW QUERIES."""
+"""AST -> ksql text, for error messages, EXPLAIN and SHOW QUERIES.
+
+`ExpressionWriter` holds the rules as a table keyed by AST class (sqlglot's generator style);
+every entry writes its children through the writer it is given, so a dialect's writer (in
+render_statements.py) changes names, types and a few forms and inherits the rest."""
 
 from __future__ import annotations
 
@@ -6,11 +10,7 @@ from . import ast, ast_materialize
 from .typetext import display
 
 
-def _ident(name: str) -> str:
-    return name if name.isidentifier() and name.upper() == name else f"`{name}`"
-
-
-def _literal(e: ast.Literal) -> str:
+def _literal(r, e: ast.Literal) -> str:
     if e.kind == "STRING":
         return "'" + str(e.value).replace("'", "''") + "'"
     if e.kind == "NULL":
@@ -27,46 +27,88 @@ def type_text(t: ast.Type) -> str:
     return display(t)
 
 
-def _call(e) -> str:
-    return f"{e.name}({'*' if e.star else ', '.join(render(a) for a in e.args)})"
+def _call(r, e) -> str:
+    return f"{r.function(e.name)}({'*' if e.star else ', '.join(r(a) for a in e.args)})"
+
+
+def _not(e) -> str:
+    return "NOT " if e.negated else ""
+
+
+def _like(r, e) -> str:
+    escape = " ESCAPE " + _literal(r, ast.Literal(e.escape, "STRING")) if e.escape is not None else ""
+    return f"({r(e.operand)} {_not(e)}LIKE {r(e.pattern)}{escape})"
 
 
 #: Constructors parsed as calls (ARRAY[...], MAP(k := v, ...)), rendered in ksql's syntax.
 CONSTRUCTORS = {
-    "ARRAY": lambda e: f"ARRAY[{', '.join(render(a) for a in e.args)}]",
-    "MAP": lambda e: f"MAP({', '.join(f'{render(k)}:={render(v)}' for k, v in zip(e.args[::2], e.args[1::2]))})"
-    if len(e.args) % 2 == 0 else _call(e),
+    "ARRAY": lambda r, e: f"ARRAY[{', '.join(r(a) for a in e.args)}]",
+    "MAP": lambda r, e: f"MAP({', '.join(f'{r(k)}:={r(v)}' for k, v in zip(e.args[::2], e.args[1::2]))})"
+    if len(e.args) % 2 == 0 else _call(r, e),
 }
+
+
+def _unary(r, e) -> str:
+    """`-(-a)`, not `--a`: two minus signs in a row start a comment."""
+    operand = r(e.operand)
+    return f"{e.op}({operand})" if operand[:1] in "-+" else f"{e.op}{operand}"
+
+
+def _sort_key(r, k) -> str:
+    return r(k.expr) + (" DESC" if k.descending else "") + (" NULLS FIRST" if k.nulls_first else " NULLS LAST")
 
 
 RENDERERS = {
     ast.Literal: _literal,
-    ast.ColumnRef: lambda e: (f"{_ident(e.qualifier)}." if e.qualifier else "") + _ident(e.name),
-    ast.Dereference: lambda e: f"{render(e.base)}->{_ident(e.field)}",
-    ast.Subscript: lambda e: f"{render(e.base)}[{render(e.index)}]",
-    ast_materialize.MapLookup: lambda e: f"{render(e.base)} -> {render(e.key)}",
-    ast.FunctionCall: lambda e: CONSTRUCTORS.get(e.name, _call)(e),
-    ast.StructConstructor: lambda e: f"STRUCT({', '.join(f'{_ident(n)}:={render(v)}' for n, v in e.fields)})",
-    ast.BinaryOp: lambda e: f"({render(e.left)} {e.op} {render(e.right)})",
-    ast.UnaryOp: lambda e: f"{e.op}{render(e.operand)}",
-    ast.And: lambda e: f"({render(e.left)} AND {render(e.right)})",
-    ast.Or: lambda e: f"({render(e.left)} OR {render(e.right)})",
-    ast.Not: lambda e: f"(NOT {render(e.operand)})",
-    ast.IsNull: lambda e: f"({render(e.operand)} IS {'NOT ' if e.negated else ''}NULL)",
-    ast.Like: lambda e: f"({render(e.operand)} {'NOT ' if e.negated else ''}LIKE {render(e.pattern)})",
-    ast.InList: lambda e: f"({render(e.operand)} {'NOT ' if e.negated else ''}IN ({', '.join(render(i) for i in e.items)}))",
-    ast.Between: lambda e: f"({render(e.operand)} {'NOT ' if e.negated else ''}BETWEEN {render(e.low)} AND {render(e.high)})",
-    ast.Case: lambda e: "CASE" + (f" {render(e.operand)}" if e.operand else "")
-    + "".join(f" WHEN {render(c)} THEN {render(v)}" for c, v in e.whens)
-    + (f" ELSE {render(e.else_)}" if e.else_ is not None else "") + " END",
-    ast.Lambda: lambda e: (_ident(e.params[0]) if len(e.params) == 1 else f"({', '.join(_ident(p) for p in e.params)})")
-    + f" => {render(e.body)}",
-    ast.Cast: lambda e: f"CAST({render(e.operand)} AS {type_text(e.type)})",
-    ast_materialize.OrderedCall: lambda e: _call(e)[:-1] + " ORDER BY " + ", ".join(
-        render(k.expr) + (" DESC" if k.descending else "") + (" NULLS FIRST" if k.nulls_first else " NULLS LAST")
-        for k in e.order_by) + ")",
+    ast.ColumnRef: lambda r, e: (f"{r.ident(e.qualifier)}." if e.qualifier else "") + r.ident(e.name),
+    ast.Dereference: lambda r, e: f"{r(e.base)}->{r.ident(e.field)}",
+    ast.Subscript: lambda r, e: f"{r(e.base)}[{r(e.index)}]",
+    ast_materialize.MapLookup: lambda r, e: f"{r(e.base)} -> {r(e.key)}",
+    ast.FunctionCall: lambda r, e: CONSTRUCTORS.get(e.name, _call)(r, e),
+    ast.StructConstructor: lambda r, e: f"STRUCT({', '.join(f'{r.ident(n)}:={r(v)}' for n, v in e.fields)})",
+    ast.BinaryOp: lambda r, e: f"({r(e.left)} {e.op} {r(e.right)})",
+    ast.UnaryOp: _unary,
+    ast.And: lambda r, e: f"({r(e.left)} AND {r(e.right)})",
+    ast.Or: lambda r, e: f"({r(e.left)} OR {r(e.right)})",
+    ast.Not: lambda r, e: f"(NOT {r(e.operand)})",
+    ast.IsNull: lambda r, e: f"({r(e.operand)} IS {_not(e)}NULL)",
+    ast.Like: _like,
+    ast.InList: lambda r, e: f"({r(e.operand)} {_not(e)}IN ({', '.join(r(i) for i in e.items)}))",
+    ast.Between: lambda r, e: f"({r(e.operand)} {_not(e)}BETWEEN {r(e.low)} AND {r(e.high)})",
+    ast.Case: lambda r, e: "CASE" + (f" {r(e.operand)}" if e.operand else "")
+    + "".join(f" WHEN {r(c)} THEN {r(v)}" for c, v in e.whens)
+    + (f" ELSE {r(e.else_)}" if e.else_ is not None else "") + " END",
+    ast.Lambda: lambda r, e: (r.ident(e.params[0]) if len(e.params) == 1
+                              else f"({', '.join(r.ident(p) for p in e.params)})") + f" => {r(e.body)}",
+    ast.Cast: lambda r, e: f"CAST({r(e.operand)} AS {r.type(e.type)})",
+    ast_materialize.OrderedCall: lambda r, e: _call(r, e)[:-1] + " ORDER BY "
+    + ", ".join(r.sort_key(k) for k in e.order_by) + ")",
 }
 
 
+class ExpressionWriter:
+    """Expressions as ksql text: `writer(expr)`. Subclasses change the hooks and `table`."""
+
+    table = RENDERERS
+
+    def __call__(self, e: ast.Expr) -> str:
+        return self.table[type(e)](self, e)
+
+    def ident(self, name: str) -> str:
+        return name if name.isidentifier() and name.upper() == name else f"`{name}`"
+
+    def function(self, name: str) -> str:
+        return name
+
+    def type(self, t: ast.Type) -> str:
+        return type_text(t)
+
+    def sort_key(self, key) -> str:
+        return _sort_key(self, key)
+
+
+KSQL_EXPRESSIONS = ExpressionWriter()
+
+
 def render(e: ast.Expr) -> str:
-    return RENDERERS[type(e)](e)
+    return KSQL_EXPRESSIONS(e)
