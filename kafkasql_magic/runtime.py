@@ -80,6 +80,9 @@ class PushQuery:
         return self
 
     def _watch(self) -> None:
+        from .waiting import PROBE_INTERVAL_S
+
+        next_probe = time.monotonic() + PROBE_INTERVAL_S
         try:
             while not self._query.awaitTermination(0.1):
                 self._tally.follow(self._query)
@@ -89,6 +92,9 @@ class PushQuery:
                 elif self._ending is not None and self._read_to_end():
                     self._range_read = True
                     self._query.stop()
+                elif time.monotonic() >= next_probe:  # the widget says what the query waits for
+                    self.model.set_message(self.waiting_for)
+                    next_probe = time.monotonic() + PROBE_INTERVAL_S
         except Exception as exc:  # the Spark query failed (or a bad record failed it): surface it on the handle
             self._failure = exc
             self.model.set_state("FAILED", _failure_message(exc))

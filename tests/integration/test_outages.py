@@ -57,6 +57,8 @@ def test_query_waits_for_the_registry_and_resumes(spark, broker):
     try:
         until(lambda: query.waiting_for is not None, 30, "the query to report the outage")
         assert query.waiting_for.startswith(f"waiting for the schema registry at {down.url} (not answering since ")
+        until(lambda: query.model.snapshot().message == query.waiting_for, 10, "the widget to say so")
+        assert query.waiting_for in query.model.to_html()
         time.sleep(5)  # records arrived long ago: they wait, neither delivered nor logged
         assert query.is_active and len(query.rows()) == 0 and s.processing_log().empty
         back = RegistryServer(broker.bootstrap_servers, port=down.port, topic=down.topic).start()
@@ -66,6 +68,7 @@ def test_query_waits_for_the_registry_and_resumes(spark, broker):
             assert s.processing_log().empty
             time.sleep(2.5)  # the driver's view is refreshed every 2 s
             assert query.waiting_for is None
+            until(lambda: query.model.snapshot().message is None, 10, "the widget to stop saying it waits")
         finally:
             back.stop()
     finally:
@@ -118,6 +121,8 @@ def test_query_waits_for_a_paused_broker_and_resumes(spark, own_broker):
         os.kill(own_broker.pid, signal.SIGSTOP)
         until(lambda: query.waiting_for is not None, 30, "the query to report the outage")
         assert query.waiting_for.startswith(f"waiting for the Kafka broker at {own_broker.bootstrap_servers}")
+        until(lambda: (query.model.snapshot().message or "").startswith("waiting for the Kafka broker"), 10,
+              "the widget to say so")
         time.sleep(15)  # longer than one offset request's timeout: the stream had to wait, not fail
         assert query.is_active and query.state != "FAILED"
         os.kill(own_broker.pid, signal.SIGCONT)
