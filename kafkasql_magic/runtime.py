@@ -257,6 +257,7 @@ class PushQuery:
         except KeyboardInterrupt:  # the notebook's Interrupt: nothing keeps running unseen
             self.stop()
             raise
+        waiting = None if finished else self.waiting_for  # asked before stop(): why rows are missing
         if not finished:
             self.stop()
         if self._failure is not None:
@@ -264,11 +265,10 @@ class PushQuery:
         rows = self.rows()
         rows.attrs.update(query_id=self.id, records_read=self.records_read)
         if not finished and not self._limit_reached() and not self._range_read:
-            raise QueryTimeout(
-                f"Query {self.id} returned {len(rows)} of {self.limit} rows within {timeout:g} seconds; "
-                "stopped. Is 'auto.offset.reset' set to 'earliest' and does the topic have data?",
-                rows,
-            )
+            why = (f"stopped while {waiting}." if waiting else
+                   "stopped. Is 'auto.offset.reset' set to 'earliest' and does the topic have data?")
+            raise QueryTimeout(f"Query {self.id} returned {len(rows)} of {self.limit} rows within "
+                               f"{timeout:g} seconds; {why}", rows)
         return rows
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):

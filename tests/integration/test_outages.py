@@ -90,6 +90,19 @@ def test_query_fails_clearly_after_the_outage_limit(spark, broker):
         query.stop()
 
 
+def test_a_limit_query_timing_out_during_the_outage_says_what_it_waited_for(spark, broker):
+    from kafkasql_magic.errors import QueryTimeout
+
+    down, topic = registry_then_records(broker)
+    s = session_over(spark, broker, down.url, topic)
+    with pytest.raises(QueryTimeout) as caught:
+        s.sql("SELECT n FROM a EMIT CHANGES LIMIT 5;", timeout=6)
+    message = str(caught.value)
+    assert f"returned 0 of 5 rows within 6 seconds; stopped while waiting for the schema registry at {down.url} " \
+           "(not answering since " in message, message
+    assert len(caught.value.rows) == 0 and s.processing_log().empty
+
+
 # ---------------------------------------------------------------- the broker
 # Tansu keeps topics in memory only, so a restarted broker has lost them. A broker that stops
 # answering and comes back with its data is a paused process (SIGSTOP / SIGCONT): to clients it
