@@ -197,6 +197,12 @@ def test_client_properties_reach_the_broker_clients(spark, broker):
 
     options = s.source_options(reads.bounded(broker.bootstrap_servers, topic))
     assert options["kafka.client.id"] == "kafkasql-secured-test"
+    # SET of a client property reaches the clients made after it (the admin client, the executors' options)
+    s.sql("SET 'client.rack'='rack-7'; SET 'sasl.password'='Set-Pw-1';")
+    assert admin.client_conf(broker.bootstrap_servers)["client.rack"] == "rack-7"
+    options = s.source_options(reads.bounded(broker.bootstrap_servers, topic))
+    assert options["kafka.client.rack"] == "rack-7" and options["secret.kafka.sasl.password"] == "Set-Pw-1"
     from kafkasql_magic import clientconf
 
-    clientconf.forget(broker.bootstrap_servers, None, ["client.id", "socket.keepalive.enable"])
+    clientconf.forget(broker.bootstrap_servers, None, ["client.id", "socket.keepalive.enable", "client.rack",
+                                                       "sasl.password"])
