@@ -18,13 +18,15 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Any, Bool, Float, Int, Unicode
 
-from . import pyvars
+from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
 from .magic_line import LineError, split_line
 from .session import Session
 
 _sessions: dict[str, Session] = {}
+#: bootstrap -> (registry URL, kafka_config) last given to its clients
+_configured: dict[str, tuple] = {}
 
 
 _POSITION = re.compile(r"line (\d+):(\d+)")
@@ -296,6 +298,16 @@ class KStreamMagics(Magics):
             _display_card(session, query)
 
     # ------------------------------------------------------------ helpers
+    def _configure_clients(self, session: Session) -> None:
+        """Give `kafka_config` to the clients of the session's cluster and registry, also when it
+        (or the registry) changed after the session was made; unchanged, SET values stay."""
+        wanted = (session.schema_registry_url, repr(self.kafka_config))
+        if self.kafka_config is None or _configured.get(session.bootstrap_servers) == wanted:
+            return
+        clientconf.configure(session.bootstrap_servers, session.schema_registry_url,
+                             clientconf.from_argument(self.kafka_config))
+        _configured[session.bootstrap_servers] = wanted
+
     def _session(self, args) -> Session:
         """The session of the cell's cluster, with the settings in force now applied to it."""
         bootstrap = getattr(args, "bootstrap_servers", None) or self.bootstrap_servers \
@@ -314,12 +326,13 @@ class KStreamMagics(Magics):
             embedded_registry = endpoints.get("schema.registry.url")
         session = _sessions.get(bootstrap)
         if session is None:
-            session = _sessions[bootstrap] = Session(bootstrap, config=self.kafka_config)
+            session = _sessions[bootstrap] = Session(bootstrap)
             for name, value in (("ksql.persistence.default.format.key", self.default_key_format),
                                 ("ksql.persistence.default.format.value", self.default_value_format)):
                 if value:
                     session.settings[name] = value
         session.use_registry(getattr(args, "registry", None) or self.schema_registry_url or embedded_registry)
+        self._configure_clients(session)
         session.dialect = self.dialect
         session.max_rows = getattr(args, "max_rows", None) or self.max_rows
         session.timeout = self.timeout

@@ -80,6 +80,9 @@ class PushQuery:
         return self
 
     def _watch(self) -> None:
+        from .waiting import PROBE_INTERVAL_S
+
+        next_probe = time.monotonic() + PROBE_INTERVAL_S
         try:
             while not self._query.awaitTermination(0.1):
                 self.model.on_records_read(self._tally.follow(self._query))
@@ -89,6 +92,9 @@ class PushQuery:
                 elif self._ending is not None and self._read_to_end():
                     self._range_read = True
                     self._query.stop()
+                elif time.monotonic() >= next_probe:  # the widget says what the query waits for
+                    self.model.set_message(self.waiting_for)
+                    next_probe = time.monotonic() + PROBE_INTERVAL_S
         except Exception as exc:  # the Spark query failed (or a bad record failed it): surface it on the handle
             self._failure = exc
             self.model.set_state("FAILED", _failure_message(exc))
@@ -250,6 +256,7 @@ class PushQuery:
         except KeyboardInterrupt:  # the notebook's Interrupt: nothing keeps running unseen
             self.stop()
             raise
+        waiting = None if finished else self.waiting_for  # asked before stop(): why rows are missing
         if not finished:
             self.stop()
         if self._failure is not None:
@@ -257,11 +264,10 @@ class PushQuery:
         rows = self.rows()
         rows.attrs.update(query_id=self.id, records_read=self.records_read)
         if not finished and not self._limit_reached() and not self._range_read:
-            raise QueryTimeout(
-                f"Query {self.id} returned {len(rows)} of {self.limit} rows within {timeout:g} seconds; "
-                "stopped. Is 'auto.offset.reset' set to 'earliest' and does the topic have data?",
-                rows,
-            )
+            why = (f"stopped while {waiting}." if waiting else
+                   "stopped. Is 'auto.offset.reset' set to 'earliest' and does the topic have data?")
+            raise QueryTimeout(f"Query {self.id} returned {len(rows)} of {self.limit} rows within "
+                               f"{timeout:g} seconds; {why}", rows)
         return rows
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):

@@ -8,6 +8,7 @@ says so. Pure: no Kafka, no Spark.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlsplit
 
 from ..errors import StatementError
@@ -20,6 +21,9 @@ SHORT_MAX = 2**15 - 1
 DECIMAL_MAX_PRECISION = 38
 #: ksqlDB's named delimiters (a single character is taken as it is).
 NAMED_DELIMITERS = ("TAB", "SPACE")
+#: Kafka's topic names: at most 249 ASCII letters, digits, '.', '_' and '-'.
+TOPIC_MAX_LENGTH = 249
+TOPIC_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def _count(value, what: str, maximum: int) -> int:
@@ -57,8 +61,24 @@ def delimiter(value) -> None:
             f"[{', '.join(NAMED_DELIMITERS)}]\nExample valid value: ';'")
 
 
+def topic_name(value) -> None:
+    """A topic name the broker would refuse, refused before any client sees it (Kafka's words)."""
+    name = str(value)
+    if not name:
+        raise StatementError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise StatementError('Topic name cannot be "." or ".."')
+    if len(name) > TOPIC_MAX_LENGTH:
+        raise StatementError(f"Topic name is illegal, it can't be longer than {TOPIC_MAX_LENGTH} characters, "
+                             f"Topic name: {name}")
+    if not TOPIC_CHARACTERS.fullmatch(name):
+        raise StatementError(f'Topic name "{name}" is illegal, it contains a character other than '
+                             "ASCII alphanumerics, '.', '_' and '-'")
+
+
 #: WITH-clause property -> its check.
 PROPERTY_CHECKS = {
+    "KAFKA_TOPIC": topic_name,
     "PARTITIONS": partitions,
     "REPLICAS": replicas,
     "KEY_DELIMITER": delimiter,

@@ -15,6 +15,7 @@ from ..errors import StatementError
 from ..formats import Field
 from ..sql import ast
 from ..sql.ast_materialize import CreateSink
+from . import limits
 
 #: The formats a sink writes, and which column types each can hold (None: every type).
 SINK_FORMATS: dict[str, frozenset[str] | None] = {
@@ -152,6 +153,7 @@ def with_endpoints(stmt: CreateSink, endpoint: Callable[[str, str], str]) -> Cre
 def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[Sequence[str]]) -> SinkSpec:
     """The sink `stmt` describes over a relation with `columns` whose known unique keys are
     `unique_keys` (column names), or a StatementError in Materialize's words."""
+    limits.topic_name(stmt.topic)
     by_name = {c.name: c for c in columns}
     key = _key(stmt, by_name, unique_keys)
     headers = _headers(stmt, by_name)

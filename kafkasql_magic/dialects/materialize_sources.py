@@ -111,6 +111,7 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
     """Validate a CREATE SOURCE. `latest_schema(registry_url, topic, role)` (the registry lookup)
     supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format; `connection(name,
     kind)` (the catalog's) the address of a CONNECTION the source or its registry names."""
+    limits.topic_name(stmt.topic)
     properties = _connection_properties(stmt, connection)
     stmt = replace(stmt, **{role: _registry_of(getattr(stmt, role), connection)
                             for role in ("key_format", "value_format", "format")})

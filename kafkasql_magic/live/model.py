@@ -120,6 +120,16 @@ class LiveModel:
             changed = self._changed()
         self._notify(changed)
 
+    def set_message(self, message: str | None) -> None:
+        """A note under the status line while the query runs (what it waits for); once the
+        query ended its final message stays."""
+        with self._lock:
+            if self._state in TERMINAL_STATES or message == self._message:
+                return
+            self._message = message
+            changed = self._changed()
+        self._notify(changed)
+
     def on_batch(self, batch_id: int, rows: Iterable[tuple]) -> None:
         """Record one micro-batch; rows are tuples in `columns` order. Rates are counted
         from arrivals here, so they are current (and fall to zero when the stream is idle)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import types
+from ..dialects import limits
 from ..engine.analysis.windowed_source import sink_properties
 from ..engine.build import WindowState, WindowStore
 from ..engine.columns import result_column
@@ -74,6 +75,7 @@ class PersistentQueries:
             raise StatementError(f"Cannot add {stmt.kind.lower()} '{stmt.name}': A {existing.kind.lower()} "
                                  "with the same name already exists")
         props = sink_plan.properties(stmt.properties)
+        limits.check_properties(props)
         query, prepared, outputs, window = self._planned(stmt.query, stmt.kind)
         plan = prepared.plan
         leftmost = plan.source

@@ -6,6 +6,7 @@ import pandas as pd
 
 from .. import clientconf, types
 from ..catalog import Column, ViewDef
+from ..dialects import limits
 from ..dialects.pg_types import SHOW_COLUMNS_HEADER
 from ..engine.columns import result_column
 from ..errors import StatementError
@@ -76,6 +77,7 @@ def _show_queries(session, extended: bool):
 
 
 def print_topic(session, stmt: ast.Print, text, timeout):
+    limits.topic_name(stmt.topic)
     limit = stmt.limit if stmt.limit is not None else (None if stmt.from_beginning else 100)
     records = peek.fetch_records(
         session.bootstrap_servers, stmt.topic, from_beginning=stmt.from_beginning,

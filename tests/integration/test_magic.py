@@ -119,6 +119,33 @@ def test_registry_option_applies_to_an_existing_session(shell, stream, broker):
     assert session.schema_registry_url != "http://127.0.0.1:1"
 
 
+def test_kafka_config_reaches_the_clients_also_when_set_after_the_first_cell(shell, stream, broker):
+    """`%config KStreamMagics.kafka_config` after the session exists: librdkafka properties reach
+    the admin client and the executors' source options, registry ones the cell's registry;
+    SHOW PROPERTIES masks the secret."""
+    from kafkasql_magic import clientconf
+    from kafkasql_magic.kafka import admin
+
+    secret = "Magic-Secret-" + uuid.uuid4().hex[:8]
+    registry = "http://127.0.0.1:1"
+    shell.run_line_magic("kstream", "SHOW STREAMS;")  # the session exists before the setting
+    shell.run_line_magic("config", "KStreamMagics.kafka_config = "
+                                   f"{{'client.id': 'magic-cfg', 'basic.auth.user.info': 'u:{secret}'}}")
+    try:
+        shown = shell.run_line_magic("kstream", f"--registry {registry} SHOW PROPERTIES;")
+        values = shown.set_index("Property")["Value"]
+        assert values["client.id"] == "magic-cfg"
+        assert values["schema.registry.basic.auth.user.info"] == "[hidden]" and secret not in shown.to_string()
+        assert admin.client_conf(broker.bootstrap_servers)["client.id"] == "magic-cfg"
+        assert clientconf.source_options(broker.bootstrap_servers)["kafka.client.id"] == "magic-cfg"
+        assert clientconf.registry_client_conf(registry, {})["basic.auth.user.info"] == f"u:{secret}"
+        rows = shell.run_line_magic("kstream", f"SELECT n FROM {stream} EMIT CHANGES LIMIT 3;")
+        assert sorted(rows.N) == [0, 1, 2]
+    finally:
+        shell.run_line_magic("config", "KStreamMagics.kafka_config = None")
+        clientconf.forget(broker.bootstrap_servers, registry, ["client.id", "basic.auth.user.info"])
+
+
 def test_running_a_cell_again_replaces_its_push_query(shell, stream):
     cell = f"%%kstream -o live_q\nSELECT * FROM {stream} EMIT CHANGES;"
     shell.run_cell(cell, cell_id="cell-a")

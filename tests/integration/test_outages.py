@@ -57,6 +57,8 @@ def test_query_waits_for_the_registry_and_resumes(spark, broker):
     try:
         until(lambda: query.waiting_for is not None, 30, "the query to report the outage")
         assert query.waiting_for.startswith(f"waiting for the schema registry at {down.url} (not answering since ")
+        until(lambda: query.model.snapshot().message == query.waiting_for, 10, "the widget to say so")
+        assert query.waiting_for in query.model.to_html()
         time.sleep(5)  # records arrived long ago: they wait, neither delivered nor logged
         assert query.is_active and len(query.rows()) == 0 and s.processing_log().empty
         back = RegistryServer(broker.bootstrap_servers, port=down.port, topic=down.topic).start()
@@ -66,6 +68,7 @@ def test_query_waits_for_the_registry_and_resumes(spark, broker):
             assert s.processing_log().empty
             time.sleep(2.5)  # the driver's view is refreshed every 2 s
             assert query.waiting_for is None
+            until(lambda: query.model.snapshot().message is None, 10, "the widget to stop saying it waits")
         finally:
             back.stop()
     finally:
@@ -85,6 +88,19 @@ def test_query_fails_clearly_after_the_outage_limit(spark, broker):
         assert len(query.rows()) == 0 and s.processing_log().empty  # nothing skipped as undecodable
     finally:
         query.stop()
+
+
+def test_a_limit_query_timing_out_during_the_outage_says_what_it_waited_for(spark, broker):
+    from kafkasql_magic.errors import QueryTimeout
+
+    down, topic = registry_then_records(broker)
+    s = session_over(spark, broker, down.url, topic)
+    with pytest.raises(QueryTimeout) as caught:
+        s.sql("SELECT n FROM a EMIT CHANGES LIMIT 5;", timeout=6)
+    message = str(caught.value)
+    assert f"returned 0 of 5 rows within 6 seconds; stopped while waiting for the schema registry at {down.url} " \
+           "(not answering since " in message, message
+    assert len(caught.value.rows) == 0 and s.processing_log().empty
 
 
 # ---------------------------------------------------------------- the broker
@@ -118,6 +134,8 @@ def test_query_waits_for_a_paused_broker_and_resumes(spark, own_broker):
         os.kill(own_broker.pid, signal.SIGSTOP)
         until(lambda: query.waiting_for is not None, 30, "the query to report the outage")
         assert query.waiting_for.startswith(f"waiting for the Kafka broker at {own_broker.bootstrap_servers}")
+        until(lambda: (query.model.snapshot().message or "").startswith("waiting for the Kafka broker"), 10,
+              "the widget to say so")
         time.sleep(15)  # longer than one offset request's timeout: the stream had to wait, not fail
         assert query.is_active and query.state != "FAILED"
         os.kill(own_broker.pid, signal.SIGCONT)

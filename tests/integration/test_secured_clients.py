@@ -91,8 +91,24 @@ def test_wrong_password_is_a_clear_error_without_the_password(spark, broker, sec
     assert "http://[hidden]@" in str(caught.value)
 
 
+def jvm_log(spark):
+    """Spark's own log lines from now on: the JVM writes them to its descriptor 2 (the file
+    it inherited), read through /proc; call the result for the lines written since."""
+    path = f"/proc/{spark.sparkContext._gateway.proc.pid}/fd/2"
+    with open(path, "rb") as f:
+        start = f.seek(0, 2)
+
+    def since() -> str:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read().decode("utf-8", "replace")
+
+    return since
+
+
 def test_planted_secrets_never_show(spark, broker, secured, caplog):
-    """Every user-visible surface, grepped for every planted secret."""
+    """Every user-visible surface, grepped for every planted secret (Spark's own log lines at
+    INFO too)."""
     from kafkasql_magic.live.schema_model import SchemaBrowser
 
     planted = {"sasl": "Sasl-Pw-" + uuid.uuid4().hex[:8], "jaas": "Jaas-Pw-" + uuid.uuid4().hex[:8],
@@ -122,7 +138,9 @@ def test_planted_secrets_never_show(spark, broker, secured, caplog):
             s.sql(statement, dialect=dialect)
         seen.append(str(caught.value))
         seen.append("".join(__import__("traceback").format_exception(caught.value)))
-    # A running query: its widget HTML (rows, the bad record's error), Spark's plan strings.
+    # A running query: its widget HTML (rows, the bad record's error), Spark's plan strings and logs.
+    spark_log = jvm_log(spark)
+    spark.sparkContext.setLogLevel("INFO")
     query = s.sql("SELECT n, s FROM a EMIT CHANGES;")
     deadline = __import__("time").monotonic() + 90
     while query.model.snapshot().error_count < 1 or len(query.rows()) < 3:
@@ -134,6 +152,10 @@ def test_planted_secrets_never_show(spark, broker, secured, caplog):
         query._query.explain(extended=True)
     seen.append(out.getvalue())
     query.stop()
+    spark.sparkContext.setLogLevel("ERROR")  # as the session fixture sets it
+    logged = spark_log()
+    assert "INFO MicroBatchExecution" in logged, "Spark's log lines were not read"
+    seen.append(logged)
     frame = s.dataframe("SELECT n FROM a EMIT CHANGES;")
     with contextlib.redirect_stdout(io.StringIO()) as out:
         frame.explain(True)
@@ -175,6 +197,12 @@ def test_client_properties_reach_the_broker_clients(spark, broker):
 
     options = s.source_options(reads.bounded(broker.bootstrap_servers, topic))
     assert options["kafka.client.id"] == "kafkasql-secured-test"
+    # SET of a client property reaches the clients made after it (the admin client, the executors' options)
+    s.sql("SET 'client.rack'='rack-7'; SET 'sasl.password'='Set-Pw-1';")
+    assert admin.client_conf(broker.bootstrap_servers)["client.rack"] == "rack-7"
+    options = s.source_options(reads.bounded(broker.bootstrap_servers, topic))
+    assert options["kafka.client.rack"] == "rack-7" and options["secret.kafka.sasl.password"] == "Set-Pw-1"
     from kafkasql_magic import clientconf
 
-    clientconf.forget(broker.bootstrap_servers, None, ["client.id", "socket.keepalive.enable"])
+    clientconf.forget(broker.bootstrap_servers, None, ["client.id", "socket.keepalive.enable", "client.rack",
+                                                       "sasl.password"])

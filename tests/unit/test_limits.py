@@ -7,8 +7,10 @@ import pytest
 
 import kafkasql_magic as ks
 from kafkasql_magic.dialects import ksql_sources as ddl, materialize_sources as mz
+from kafkasql_magic.dialects.materialize_sinks import plan_sink
 from kafkasql_magic.errors import StatementError
-from kafkasql_magic.sql import parse_statement
+from kafkasql_magic.formats import Field
+from kafkasql_magic.sql import ast, parse_statement
 
 DEFAULTS = {ddl.DEFAULT_KEY_FORMAT: "KAFKA"}
 
@@ -100,3 +102,34 @@ def test_a_view_cannot_read_itself():
             session.sql(text)
         assert str(info.value) == "cannot replace view w: depended upon by new w definition"
     session.sql("CREATE OR REPLACE VIEW w AS SELECT text FROM src")  # replacing without a cycle works
+
+
+@pytest.mark.parametrize("topic, message", [
+    ("", "Topic name is illegal, it can't be empty"),
+    ("..", 'Topic name cannot be "." or ".."'),
+    ("x" * 250, f"Topic name is illegal, it can't be longer than 249 characters, Topic name: {'x' * 250}"),
+    ("a b", "Topic name \"a b\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
+])
+def test_topic_names_the_broker_would_refuse_are_refused_by_every_statement(topic, message):
+    """Every statement naming a topic, refused before a client sees the name (an empty name made
+    the admin client raise ValueError)."""
+    assert create_error(f"CREATE STREAM s (v STRING) WITH (kafka_topic='{topic}', value_format='JSON');") == message
+    assert mz_error(f"CREATE SOURCE m FROM KAFKA TOPIC '{topic}' FORMAT TEXT") == message
+    sink = parse_statement(f"CREATE SINK k FROM src INTO KAFKA BROKER 'b:9092' (TOPIC '{topic}') FORMAT JSON "
+                           "ENVELOPE DEBEZIUM", dialect="materialize")
+    with pytest.raises(StatementError) as info:
+        plan_sink(sink, [Field("v", ast.Type("STRING"))], [])
+    assert str(info.value) == message
+    session = ks.connect("127.0.0.1:1")  # nothing listens: the check comes first
+    session.catalog.add(ddl.source_from_create(parse_statement(
+        "CREATE STREAM src (v STRING) WITH (kafka_topic='t', value_format='JSON');"), DEFAULTS))
+    for text in (f"PRINT '{topic}' FROM BEGINNING LIMIT 1;",
+                 f"CREATE STREAM out WITH (kafka_topic='{topic}') AS SELECT * FROM src;"):
+        with pytest.raises(StatementError) as info:
+            session.sql(text)
+        assert str(info.value) == message, text
+
+
+def test_kafka_topic_names_of_every_legal_character_pass():
+    text = "CREATE STREAM s (v STRING) WITH (kafka_topic='Orders.v1_eu-west', value_format='JSON');"
+    assert ddl.source_from_create(parse_statement(text), DEFAULTS, text).topic == "Orders.v1_eu-west"

@@ -66,6 +66,20 @@ def test_states_and_progress():
     assert "boom: broker gone" in m.to_text()
 
 
+def test_a_running_query_shows_what_it_waits_for_until_it_ends():
+    m = LiveModel(["A"])
+    waiting = "waiting for the schema registry at http://r:8081 (not answering since 10:00:00 UTC)"
+    m.set_message(waiting)
+    assert (m.state, m.snapshot().message) == ("STARTING", waiting)
+    assert waiting in m.to_text() and waiting in m.to_html()
+    m.on_batch(1, [(1,)])
+    m.set_message(None)
+    assert (m.state, m.snapshot().message) == ("RUNNING", None)
+    m.set_state("FAILED", "Schema registry at http://r:8081 did not answer for 300s")
+    m.set_message(waiting)  # the watcher's last probe must not hide why the query failed
+    assert m.snapshot().message == "Schema registry at http://r:8081 did not answer for 300s"
+
+
 class Clock:
     def __init__(self):
         self.now = 1000.0
