@@ -104,8 +104,8 @@ def check_type(t: ast.Type) -> None:
         if p < s:
             raise StatementError(f"DECIMAL precision must be >= scale: {shown}")
         if p > DECIMAL_MAX_PRECISION:
-            raise StatementError(f"DECIMAL precision must be <= {DECIMAL_MAX_PRECISION} "
-                                 f"(the most Spark's decimal type holds): {shown}")
+            # the CAST's wording (ksqlDB's own has no upper bound; Spark's decimal holds 38 digits)
+            raise StatementError(f"DECIMAL precision must be between 1 and {DECIMAL_MAX_PRECISION}: {shown}")
     for inner in (t.element, t.key, t.value, *(ft for _, ft in t.fields)):
         if inner is not None:
             check_type(inner)

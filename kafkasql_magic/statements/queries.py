@@ -46,11 +46,12 @@ class Prepared:
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False,
-            changelog: bool = False) -> Prepared:
+            changelog: bool = False, plan: QueryPlan | None = None) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
     output records), not only when a header column is selected. `changelog`: the rows are a
-    table's changelog (a persistent query's), where a group failing HAVING is a tombstone."""
-    plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
+    table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
+    `plan`: the statement's plan when the caller analysed it already."""
+    plan = plan or analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
     used = used_columns(plan)  # a header column the query does not use is not read
 
@@ -96,9 +97,10 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
         return _select_processing_log(session, stmt)
     limits.check_limit(stmt.limit)
     source = session.base_source(base_relation(stmt.source))
+    # a mistake in the statement is reported as such even while the broker does not answer
+    plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
-    prepared = prepare(session, stmt, reset)
-    plan = prepared.plan
+    prepared = prepare(session, stmt, reset, plan=plan)
     query_id = f"transient_{plan.source.name}_{session.next_id()}"
     if plan.seek.empty:  # contradictory bounds: nothing can match
         return to_pandas([], plan.names)

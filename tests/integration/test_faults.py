@@ -40,6 +40,17 @@ def test_statements_keep_their_timeout_against_a_silent_address(silent_session, 
     assert f"Kafka broker at {SILENT} did not answer" in str(info.value)
 
 
+def test_a_mistake_in_a_query_is_reported_before_the_broker_is_asked(silent_session):
+    """The statement's own error, with its caret, not the broker's silence (nor its wait)."""
+    from kafkasql_magic.errors import StatementError
+
+    started = time.monotonic()
+    with pytest.raises(StatementError) as info:
+        silent_session.sql("SELECT * FROM s WHERE v EMIT CHANGES;", timeout=5)
+    assert "Type error in WHERE expression: Should evaluate to boolean but is V (STRING) instead." in str(info.value)
+    assert not isinstance(info.value, KafkaError)
+    assert time.monotonic() - started < 5, "the analysis waited for the broker"
+
 def test_records_read_counts_more_batches_than_spark_keeps(session, spark, broker, new_topic):
     topic = new_topic()
     produce(broker.bootstrap_servers, topic, [{"value": f'{{"v": "{i}"}}'.encode()} for i in range(60)])

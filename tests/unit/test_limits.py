@@ -49,7 +49,7 @@ def test_good_partitions_pass():
     ("a ARRAY<DECIMAL(2, 5)>", "DECIMAL precision must be >= scale: DECIMAL(2,5)"),
     ("s STRUCT<x MAP<STRING, DECIMAL(3, 4)>>", "DECIMAL precision must be >= scale: DECIMAL(3,4)"),
     ("d DECIMAL(0, 0)", "DECIMAL precision must be >= 1: DECIMAL(0,0)"),
-    ("d DECIMAL(39, 2)", "DECIMAL precision must be <= 38 (the most Spark's decimal type holds): DECIMAL(39,2)"),
+    ("d DECIMAL(39, 2)", "DECIMAL precision must be between 1 and 38: DECIMAL(39,2)"),
 ])
 def test_decimal_parameters(columns, message):
     assert create_with("partitions=1", columns) == message
