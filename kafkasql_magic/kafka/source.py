@@ -25,9 +25,9 @@ Options (strings):
                           value is also decoded in the worker where that is exact, into the
                           columns __json_decoded, __json_0, ... (see kafka.json_columns);
                           jsonKeyColumns the same for keys (__json_key_decoded, __json_key_0, ...)
-  avroValueLayout         AVRO values (avroKeyLayout: keys) decoded in the worker into the struct
-                          column __avro_value (__avro_key); registry client properties as
-                          registry.<name> / secret.registry.<name> (see kafka.worker_decoding)
+  secret.avroValueLayout  AVRO values (secret.avroKeyLayout: keys) decoded in the worker into the
+                          struct column __avro_value (__avro_key), registry properties included
+                          (see kafka.worker_decoding)
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
   brokerOutageTimeoutMs   how long a stream waits for a broker that stops answering before
                           it fails (default 60000; see `kafkasql_magic.kafka.outage`)

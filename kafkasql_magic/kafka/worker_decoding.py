@@ -10,9 +10,10 @@ cannot read (wrong magic byte, unknown schema id, bytes left over, truncated), N
 reason, which the planner turns into the record's processing-log entry.
 
 As source options (plain text): `jsonValueColumns` / `jsonKeyColumns` (JSON lists of [member,
-type] pairs), `avroValueLayout` / `avroKeyLayout` (a JSON layout: the declared columns, how the
-writer schema is found) and the registry client properties as `registry.<name>`, secret ones
-as `secret.registry.<name>` (Spark masks option names holding "secret").
+type] pairs) and `secret.avroValueLayout` / `secret.avroKeyLayout` (a JSON layout: the declared
+columns, how the writer schema is found, the registry client properties). A layout may hold
+credentials (in the registry URL or its properties), so its option name holds "secret", which
+Spark masks in plans and the UI.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ ROLES = ("key", "value")
 #: Each role's AVRO struct column (decode_batch's result).
 AVRO_COLUMN = {"key": "__avro_key", "value": "__avro_value"}
 JSON_OPTION = {"key": "jsonKeyColumns", "value": "jsonValueColumns"}
-AVRO_OPTION = {"key": "avroKeyLayout", "value": "avroValueLayout"}
-REGISTRY_OPTION, SECRET_REGISTRY_OPTION = "registry.", "secret.registry."
+AVRO_OPTION = {"key": "secret.avroKeyLayout", "value": "secret.avroValueLayout"}
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,7 @@ class WorkerDecoding:
         return self.avro_key if role == "key" else self.avro_value
 
     def options(self) -> dict[str, str]:
-        """The source options saying this (secret registry properties under masked names)."""
-        from ..redact import is_secret
-
+        """The source options saying this (AVRO layouts under masked names)."""
         out: dict[str, str] = {}
         for role in ROLES:
             if self.json(role):
@@ -62,9 +60,8 @@ class WorkerDecoding:
             if layout is not None:
                 out[AVRO_OPTION[role]] = json.dumps(
                     {"fields": [[name, type_to_plain(t)] for name, t in layout.fields], "anonymous": layout.anonymous,
-                     "url": layout.url, "inline": layout.inline, "framed": layout.framed})
-                for name, value in layout.registry.items():
-                    out[(SECRET_REGISTRY_OPTION if is_secret(name) else REGISTRY_OPTION) + name] = str(value)
+                     "url": layout.url, "inline": layout.inline, "framed": layout.framed,
+                     "registry": {name: str(value) for name, value in layout.registry.items()}})
         return out
 
     def spark_fields(self) -> list:
@@ -126,16 +123,10 @@ class WorkerDecoding:
 
 def parse(options: Mapping[str, str]) -> WorkerDecoding | None:
     """The worker decoding the source options ask for, or None."""
-    registry = {}
-    for name, value in options.items():
-        for prefix in (SECRET_REGISTRY_OPTION, REGISTRY_OPTION):
-            if name.lower().startswith(prefix):
-                registry[name[len(prefix):]] = value
-                break
     found = WorkerDecoding(json_key=_json_pairs(options, JSON_OPTION["key"]),
                            json_value=_json_pairs(options, JSON_OPTION["value"]),
-                           avro_key=_layout(options, AVRO_OPTION["key"], registry),
-                           avro_value=_layout(options, AVRO_OPTION["value"], registry))
+                           avro_key=_layout(options, AVRO_OPTION["key"]),
+                           avro_value=_layout(options, AVRO_OPTION["value"]))
     return found if found else None
 
 
@@ -155,7 +146,7 @@ def _json_pairs(options: Mapping[str, str], name: str) -> tuple[tuple[str, str],
     return tuple((member, type_name) for member, type_name in pairs)
 
 
-def _layout(options: Mapping[str, str], name: str, registry: dict):
+def _layout(options: Mapping[str, str], name: str):
     raw = options.get(name)
     if raw is None or str(raw).strip() == "":
         return None
@@ -165,10 +156,10 @@ def _layout(options: Mapping[str, str], name: str, registry: dict):
         plain = json.loads(raw)
         fields = tuple((field_name, type_from_plain(t)) for field_name, t in plain["fields"])
         return Layout(fields, bool(plain["anonymous"]), plain["url"], plain["inline"], bool(plain["framed"]),
-                      registry if plain["url"] else {})
-    except (ValueError, KeyError, TypeError) as exc:
+                      dict(plain.get("registry") or {}))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # the text is not shown: it may hold secrets
         raise KafkaError(f"Option {name} must be an AVRO layout (fields, anonymous, url, inline, framed): "
-                         f"{exc}") from None
+                         f"{type(exc).__name__}") from None
 
 
 def type_to_plain(t) -> dict:

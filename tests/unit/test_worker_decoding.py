@@ -111,8 +111,7 @@ def test_options_round_trip_with_secrets_under_masked_names():
     layout = Layout(FIELDS, False, "http://r:8081", registry={"basic.auth.user.info": "u:pw", "outage.timeout.ms": "5"})
     decoding = WorkerDecoding(json_key=(("A", "INT"),), avro_value=layout)
     options = decoding.options()
-    assert options["secret.registry.basic.auth.user.info"] == "u:pw"
-    assert options["registry.outage.timeout.ms"] == "5"
+    assert "u:pw" in options["secret.avroValueLayout"]  # Spark masks the values of these names
     assert all("u:pw" not in v for k, v in options.items() if "secret" not in k)
     back = parse({"bootstrap.servers": "b:1", "topic": "t", **options})
     assert back.json_key == (("A", "INT"),) and back.avro_value.fields == FIELDS
@@ -127,7 +126,7 @@ def test_types_survive_the_option_text():
     assert type_from_plain(json.loads(json.dumps(type_to_plain(t)))) == t
 
 
-@pytest.mark.parametrize("name, bad", [("avroValueLayout", "{}"), ("avroKeyLayout", "[1]"), ("jsonKeyColumns", "[]")])
+@pytest.mark.parametrize("name, bad", [("secret.avroValueLayout", "{}"), ("secret.avroKeyLayout", "[1]"), ("jsonKeyColumns", "[]")])
 def test_a_bad_option_is_named(name, bad):
     with pytest.raises(KafkaError, match=name):
         worker_decoding.parse({name: bad})
