@@ -17,7 +17,7 @@ from kafkasql_magic.statements import queries
 KEY = {"type": "record", "name": "K", "fields": [{"name": "k", "type": "long"}]}
 VALUE = {"type": "record", "name": "V", "fields": [
     {"name": "id", "type": "long"}, {"name": "Name", "type": ["null", "string"]}, {"name": "amount", "type": "double"},
-    {"name": "tags", "type": {"type": "array", "items": "string"}}]}
+    {"name": "n", "type": ["null", "int"]}, {"name": "ok", "type": "boolean"}]}  # flat: read by columns
 
 
 def _rows_and_log(session, query, topic):
@@ -26,7 +26,7 @@ def _rows_and_log(session, query, topic):
     rows = sorted((tuple(None if not isinstance(v, list) and pd.isna(v) else v for v in row)
                    for row in frame.itertuples(index=False)), key=repr)
     log = session.processing_log().iloc[before:]
-    log = log[log["TOPIC"] == topic] if "TOPIC" in log.columns else log
+    log = log[log["TOPIC"] == topic]
     return rows, sorted(map(tuple, log[["PARTITION", "OFFSET", "MESSAGE"]].values.tolist()))
 
 
@@ -65,7 +65,8 @@ def test_avro_keys_and_values_decoded_in_the_worker(spark, broker, registry, new
         return magic + (ids[role] if schema_id is None else schema_id).to_bytes(4, "big") + out.getvalue()
 
     def value(i):
-        return {"id": i, "Name": None if i % 7 == 0 else f"n{i}", "amount": i / 8, "tags": [str(i)] * (i % 3)}
+        return {"id": i, "Name": None if i % 7 == 0 else f"n{i}", "amount": i / 8, "n": None if i % 5 else -i,
+                "ok": i % 2 == 0}
 
     good = [(framed("key", KEY, {"k": i}), framed("value", VALUE, value(i))) for i in range(60)]
     bad = [(good[0][0], b"\x01" + good[1][1][1:]),  # wrong magic byte
@@ -85,7 +86,7 @@ def test_avro_keys_and_values_decoded_in_the_worker(spark, broker, registry, new
     session = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, schema_registry_url=registry,
                          timeout=90)
     try:
-        session.sql(f"CREATE STREAM wa (k BIGINT KEY, id BIGINT, name STRING, amount DOUBLE, tags ARRAY<STRING>) "
+        session.sql(f"CREATE STREAM wa (k BIGINT KEY, id BIGINT, name STRING, amount DOUBLE, n INT, ok BOOLEAN) "
                     f"WITH (kafka_topic='{topic}', format='AVRO');")
         decoding = worker_decoding(session.catalog.get("WA"))
         assert decoding.avro_key is not None and decoding.avro_value is not None
@@ -94,10 +95,11 @@ def test_avro_keys_and_values_decoded_in_the_worker(spark, broker, registry, new
         read = raw.where(F.col("__avro_value.__kafkasql_avro_error__").isNull()).count()
         assert read == len(good) + 2  # decoded in the worker: every good value (one under a bad key, one keyless)
 
-        query = "SELECT k, id, name, amount, tags FROM wa;"
+        query = "SELECT k, id, name, amount, n, ok FROM wa;"
         rows, log = _rows_and_log(session, query, topic)
-        expected = [(i, i, None if i % 7 == 0 else f"n{i}", i / 8, [str(i)] * (i % 3)) for i in range(60)]
-        expected.append((None, 99, "n99", 99 / 8, []))
+        expected = [(i, i, None if i % 7 == 0 else f"n{i}", i / 8, None if i % 5 else -i, i % 2 == 0)
+                    for i in range(60)]
+        expected.append((None, 99, "n99", 99 / 8, None, False))
         assert rows == sorted(expected, key=repr)  # every good record, exact, once
         assert [(p, o) for p, o, _ in log] == _offsets_of(records, lambda r: (r["key"], r["value"]) in bad)
         messages = " | ".join(m for _, _, m in log)
