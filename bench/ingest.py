@@ -21,9 +21,10 @@ and, for the key/value formats and seek work:
   json_decode_headers_declared_unused / ..._every_header   (c) over a source that declares a
                          HEADERS column the query does not use: headers chosen per query (none
                          read), against every header read (what choosing per source did)
-  source_json_decode_planner_only / json_key_value_decode_planner_only   (c) and the JSON key +
-                         value case with decoding in the reader's worker (kafka.json_columns)
-                         switched off: the planner's Spark expressions alone
+  source_json_decode_planner_only / json_key_value_decode_planner_only /
+  avro_key_value_decode_planner_only   (c), the JSON and the AVRO key + value cases with decoding
+                         in the reader's worker (kafka.worker_decoding) switched off: the
+                         planner's Spark expressions (JSON) or its per-batch Arrow UDF (AVRO)
 and the query cases of `bench/queries.py` (a windowed aggregation, a stream-table join) as push
 queries over the same topic.
 `spark_from_json_decode` is (c) with Spark's plain from_json (exact-case field names): the cost
@@ -299,12 +300,12 @@ def main(argv=None) -> int:
             decoding in the reader's worker: kafka.json_columns), as before it existed."""
             from kafkasql_magic.statements import queries
 
-            saved = queries.worker_json
-            queries.worker_json = lambda source: None
+            saved = queries.worker_decoding
+            queries.worker_decoding = lambda source: None
             try:
                 return fn()
             finally:
-                queries.worker_json = saved
+                queries.worker_decoding = saved
 
         def decode(frame=None):
             frame = source() if frame is None else frame
@@ -334,6 +335,8 @@ def main(argv=None) -> int:
             "json_key_value_decode_planner_only": lambda: n / timed(
                 lambda: planner_only(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT")))),
             "avro_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))),
+            "avro_key_value_decode_planner_only": lambda: n / timed(
+                lambda: planner_only(lambda: planner_decode("KV_AVRO", ("K", "ID", "NAME", "AMOUNT")))),
             "source_count_no_headers": lambda: n / timed(lambda: count(includeHeaders="false")),
             "source_json_decode_no_headers": lambda: n / timed(lambda: decode(source(includeHeaders="false"))),
             "json_decode_only_cached": lambda: n / timed(lambda: decode(cached)),

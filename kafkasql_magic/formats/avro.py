@@ -73,6 +73,32 @@ def _declared(column: Column, field: Field) -> Column:
     return column.alias(field.name)
 
 
+def layout_for(fields: Sequence[Field], spec, role: str) -> Layout:
+    """What decoding `fields` of `role` needs on the executors (the UDF's, or the reader's when
+    the source decodes in its worker: kafka.worker_decoding)."""
+    inline = spec.options.get(INLINE_SCHEMA)
+    url = None if inline else sr.registry_url(spec, "AVRO")
+    framed = inline is None or spec.options.get(WIRE_FORMAT, True) is not False
+    registry = clientconf.registry_properties(url) if url else {}  # auth, outage timeout
+    return Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline, framed,
+                  registry)
+
+
+def struct_type(fields: Sequence[Field]) -> T.StructType:
+    """The Spark type of `decode_batch`'s result: the declared columns and the error."""
+    return T.StructType([T.StructField(f.name, exchange_type(types.to_spark(f.type))) for f in fields]
+                        + [T.StructField(ERROR_FIELD, T.StringType())])
+
+
+def from_struct(decoded: Column, fields: Sequence[Field], role: str) -> Decoded:
+    """`decode_batch`'s struct (from the UDF or the reader's worker) -> the declared columns
+    and the record's error."""
+    columns = [_declared(decoded[f.name], f) for f in fields]
+    reason = decoded[ERROR_FIELD]
+    error = F.when(reason.isNotNull(), deserialization_error(role, reason))
+    return Decoded(columns, _barrier(error))
+
+
 class AvroFormat(Format):
     name = "AVRO"
 
@@ -84,14 +110,7 @@ class AvroFormat(Format):
     def decode(self, raw, fields, spec, role):
         if not fields:
             return Decoded([])
-        inline = spec.options.get(INLINE_SCHEMA)
-        url = None if inline else sr.registry_url(spec, self.name)
-        framed = inline is None or spec.options.get(WIRE_FORMAT, True) is not False
-        registry = clientconf.registry_properties(url) if url else {}  # auth, outage timeout
-        layout = Layout(tuple((f.name, f.type) for f in fields), _anonymous(fields, spec, role), url, inline, framed,
-                        registry)
-        spark_type = T.StructType([T.StructField(f.name, exchange_type(types.to_spark(f.type))) for f in fields]
-                                  + [T.StructField(ERROR_FIELD, T.StringType())])
+        layout = layout_for(fields, spec, role)
 
         def decode_avro(values):
             return decode_batch(values, layout)
@@ -99,12 +118,7 @@ class AvroFormat(Format):
         import pyarrow as pa
 
         decode_avro.__annotations__ = {"values": pa.Array, "return": pa.Array}  # arrays -> array
-        udf = F.arrow_udf(decode_avro, spark_type)
-        decoded = udf(raw)
-        columns = [_declared(decoded[f.name], f) for f in fields]
-        reason = decoded[ERROR_FIELD]
-        error = F.when(reason.isNotNull(), deserialization_error(role, reason))
-        return Decoded(columns, _barrier(error))
+        return from_struct(F.arrow_udf(decode_avro, struct_type(fields))(raw), fields, role)
 
     def encode(self, values, fields, spec, role):
         if not fields:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 
 from ..sql import ast
-from . import avro_types
+from . import avro_types, avro_vector
 from . import schema_registry as sr
 
 #: The UDF's error field, named so it cannot clash with a declared column.
@@ -54,11 +54,12 @@ class Layout:
 class Reader:
     """One writer schema read into one layout (cached per process by schema id and layout)."""
 
-    def __init__(self, parsed, plan: avro_types.Plan, wrap: bool):
+    def __init__(self, parsed, plan: avro_types.Plan, wrap: bool, columns: list | None = None):
         self.parsed = parsed
         self.fast = None  # fastavro's compiled record reader once checked (see _record_reader)
         self.plan = plan
         self.wrap = wrap  # anonymous: the one column's array is wrapped into the output struct
+        self.columns = columns  # a flat record's fields, read column by column (avro_vector)
 
     def to_struct(self, records, target):
         """Python records (None for skipped rows) -> a struct array of the declared columns."""
@@ -108,7 +109,8 @@ def _build_reader(layout: Layout, registered) -> Reader:
             f"the schema is {avro_types.describe(top)}, not a record with fields "
             + ", ".join(f"`{n}`" for n, _ in fields))
     struct = ast.Type("STRUCT", fields=fields)
-    return Reader(parsed, avro_types.plan(top, struct, ""), wrap=False)
+    columns = avro_vector.layout(top) if top is writer else None  # not under a union's branch index
+    return Reader(parsed, avro_types.plan(top, struct, ""), wrap=False, columns=columns)
 
 
 def _record_is_the_value(record, field) -> bool:
@@ -159,9 +161,11 @@ def decode_batch(values, layout: Layout):
                     errors[i] = reader
                 continue
             label = "with the inline schema" if layout.inline is not None else f"for id {schema_id}"
-            records = _read(reader, buffer, rows, starts, ends, errors, label, header)
-            pieces.append(_to_struct_safely(reader, records, rows, target, errors))
-            order.append(rows)
+            rows = _read_columns(reader, data, rows, starts + header, ends, pieces, order)
+            if len(rows):
+                records = _read(reader, buffer, rows, starts, ends, errors, label, header)
+                pieces.append(_to_struct_safely(reader, records, rows, target, errors))
+                order.append(rows)
         columns = _assemble(pieces, order, n, target)
     except sr.RegistryUnavailable:
         raise  # the query stops with the reason rather than lose records it could decode later
@@ -171,6 +175,23 @@ def decode_batch(values, layout: Layout):
     return pa.StructArray.from_arrays(
         columns + [pa.array(errors, type=pa.string())],
         fields=list(target) + [pa.field(ERROR_FIELD, pa.string())])
+
+
+def _read_columns(reader: Reader, data, rows, starts, ends, pieces: list, order: list):
+    """Read the records of a flat schema column by column (avro_vector), appending what was read
+    to pieces/order; return the rows left to fastavro (all of them for other schemas, or when
+    the columns do not convert: the row-by-row path then finds the record at fault)."""
+    if reader.columns is None:
+        return rows
+    natural, read = avro_vector.read(reader.columns, data, starts[rows], ends[rows], reader.plan.natural)
+    if not read.any():
+        return rows
+    try:
+        pieces.append(reader.plan.conform(natural))
+    except Exception:  # noqa: BLE001 - e.g. a value out of the declared type's range
+        return rows
+    order.append(rows[read])
+    return rows[~read]
 
 
 def _buffers(values):

@@ -49,7 +49,7 @@ class KafkaRange(InputPartition):
     def __init__(self, topic: str, partition: int, start: int, end: int, bootstrap: str,
                  conf: dict | None = None, batch_rows: int = BATCH_ROWS,
                  idle_timeout: float = IDLE_TIMEOUT, include_headers: bool = True,
-                 header_keys: tuple[str, ...] | None = None, json_fields: tuple | None = None):
+                 header_keys: tuple[str, ...] | None = None, decoding=None):
         super().__init__((topic, partition, start, end))
         self.topic = topic
         self.partition = partition
@@ -61,16 +61,14 @@ class KafkaRange(InputPartition):
         self.idle_timeout = idle_timeout
         self.include_headers = include_headers
         self.header_keys = header_keys  # None: every header
-        self.json_fields = json_fields  # (member, type) pairs decoded in the worker (json_columns)
+        self.decoding = decoding  # what is decoded in the worker (kafka.worker_decoding.WorkerDecoding)
 
     def __repr__(self) -> str:
         return f"KafkaRange({self.topic!r}, {self.partition}, [{self.start}, {self.end}))"
 
 
-def arrow_schema(json_fields=None):
+def arrow_schema(decoding=None):
     import pyarrow as pa
-
-    from kafkasql_magic.kafka import json_columns
 
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
     return pa.schema([
@@ -81,7 +79,7 @@ def arrow_schema(json_fields=None):
         pa.field("partition", pa.int32()),
         pa.field("offset", pa.int64()),
         pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-        *(json_columns.arrow_fields(json_fields) if json_fields else []),
+        *(decoding.arrow_fields() if decoding else []),
     ])
 
 
@@ -106,13 +104,9 @@ def read_range(rng: KafkaRange):
     settings.update(rng.conf)
     settings["bootstrap.servers"] = rng.bootstrap
     consumer = Consumer(settings)
-    json_fields = getattr(rng, "json_fields", None)
-    schema = arrow_schema(json_fields)
-    decoder = None
-    if json_fields:
-        from kafkasql_magic.kafka.json_columns import Decoder
-
-        decoder = Decoder(json_fields)
+    decoding = getattr(rng, "decoding", None)
+    schema = arrow_schema(decoding)
+    decoder = decoding.decoders() if decoding else None
     end = rng.end
     nxt = rng.start
     pending: list = []
@@ -189,13 +183,13 @@ def _clip(msgs, nxt: int, end: int):
 def to_record_batch(msgs, topic: str, partition: int, schema=None, include_headers: bool = True,
                     header_keys: tuple[str, ...] | None = None, decoder=None):
     """Arrow columns for a list of (non-error) confluent_kafka Messages; with `header_keys`,
-    the headers column holds only the last header of each of those keys; with `decoder` (a
-    kafka.json_columns.Decoder), the JSON values decoded too."""
+    the headers column holds only the last header of each of those keys; with `decoder`
+    ((keys, values) -> columns: kafka.worker_decoding), the keys and values decoded too."""
     import numpy as np
     import pyarrow as pa
     from confluent_kafka import Message
 
-    schema = schema or arrow_schema(decoder.fields if decoder else None)
+    schema = schema or arrow_schema()
     n = len(msgs)
     first = msgs[0].offset()
     last = msgs[-1].offset()
@@ -214,7 +208,7 @@ def to_record_batch(msgs, topic: str, partition: int, schema=None, include_heade
 
     hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
     headers = _headers(hs, n, schema.field("headers").type, unreadable, header_keys)
-    decoded = decoder(values) if decoder else []
+    decoded = decoder(keys, values) if decoder else []
     return pa.RecordBatch.from_arrays(
         [keys, values, headers, pa.repeat(topic, n),
          pa.array(np.full(n, partition, dtype=np.int32)), offsets, timestamps, *decoded],

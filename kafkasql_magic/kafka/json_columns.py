@@ -14,9 +14,13 @@ the parts it reads are found). Runs on the executors: only plain data in.
 
 from __future__ import annotations
 
-#: The flag column (True: decoded here) and each decoded column's name, by position.
+#: The flag column (True: decoded here) and each decoded column's name, by position: a value's,
+#: and a key's.
 DECODED = "__json_decoded"
 COLUMN = "__json_{}"
+KEY_DECODED = "__json_key_decoded"
+KEY_COLUMN = "__json_key_{}"
+NAMES = {"value": (DECODED, COLUMN), "key": (KEY_DECODED, KEY_COLUMN)}
 
 #: Column type -> the Arrow type it is built as.
 ARROW_TYPES = {"BOOLEAN": "bool_", "INT": "int32", "BIGINT": "int64", "DOUBLE": "float64", "STRING": "string"}
@@ -38,16 +42,32 @@ def worker_fields(value_format: str, options: dict, envelope: str,
     wrapped = str(options.get("WRAP_SINGLE_VALUE", "true")).lower() != "false" or len(fields) > 1
     if value_format != "JSON" or envelope == "DEBEZIUM" or not fields or not wrapped:
         return None
-    if any(type_name not in ARROW_TYPES for _, type_name in fields):
+    return _primitive(fields)
+
+
+def key_fields(key_format: str, columns) -> tuple[tuple[str, str], ...] | None:
+    """The (member name, type) pairs of a JSON key decoded in the worker: the members of a
+    key of several columns (an object), or the fields of a single STRUCT key column (the
+    key is that object); None for a bare JSON value or nested members. `columns`: the key
+    columns' (member name, ast.Type) pairs."""
+    if key_format != "JSON" or not columns:
         return None
-    return tuple(fields)
+    if len(columns) > 1:
+        return _primitive([(name, t.name) for name, t in columns])
+    _, t = columns[0]
+    return _primitive([(name, ft.name) for name, ft in t.fields]) if t.name == "STRUCT" and t.fields else None
 
 
-def arrow_fields(fields):
+def _primitive(fields) -> tuple[tuple[str, str], ...] | None:
+    return tuple(fields) if all(type_name in ARROW_TYPES for _, type_name in fields) else None
+
+
+def arrow_fields(fields, role: str = "value"):
     import pyarrow as pa
 
-    return [pa.field(DECODED, pa.bool_())] + [
-        pa.field(COLUMN.format(i), getattr(pa, ARROW_TYPES[t])()) for i, (_, t) in enumerate(fields)]
+    flag, column = NAMES[role]
+    return [pa.field(flag, pa.bool_())] + [
+        pa.field(column.format(i), getattr(pa, ARROW_TYPES[t])()) for i, (_, t) in enumerate(fields)]
 
 
 #: A batch pyarrow refuses is split in halves, down to parts of this many records, so one odd

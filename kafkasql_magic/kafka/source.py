@@ -23,7 +23,11 @@ Options (strings):
                           columns read), built in the worker; default every header
   jsonValueColumns        JSON list of [member, type] pairs, e.g. [["id", "BIGINT"]]: each JSON
                           value is also decoded in the worker where that is exact, into the
-                          columns __json_decoded, __json_0, ... (see kafka.json_columns)
+                          columns __json_decoded, __json_0, ... (see kafka.json_columns);
+                          jsonKeyColumns the same for keys (__json_key_decoded, __json_key_0, ...)
+  secret.avroValueLayout  AVRO values (secret.avroKeyLayout: keys) decoded in the worker into the
+                          struct column __avro_value (__avro_key), registry properties included
+                          (see kafka.worker_decoding)
   endOffsetProbe          auto | always | never (see `kafkasql_magic.kafka.offsets`)
   brokerOutageTimeoutMs   how long a stream waits for a broker that stops answering before
                           it fails (default 60000; see `kafkasql_magic.kafka.outage`)
@@ -49,8 +53,6 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
-    BooleanType,
-    DoubleType,
     IntegerType,
     LongType,
     StringType,
@@ -60,7 +62,7 @@ from pyspark.sql.types import (
 )
 
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
-from kafkasql_magic.kafka import identity, json_columns
+from kafkasql_magic.kafka import identity
 from kafkasql_magic.kafka.arrow_batch import KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
     EARLIEST,
@@ -89,11 +91,6 @@ SCHEMA = StructType([
     StructField("offset", LongType()),
     StructField("timestamp", TimestampType()),
 ])
-
-#: A JSON value column's type -> the Spark type of its column decoded in the worker.
-DECODED_TYPES = {"BOOLEAN": BooleanType, "INT": IntegerType, "BIGINT": LongType, "DOUBLE": DoubleType,
-                 "STRING": StringType}
-
 
 class _Planner:
     """Driver-side state shared by the batch and the stream reader (never sent to executors)."""
@@ -156,7 +153,7 @@ class _Planner:
             for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
                 out.append(KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf,
                                       o.batch_rows, o.idle_timeout, o.include_headers, o.header_keys,
-                                      o.json_fields))
+                                      o.decoding))
         return out
 
 
@@ -311,12 +308,8 @@ class KafkaSqlDataSource(DataSource):
         return NAME
 
     def schema(self):
-        fields = SourceOptions.parse(self.options, streaming=False).json_fields
-        if not fields:
-            return SCHEMA
-        decoded = [StructField(json_columns.DECODED, BooleanType())] + [
-            StructField(json_columns.COLUMN.format(i), DECODED_TYPES[t]()) for i, (_, t) in enumerate(fields)]
-        return StructType(SCHEMA.fields + decoded)
+        decoding = SourceOptions.parse(self.options, streaming=False).decoding
+        return StructType(SCHEMA.fields + decoding.spark_fields()) if decoding else SCHEMA
 
     def reader(self, schema) -> KafkaBatchReader:
         return KafkaBatchReader(SourceOptions.parse(self.options, streaming=False))

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from kafkasql_magic.clientconf import SECRET_OPTION
 from kafkasql_magic.errors import KafkaError
+from kafkasql_magic.kafka import worker_decoding
 from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT
 from kafkasql_magic.kafka.offsets import parse_offsets
 from kafkasql_magic.kafka.outage import limit_of
@@ -42,24 +43,6 @@ def _header_keys(options: Mapping[str, str]) -> tuple[str, ...] | None:
     return tuple(keys)
 
 
-def _json_fields(options: Mapping[str, str]) -> tuple[tuple[str, str], ...] | None:
-    """jsonValueColumns: a JSON list of [member, type] pairs decoded in the worker, else None."""
-    from kafkasql_magic.kafka.json_columns import ARROW_TYPES
-
-    raw = options.get("jsonValueColumns")
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        pairs = json.loads(raw)
-    except ValueError:
-        pairs = None
-    if not isinstance(pairs, list) or not pairs or not all(
-            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[1] in ARROW_TYPES for p in pairs):
-        raise KafkaError("Option jsonValueColumns must be a JSON list of [member, type] pairs "
-                         f"(types {', '.join(ARROW_TYPES)}), not {raw!r}")
-    return tuple((name, type_name) for name, type_name in pairs)
-
-
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = options.get(name)
     if raw is None or str(raw).strip() == "":
@@ -87,7 +70,7 @@ class SourceOptions:
     idle_timeout: float = IDLE_TIMEOUT
     include_headers: bool = True
     header_keys: tuple[str, ...] | None = None  # None: every header
-    json_fields: tuple[tuple[str, str], ...] | None = None  # JSON value columns decoded in the worker
+    decoding: object | None = None  # what the reader decodes in its worker (kafka.worker_decoding)
     outage_limit: float = 60.0
 
     @classmethod
@@ -134,6 +117,6 @@ class SourceOptions:
             idle_timeout=float(get("readIdleTimeoutSeconds") or max(IDLE_TIMEOUT, limit_of(options))),
             include_headers=_bool(options, "includeHeaders", True),
             header_keys=_header_keys(options),
-            json_fields=_json_fields(options),
+            decoding=worker_decoding.parse(options),
             outage_limit=limit_of(options),
         )

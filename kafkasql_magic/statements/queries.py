@@ -14,7 +14,7 @@ from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.lookup import KeyLookup
 from ..engine.analysis.seek import Seek
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
-from ..engine.build.decode import worker_json
+from ..engine.build.decode import worker_decoding
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
@@ -59,15 +59,15 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
-        decoded = worker_json(source)
+        decoded = worker_decoding(source)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
                                  start=start, keys=lookup.values if lookup else None, partitions=partitions,
-                                 json_fields=decoded)
+                                 decoding=decoded)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
                           max_per_trigger=session.max_records_per_trigger, include_headers=headers.needed,
-                          header_keys=headers.keys, start=start, json_fields=decoded)
+                          header_keys=headers.keys, start=start, decoding=decoded)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))

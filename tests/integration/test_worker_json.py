@@ -43,7 +43,7 @@ def test_worker_decoding_matches_the_planner_record_for_record(session, spark, b
     assert decoded[0] == len(GOOD) and 0 < decoded[1] < len(mixed), decoded  # the worker did decode
 
     in_worker, log_in_worker = _run(session)
-    monkeypatch.setattr(queries, "worker_json", lambda source: None)
+    monkeypatch.setattr(queries, "worker_decoding", lambda source: None)
     by_planner, log_by_planner = _run(session)
     assert in_worker == by_planner
     assert log_in_worker == log_by_planner and {p for p, _, _ in log_in_worker} == {1, 2}

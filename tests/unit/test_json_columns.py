@@ -12,6 +12,7 @@ from kafkasql_magic.kafka import json_columns
 from kafkasql_magic.kafka.arrow_batch import arrow_schema
 from kafkasql_magic.kafka.reads import bounded
 from kafkasql_magic.kafka.source_options import SourceOptions
+from kafkasql_magic.kafka.worker_decoding import WorkerDecoding
 
 FIELDS = (("id", "BIGINT"), ("Name", "STRING"), ("amount", "DOUBLE"), ("n", "INT"), ("ok", "BOOLEAN"))
 
@@ -80,11 +81,12 @@ def test_only_flat_json_objects_of_primitive_columns_are_decoded_in_the_worker()
 
 
 def test_the_read_option_reaches_the_reader_and_its_schema():
-    options = bounded("b:1", "t", json_fields=(("id", "BIGINT"), ("v", "STRING"))).options()
+    decoding = WorkerDecoding(json_value=(("id", "BIGINT"), ("v", "STRING")))
+    options = bounded("b:1", "t", decoding=decoding).options()
     assert json.loads(options["jsonValueColumns"]) == [["id", "BIGINT"], ["v", "STRING"]]
     parsed = SourceOptions.parse(options, streaming=False)
-    assert parsed.json_fields == (("id", "BIGINT"), ("v", "STRING"))
-    assert arrow_schema(parsed.json_fields).names[-3:] == [json_columns.DECODED, "__json_0", "__json_1"]
+    assert parsed.decoding == decoding
+    assert arrow_schema(parsed.decoding).names[-3:] == [json_columns.DECODED, "__json_0", "__json_1"]
     assert "jsonValueColumns" not in bounded("b:1", "t").options()
 
 

@@ -15,7 +15,9 @@ from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, 
 from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Decoded, Field
+from ...formats import avro
 from ...kafka import json_columns
+from ...kafka.worker_decoding import AVRO_COLUMN, WorkerDecoding
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
@@ -115,37 +117,71 @@ def _debezium_json(value: Decoded) -> tuple[Decoded, list[Column], Column]:
     return replace(value, error=error), [after], F.col("value").isNull() | (error.isNull() & after.isNull())
 
 
-def worker_json(source: SourceDef) -> tuple[tuple[str, str], ...] | None:
-    """The JSON value columns the reader decodes itself where that is exact (kafka.json_columns);
-    not for a windowed table, whose window bounds come from the key."""
-    if window_keys.window_columns(source):
+def worker_decoding(source: SourceDef) -> WorkerDecoding | None:
+    """What the reader decodes in its worker for `source` (kafka.worker_decoding): JSON where
+    that is exact, AVRO always (the same decoding the planner's UDF runs); nothing for a
+    windowed table's key, whose window bounds come from it, nor for DEBEZIUM values."""
+    keys = [(c.format_field, c.type) for c in source.key_columns]
+    values = [(c.format_field, c.type) for c in source.value_columns]
+    windowed = bool(window_keys.window_columns(source))
+    found = WorkerDecoding(
+        json_key=None if windowed else json_columns.key_fields(source.key_format.name, keys),
+        json_value=None if windowed else json_columns.worker_fields(
+            source.value_format.name, source.value_format.options, source.envelope,
+            [(name, t.name) for name, t in values]),
+        avro_key=_avro_layout(source.key_format, keys, "key") if not windowed else None,
+        avro_value=_avro_layout(source.value_format, values, "value") if source.envelope != "DEBEZIUM" else None)
+    return found if found else None
+
+
+def _avro_layout(spec, columns, role: str):
+    if spec.name != "AVRO" or not columns:
         return None
-    return json_columns.worker_fields(source.value_format.name, source.value_format.options, source.envelope,
-                                      [(c.format_field, c.type.name) for c in source.value_columns])
+    return avro.layout_for([Field(name, t) for name, t in columns], spec, role)
 
 
-def _decoded_in_worker(value: Decoded) -> Decoded:
+def _decoded_in_worker(value: Decoded, raw: DataFrame, role: str, wrap_struct: str | None = None) -> Decoded:
     """The planner's decoding for the records the reader left to it; the reader's columns for
     the others (no error: the reader decodes only what converts without one). Spark evaluates
-    a CASE branch only for the rows that take it."""
-    done = F.col(json_columns.DECODED)
-    return Decoded([F.when(done, F.col(json_columns.COLUMN.format(i))).otherwise(c) for i, c in enumerate(value.columns)],
+    a CASE branch only for the rows that take it. `wrap_struct`: a single STRUCT key column
+    whose fields the reader decoded (the key is that object)."""
+    flag, column = json_columns.NAMES[role]
+    if flag not in raw.columns:
+        return value
+    done = F.col(flag)
+    if wrap_struct is not None:
+        fields = [F.col(column.format(i)).alias(name) for i, name in enumerate(wrap_struct)]
+        worker_columns = [F.struct(*fields)]
+    else:
+        worker_columns = [F.col(column.format(i)) for i in range(len(value.columns))]
+    return Decoded([F.when(done, w).otherwise(c) for w, c in zip(worker_columns, value.columns)],
                    None if value.error is None else F.when(~done, value.error),
                    [(name, F.when(~done, expression)) for name, expression in value.intermediates])
+
+
+def _decode(raw: DataFrame, raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
+    """`role`'s columns: from the reader's AVRO struct when it decoded them, else by the format
+    (with the reader's JSON columns where its flag says they are exact)."""
+    avro_column = AVRO_COLUMN[role]
+    if spec.name == "AVRO" and fields and avro_column in raw.columns:
+        return avro.from_struct(F.col(avro_column), fields, role)
+    decoded = formats.lookup(spec.name).decode(raw_column, fields, spec, role)
+    if spec.name != "JSON" or not fields:
+        return decoded
+    struct_key = role == "key" and len(fields) == 1 and fields[0].type.name == "STRUCT"
+    return _decoded_in_worker(decoded, raw, role, [n for n, _ in fields[0].type.fields] if struct_key else None)
 
 
 def _value(raw: DataFrame, source: SourceDef, value_columns):
     """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
     the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
     fmt = formats.lookup(source.value_format.name)
+    fields = [Field(c.format_field, c.type) for c in value_columns]
     if source.envelope == "DEBEZIUM" and source.value_format.name == "JSON_DOCUMENT":
         return _debezium_json(fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
                                          source.value_format, "value"))
     if source.envelope != "DEBEZIUM":
-        value = fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
-                           source.value_format, "value")
-        if json_columns.DECODED in raw.columns and worker_json(source) is not None:
-            value = _decoded_in_worker(value)
+        value = _decode(raw, F.col("value"), fields, source.value_format, "value")
         return value, value.columns, F.col("value").isNull()
     after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in value_columns))
     value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
@@ -160,9 +196,8 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
     if dialects.get(source.dialect).skips_null_value(source):
         raw = raw.where(F.col("value").isNotNull())
-    key = formats.lookup(source.key_format.name).decode(
-        window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns], source.key_format,
-        "key")
+    key = _decode(raw, window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns],
+                  source.key_format, "key")
     windowed = window_keys.window_columns(source)  # the window bounds, from the key
     value_fields = [c for c in source.value_columns if c.name not in windowed]
     value, value_columns, tombstone = _value(raw, source, value_fields)
