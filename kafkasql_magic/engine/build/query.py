@@ -98,7 +98,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         first = plan.inputs[0]
         frame = logical_frame(raw, first.source)
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
-                         captures.without_errors)
+                         captures.without_errors, batch_id)
     frame, scope = _from(plan, raw, read, captures)
     frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
