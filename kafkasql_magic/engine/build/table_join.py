@@ -2,8 +2,11 @@
 
 Both tables stream every change, tombstones too. Each side's change becomes a message: its
 side, its join key, its row as JSON (with its headers) and its time. The messages of both sides
-meet in `applyInPandasWithState` keyed by the join key, whose state is the latest row of each
-side (checkpointed by Spark like any stateful operator, so a persistent query resumes with it).
+meet in `applyInPandasWithState`, grouped by a bucket of join keys (a hash of the key, BUCKETS
+of them: Spark's cost is per group, a pandas frame and a state row each, so a group per key ran
+at a fortieth of raw consume), whose state is the latest row of each side per key (checkpointed
+by Spark like any stateful operator, so a persistent query resumes with it). Within a bucket
+each key's changes are walked in order as plain tuples.
 A change emits the key's new result row, or a tombstone when the row goes (an INNER join losing
 its match, a LEFT join losing its left row, both sides deleted in a FULL join), with the last
 rows' key columns and every other column NULL.
