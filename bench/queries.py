@@ -13,7 +13,10 @@ baseline: push queries over the whole bench topic, timed until every record was 
   stream_table_group_by  the same join feeding GROUP BY (the table kept as Spark state:
                          engine/build/table_lookup.py)
   table_table_join       two tables over the bench topic joined on their key (both changelogs in
-                         Spark state: engine/build/table_join.py); rows/s per record of one side
+                         Spark state, join keys in buckets: engine/build/table_join.py); rows/s per
+                         record of one side
+  table_fk_join          the bench table joined to bench_tags on its `tags` column (a foreign-key
+                         join: both tables in one group, so one Spark task); rows/s per left record
 
 `python bench/ingest.py --records N` runs them (N small for a quick check: `--records 20000`).
 """
@@ -65,6 +68,8 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
                "JOIN bench_tags t ON b.tags = t.tag GROUP BY t.label EMIT CHANGES;")
     tables = ("SELECT a.k, a.amount, b.tags FROM bench_rows a JOIN bench_rows_b b ON a.k = b.k "
               "EMIT CHANGES;")  # every key joined once both sides have it: n result rows
+    foreign = ("SELECT a.k, a.amount, t.label FROM bench_rows a JOIN bench_tags t ON a.tags = t.tag "
+               "EMIT CHANGES;")  # every left row points at the one tag row
     return {
         "windowed_aggregation": lambda: n / _until_read(session, windowed, n, timeout),
         "windowed_default_grace": lambda: n / _until_read(session, default_grace, n, timeout),
@@ -72,4 +77,5 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
         "stream_table_join": lambda: n / _until_read(session, joined, n, timeout),
         "stream_table_group_by": lambda: n / _until_read(session, grouped, n + 1, timeout),
         "table_table_join": lambda: n / _until_read(session, tables, 2 * n, timeout),
+        "table_fk_join": lambda: n / _until_read(session, foreign, n + 1, timeout),
     }

@@ -19,7 +19,7 @@ import pandas as pd
 from .. import types
 from ..dialects import limits
 from ..engine.analysis.windowed_source import sink_properties
-from ..engine.build import WindowState, WindowStore
+from ..engine.build import BatchStore
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -167,8 +167,8 @@ class PersistentQueries:
         if not resume:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
         sources = [base_relation(query.source)] + [base_relation(j.source) for j in query.joins]
-        if isinstance(prepared.state, WindowState):  # open windows and stream time survive a restart
-            prepared.state.store = WindowStore(os.path.join(checkpoint, "windows"))
+        if prepared.state is not None:  # open windows, stream time, a table's rows survive a restart
+            prepared.state.store = BatchStore(os.path.join(checkpoint, "state"))
         frame = prepared.raw if prepared.plan.per_batch else prepared.built.frame
         running = PersistentQuery(query_id, kind, text, prepared.plan, frame, write, sources=sources,
                                   log=self.session.log, checkpoint=checkpoint,

@@ -155,3 +155,26 @@ def test_a_windowed_ctas_places_records_by_inner_key_and_a_lookup_reads_that_par
     read, count = read_of(ksql, f"SELECT * FROM {out} WHERE ID = 3;")
     assert read.partitions == (part,)
     assert count == sum(r["partition"] == part for r in written) < len(written)
+
+
+def test_a_pull_query_leaves_out_windows_older_than_the_retention(ksql, broker):
+    """ksqlDB's window store keeps, per partition, the windows whose start is after its stream
+    time (the newest window start written) minus RETENTION: older ones are not returned."""
+    src, topic = names("r")
+    out = f"R_{src}"
+    base = 1_700_000_000_000 - 1_700_000_000_000 % 10_000
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": key(k), "value": b'{"V": "x"}', "timestamp": base + t}
+        for k, t in ((7, 0), (8, 500), (7, 12_000), (9, 30_000), (9, 40_000), (7, 65_000))])
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT ID, WINDOWSTART AS WS, COUNT(*) AS N FROM {src} "
+                     "WINDOW TUMBLING (SIZE 10 SECONDS, RETENTION 30 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY ID;")
+    assert query.wait_for_records(6, 90), query.failure
+    # stream time is the window of 65 s (start 60 s): windows starting at 30 s or before are gone
+    every = ksql.sql(f"SELECT ID, WINDOWSTART, N FROM {out};")
+    assert sorted(map(tuple, every.values.tolist())) == [(7, base + 60_000, 1), (9, base + 40_000, 1)]
+    one = ksql.sql(f"SELECT ID, WINDOWSTART, WINDOWEND, N FROM {out} WHERE ID = 9;")
+    assert one.to_dict("records") == [{"ID": 9, "WINDOWSTART": base + 40_000, "WINDOWEND": base + 50_000, "N": 1}]
+    assert ksql.sql(f"SELECT * FROM {out} WHERE ID = 8;").empty  # its only window expired
+    assert ksql.catalog.get(out).properties["KAFKASQL_WINDOW_RETENTION"] == "30000"

@@ -3,13 +3,16 @@ with ksqlDB's messages; a windowed table's columns. No Spark."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kafkasql_magic.catalog import Catalog
 from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.analysis.windowed_source import (BOUND_COLUMNS, SourceWindow, sink_properties,
+from kafkasql_magic.engine.analysis.windowed_source import (BOUND_COLUMNS, RETENTION, SourceWindow, sink_properties,
                                                             window_of)
+from kafkasql_magic.engine.analysis.windows import DEFAULT_GRACE_MS
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import ast, parse_statement
 
@@ -77,7 +80,12 @@ def test_window_properties_of_a_source(catalog):
     assert window_of(catalog.get("sess")).suffix == 16 and window_of(catalog.get("w")).suffix == 8
     written = sink_properties(ast.Window("HOPPING", 60_000, 10_000), {"WINDOWSTART": "WS", "WINDOWEND": "WE"})
     assert written == {"WINDOW_TYPE": "HOPPING", "WINDOW_SIZE": "60000 MILLISECONDS",
-                       BOUND_COLUMNS: "WS=WINDOWSTART,WE=WINDOWEND"}
+                       BOUND_COLUMNS: "WS=WINDOWSTART,WE=WINDOWEND", RETENTION: str(60_000 + DEFAULT_GRACE_MS)}
+    kept = sink_properties(ast.Window("TUMBLING", 10_000, retention=30_000, grace=0), {"WINDOWSTART": "WS"})
+    assert kept[RETENTION] == "30000"  # as written; else ksqlDB's size + grace
+    back = replace(catalog.get("w"), properties={**kept, "WINDOW_TYPE": "SESSION"})
+    assert window_of(back).retention == 30_000 and window_of(back).store_time == "WINDOWEND"
+    assert window_of(catalog.get("w")).store_time == "WINDOWSTART"
 
 
 def test_a_windowed_table_has_window_bounds_in_its_key(catalog):

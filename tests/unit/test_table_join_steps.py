@@ -82,3 +82,18 @@ def test_a_stream_record_meets_the_table_row_of_its_time():
     assert [(json.loads(r["__l"])["sale"], json.loads(r["__r"])["price"]) for r in got.to_dict("records")] == [
         (1, 2), (2, 3)]  # a table change at the same time as a record comes first
     assert json.loads(state.value[0]) == {"price": 3}
+
+
+def test_a_bucket_of_keys_joins_each_key_on_its_own():
+    """Spark hands the step a bucket of join keys at once: each key's changes meet only its rows,
+    and the bucket's state keeps every key still present."""
+    step, state = _primary_key_step("INNER"), State()
+    got = run(step, state, 7, change(0, 1, {"n": "ann"}, 10, 0), change(0, 2, {"n": "bob"}, 11, 1),
+              change(1, 2, {"s": 20}, 12, 0), change(0, "1", {"n": "text key"}, 13, 2))
+    assert got == [({"n": "bob"}, {"s": 20}, 12, False)]  # key 1 (and the text "1") have no match yet
+    got = run(step, state, 7, change(1, 1, {"s": 10}, 20, 1), change(1, 2, None, 21, 2))
+    assert sorted(got, key=lambda r: r[2]) == [({"n": "ann"}, {"s": 10}, 20, False), ({"n": "bob"}, None, 21, True)]
+    assert sorted(json.loads(state.value[0])) == ['"1"', "1", "2"]  # key 2 keeps its left row
+    run(step, state, 7, change(0, 1, None, 30, 3), change(1, 1, None, 31, 2), change(0, 2, None, 32, 4),
+        change(0, "1", None, 33, 5))
+    assert state.value is None

@@ -20,11 +20,15 @@ from ...sql.render import render
 from ..columns import WINDOWEND, WINDOWSTART
 from .checks import PULL_QUERY_SYNTAX_HELP
 from .seek import conjuncts
+from .windows import timing_of
 
 WINDOW_BOUNDS = (WINDOWSTART, WINDOWEND)
 #: A windowed sink's value columns that hold a window bound (`WINDOWSTART AS WS`), "WS=WINDOWSTART,...":
 #: kafkasql_magic writes the bound into the key only, so reading fills them from there.
 BOUND_COLUMNS = "KAFKASQL_WINDOW_BOUND_COLUMNS"
+#: A windowed CTAS's store retention in ms (its RETENTION, else ksqlDB's size + grace): a pull
+#: query leaves out the windows ksqlDB's store would have dropped.
+RETENTION = "KAFKASQL_WINDOW_RETENTION"
 
 #: Comparison -> ksqlDB's name for it, as its window-bound messages spell it.
 COMPARISONS = {"=": "EQUAL", "<>": "NOT_EQUAL", "<": "LESS_THAN", "<=": "LESS_THAN_OR_EQUAL",
@@ -41,11 +45,20 @@ WHERE_HELP = (PULL_QUERY_SYNTAX_HELP + "\nPull queries require a WHERE clause th
 @dataclass(frozen=True)
 class SourceWindow:
     """A windowed source's window: kind (TUMBLING, HOPPING, SESSION), size in ms (None for
-    SESSION, whose end is in the key) and the value columns that hold a bound."""
+    SESSION, whose end is in the key), the value columns that hold a bound, and the retention
+    of the store that wrote it (ms; None when unknown: a source declared WITH WINDOW_TYPE)."""
 
     kind: str
     size: int | None
     bound_columns: tuple[tuple[str, str], ...] = ()
+    retention: int | None = None
+
+    @property
+    def store_time(self) -> str:
+        """The bound Kafka Streams' store keeps windows by (its stream time is the largest
+        one written, and a window whose bound is not after it minus the retention is gone):
+        a time window's start, a session's end."""
+        return WINDOWEND if self.kind == "SESSION" else WINDOWSTART
 
     @property
     def suffix(self) -> int:
@@ -75,14 +88,16 @@ def window_of(source: SourceDef | None) -> SourceWindow | None:
         raise StatementError(f"{source.name}: a {kind} window needs WINDOW_SIZE, e.g. WINDOW_SIZE='10 SECONDS'")
     bounds = tuple(tuple(pair.split("=", 1)) for pair in str(source.properties.get(BOUND_COLUMNS) or "").split(",")
                    if "=" in pair)
-    return SourceWindow(kind, size, bounds)
+    retention = source.properties.get(RETENTION)
+    return SourceWindow(kind, size, bounds, int(retention) if retention else None)
 
 
 def sink_properties(window: ast.Window, bound_columns: dict[str, str]) -> dict[str, str]:
     """What a windowed CTAS sink's catalog entry records of its window (ksqlDB's WITH names),
     and which of its value columns (`bound_columns`: bound -> column) hold a bound."""
     return {"WINDOW_TYPE": window.kind, "WINDOW_SIZE": f"{window.size} MILLISECONDS",
-            BOUND_COLUMNS: ",".join(f"{column}={bound}" for bound, column in bound_columns.items())}
+            BOUND_COLUMNS: ",".join(f"{column}={bound}" for bound, column in bound_columns.items()),
+            RETENTION: str(timing_of(window).retention)}
 
 
 def star_columns(source: SourceDef, columns: tuple[str, ...]) -> tuple[str, ...]:

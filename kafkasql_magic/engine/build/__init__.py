@@ -1,8 +1,8 @@
 """Build: a QueryPlan -> Spark frames (decoding, expressions, joins, aggregation)."""
 
+from .batch_store import BatchStore
 from .query import Built, RawReader, build, select_over_frame
 from .retract import TableState
 from .windowed import WindowState
-from .window_store import WindowStore
 
-__all__ = ["Built", "RawReader", "TableState", "WindowState", "WindowStore", "build", "select_over_frame"]
+__all__ = ["BatchStore", "Built", "RawReader", "TableState", "WindowState", "build", "select_over_frame"]

@@ -23,7 +23,7 @@ from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input
 from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
                        ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
-from . import order
+from . import order, window_keys
 from .retract import TableState, retracted
 from .table_join import table_joined, tombstoned
 from .table_lookup import looked_up
@@ -99,7 +99,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         first = plan.inputs[0]
         frame = logical_frame(raw, first.source)
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
-                         captures.without_errors)
+                         captures.without_errors, batch_id)
     frame, scope = with_join_key(plan, *_from(plan, raw, read, captures))
     frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
@@ -129,7 +129,9 @@ def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captur
         return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
-    return logical_frame(raw, source) if raw.isStreaming or not source.keyed else current_rows(raw, source)
+    if raw.isStreaming or not source.keyed:
+        return logical_frame(raw, source)
+    return window_keys.retained(current_rows(raw, source), raw, source)  # a windowed table's retention
 
 
 def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> tuple[DataFrame, Scope]:

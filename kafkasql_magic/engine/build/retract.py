@@ -21,19 +21,27 @@ from pyspark.sql import functions as F
 from ..analysis.plan import QueryPlan
 from ..columns import ERROR, RAW_KEY, TOMBSTONE
 from .aggregate import aggregate_columns, computing_error, finished, record_columns, stage
+from .batch_store import BatchState, BatchStore
 from .expressions import Compiler, Scope
 
 
-class TableState:
-    """The latest staged row per table key, carried from one micro-batch to the next."""
+class TableState(BatchState):
+    """The latest staged row per table key, carried from one micro-batch to the next (and,
+    with a `store`, kept beside a persistent query's checkpoint for its restarts)."""
 
-    def __init__(self):
+    def __init__(self, store: BatchStore | None = None):
+        super().__init__(store)
         self.rows: DataFrame | None = None
+
+    def restore(self, facts: dict, rows: DataFrame | None) -> None:
+        self.rows = rows
 
 
 def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState,
-              without_errors: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
-    """One micro-batch of a table's changelog -> the changed groups' new rows (and tombstones)."""
+              without_errors: Callable[[DataFrame, str], DataFrame], batch_id: int | None = None) -> DataFrame:
+    """One micro-batch (`batch_id`, as Spark numbers them) of a table's changelog -> the changed
+    groups' new rows (and tombstones)."""
+    state.resume(frame.sparkSession, batch_id)
     stmt = plan.statement
     present = ~F.col(TOMBSTONE)  # a NULL value (ENVELOPE DEBEZIUM: a NULL `after`) deletes
     where_error = F.lit(None).cast("string")
@@ -62,6 +70,7 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
         leaving = state.rows.join(leaving_keys, "__k", "left_semi")
         kept = state.rows.join(leaving_keys, "__k", "left_anti")
     state.rows = kept.unionByName(joining).localCheckpoint()
+    state.keep(batch_id, {}, state.rows)
     # each changed group's output record: the time and headers of the changes that touched it
     change = changes.select("__k", "__rt", "__rh", F.col("__order").alias("__corder"))
     touched = leaving.select("__k", *staged.keys).join(change, "__k").drop("__k").unionByName(

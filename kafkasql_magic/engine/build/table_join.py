@@ -2,8 +2,11 @@
 
 Both tables stream every change, tombstones too. Each side's change becomes a message: its
 side, its join key, its row as JSON (with its headers) and its time. The messages of both sides
-meet in `applyInPandasWithState` keyed by the join key, whose state is the latest row of each
-side (checkpointed by Spark like any stateful operator, so a persistent query resumes with it).
+meet in `applyInPandasWithState`, grouped by a bucket of join keys (a hash of the key, BUCKETS
+of them: Spark's cost is per group, a pandas frame and a state row each, so a group per key ran
+at a fortieth of raw consume), whose state is the latest row of each side per key (checkpointed
+by Spark like any stateful operator, so a persistent query resumes with it). Within a bucket
+each key's changes are walked in order as plain tuples.
 A change emits the key's new result row, or a tombstone when the row goes (an INNER join losing
 its match, a LEFT join losing its left row, both sides deleted in a FULL join), with the last
 rows' key columns and every other column NULL.
@@ -38,7 +41,13 @@ from .expressions import Compiler, JoinScope, Scope, quoted
 #: What the join step emits: both rows as JSON (NULL: no row), the record time, which side
 #: caused the change (its headers go to the output record), and whether it is a tombstone.
 RESULT_COLUMNS = ["__l", "__r", "__rt", "__hside", "__tomb", "__jk"]
-PRIMARY_STATE = "l string, lt long, r string, rt long"
+#: A bucket of join keys, as JSON: each key (as `_text`) -> the latest row and time of each side
+#: (a string, as PySpark's worker does not read array types in a state's schema).
+PRIMARY_STATE = "rows string"
+#: Join keys are spread over this many groups (a group per key costs Spark a pandas frame and
+#: a state row per key: measured in bench/); part of the state's layout, so never changed for
+#: a running query.
+BUCKETS = 256
 FOREIGN_STATE = "tables string"
 
 
@@ -73,7 +82,7 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
                            T.StructField("__tomb", T.BooleanType()), T.StructField("__jk", key_type)])
     # a foreign-key join meets in one group: a left row moving to another foreign key must leave
     # its old one, and Spark runs one stateful step per streaming query
-    group = F.lit(0) if plan.table_join == FOREIGN_KEY else F.col("__jk")
+    group = F.lit(0) if plan.table_join == FOREIGN_KEY else F.pmod(F.xxhash64("__jk"), F.lit(BUCKETS))
     joined = changes.withColumn("__group", group).groupBy("__group").applyInPandasWithState(
         step, result, state, "append", GroupStateTimeout.NoTimeout)
     keys = [] if plan.table_join == FOREIGN_KEY else [
@@ -105,12 +114,13 @@ def tombstoned(plan: QueryPlan, frame: DataFrame) -> DataFrame:
                               for i, name in enumerate(plan.names) if name not in keys})
 
 
-def _merged(changes):
-    """One key's changes in order: each side's by offset, the sides merged by record time."""
+def _merged(changes, side="__side", order="__order", time="__rt"):
+    """One key's changes in order: each side's by offset, the sides merged by record time
+    (`side`, `order`, `time`: where a change holds them, names for dicts, indexes for tuples)."""
     import heapq
 
-    by_side = [sorted((c for c in changes if c["__side"] == i), key=lambda c: c["__order"]) for i in (0, 1)]
-    return heapq.merge(*by_side, key=lambda c: c["__rt"])
+    by_side = [sorted((c for c in changes if c[side] == i), key=lambda c: c[order]) for i in (0, 1)]
+    return heapq.merge(*by_side, key=lambda c: c[time])
 
 
 def _emitted(key, left, lt, right, rt, side, tomb=False):
@@ -125,30 +135,40 @@ PRESENT = {"INNER": lambda l, r: l and r, "LEFT": lambda l, r: l, "RIGHT": lambd
 
 
 def _primary_key_step(kind: str):
+    """One bucket's changes -> the changed result rows. The bucket's state holds, per join key
+    (as `_text`), the latest row and time of each side (PRIMARY_STATE)."""
     present = PRESENT[kind]
 
-    def step(key, chunks, state):
+    def step(bucket, chunks, state):
         import pandas as pd
 
-        left, lt, right, rt = state.get if state.exists else (None, None, None, None)
+        frame = pd.concat(list(chunks))
+        rows = json.loads(state.get[0]) if state.exists else {}
+        by_key: dict[str, list] = {}
+        columns = [frame[c].tolist() for c in ("__side", "__jk", "__row", "__rt", "__order", "__tomb")]
+        for change in zip(*columns):
+            by_key.setdefault(_text(change[1]), []).append(change)
         out = []
-        for change in _merged(pd.concat(list(chunks)).to_dict("records")):
-            before = present(left is not None, right is not None)
-            row = None if change["__tomb"] else change["__row"]
-            last = (left, right)
-            if change["__side"] == 0:
-                left, lt = row, change["__rt"]
-            else:
-                right, rt = row, change["__rt"]
-            if present(left is not None, right is not None):
-                out.append(_emitted(key[0], left, lt, right, rt, change["__side"]))
-            elif before:  # the row goes: its last rows carry the key
-                gone = [change["__row"] if i == change["__side"] else last[i] for i in (0, 1)]
-                out.append(_emitted(key[0], gone[0], lt, gone[1], rt, change["__side"], tomb=True))
-        if left is None and right is None:
-            state.remove()
+        for text, changes in by_key.items():
+            left, lt, right, rt = rows.pop(text, (None, None, None, None))
+            for side, key, row, at, _, tomb in _merged(changes, side=0, order=4, time=3):
+                before = present(left is not None, right is not None)
+                last = (left, right)
+                if side == 0:
+                    left, lt = (None if tomb else row), at
+                else:
+                    right, rt = (None if tomb else row), at
+                if present(left is not None, right is not None):
+                    out.append(_emitted(key, left, lt, right, rt, side))
+                elif before:  # the row goes: its last rows carry the key
+                    gone = [row if i == side else last[i] for i in (0, 1)]
+                    out.append(_emitted(key, gone[0], lt, gone[1], rt, side, tomb=True))
+            if left is not None or right is not None:
+                rows[text] = [left, lt, right, rt]
+        if rows:
+            state.update((json.dumps(rows),))
         else:
-            state.update((left, lt, right, rt))
+            state.remove()
         yield pd.DataFrame(out, columns=RESULT_COLUMNS)
 
     return step

@@ -4,12 +4,12 @@ big-endian bytes after the inner key (a SESSION window: its end, then its start)
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ...catalog import SourceDef
 from ..analysis.windowed_source import SourceWindow, window_of
-from ..columns import WINDOWEND, WINDOWSTART
+from ..columns import PARTITION, WINDOWEND, WINDOWSTART
 
 
 def _hex8(raw: Column, from_end: int) -> Column:
@@ -58,3 +58,19 @@ def key_error(source: SourceDef) -> Column | None:
     return F.when(raw.isNotNull() & (F.length(raw) < window.suffix),
                   F.lit(f"Failed to deserialize key: a {window.kind} windowed key needs {window.suffix} bytes "
                         "of window after the key"))
+
+
+def retained(rows: DataFrame, raw: DataFrame, source: SourceDef) -> DataFrame:
+    """A windowed table's current `rows` without the windows its store no longer holds: Kafka
+    Streams keeps a store per partition whose stream time is the largest window bound written
+    (`SourceWindow.store_time`: start, or a session's end), and drops a window whose bound is
+    not after stream time minus the retention. `raw`: every record read, tombstones too (they
+    advance stream time as well). A row without a window (a bad record, to be reported) stays."""
+    window = window_of(source)
+    if window is None or window.retention is None:
+        return rows
+    bound = _bounds(window)[window.store_time]
+    newest = raw.groupBy(F.col("partition").alias("__store")).agg(F.max(bound).alias("__stream"))
+    kept = F.col(window.store_time).isNull() | (F.col(window.store_time) > F.col("__stream") - F.lit(window.retention))
+    return (rows.join(newest, F.col(PARTITION) == F.col("__store"), "left")
+            .where(kept | F.col("__stream").isNull()).drop("__store", "__stream"))

@@ -25,34 +25,27 @@ from ..analysis.windows import timing_of
 from ..columns import ERROR, OFFSET, ORIGIN, PARTITION, TOPIC
 from .aggregate import aggregate_columns, finished, record_columns, stage
 from .expressions import Scope
-from .window_store import WindowStore
+from .batch_store import BatchState, BatchStore
 
 #: Stream time before any record: earlier than every record time.
 NO_TIME = -(2 ** 62)
 
 
-class WindowState:
+class WindowState(BatchState):
     """Stream time and the open windows' staged rows, carried from one micro-batch to the next
     (and, with a `store`, kept beside a persistent query's checkpoint for its restarts)."""
 
-    def __init__(self, store: WindowStore | None = None):
+    def __init__(self, store: BatchStore | None = None):
+        super().__init__(store)
         self.stream_time = NO_TIME
         self.members: DataFrame | None = None
-        self.store = store
-        self.batch: int | None = None  # the micro-batch that left this state
 
-    def resume(self, spark, batch_id: int | None) -> None:
-        """Before micro-batch `batch_id`: the state the batch before it left, read back from the
-        store when this one is not it (a new process, or a batch Spark runs again)."""
-        if self.store is None or batch_id is None or self.batch == batch_id - 1:
-            return
-        saved = self.store.load(spark, batch_id)
-        self.stream_time, self.members = saved if saved is not None else (NO_TIME, None)
+    def restore(self, facts: dict, rows: DataFrame | None) -> None:
+        self.stream_time, self.members = facts.get("stream_time", NO_TIME), rows
 
     def advance(self, batch_id: int | None, stream_time: int, members: DataFrame) -> None:
-        self.stream_time, self.members, self.batch = stream_time, members, batch_id
-        if self.store is not None and batch_id is not None:
-            self.store.save(batch_id, stream_time, members)
+        self.stream_time, self.members = stream_time, members
+        self.keep(batch_id, {"stream_time": stream_time}, members)
 
 
 def window_starts(time: Column, size: int, advance: int) -> Column:
