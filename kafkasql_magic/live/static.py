@@ -49,7 +49,8 @@ def saved_html(snap: Snapshot, token: str, saved_at: float | None = None) -> str
     """The saved copy: the state, when it was taken, and the rules a page without the live widget
     needs (the widget's leftover output row hidden; in a running frontend, shown after a delay)."""
     saved, live = saved_class(token), live_class(token)
-    leftover = (f'.jp-OutputArea-child:has(> [data-mime-type="{WIDGET_MIME}"]):not(:has(.{live}))'
+    # JupyterLab's and Notebook 7's widget renderer is the one output without a data-mime-type
+    leftover = (f".jp-OutputArea-child:has(> .jp-OutputArea-output:not([data-mime-type])):not(:has(.{live}))"
                 f":has(~ .jp-OutputArea-child .{saved}){{display:none}}")
     appear = (f"@keyframes {saved}-appear{{from{{visibility:hidden}}}}"
               f".lm-Widget .{saved}{{animation:{saved}-appear 0s {APPEAR_DELAY} backwards}}")
