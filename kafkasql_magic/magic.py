@@ -44,20 +44,29 @@ def with_caret(message: str, text: str) -> str:
 
 
 def _display_live(query):
-    """Show a push query's live widget; when the query ends, put its final state (static HTML)
-    in the widget's place, which is what a saved notebook keeps."""
+    """Show a push query's live widget and, beside it, its saved copy: the latest state as static
+    HTML, refreshed every few seconds, which a notebook saved while the query runs keeps (the
+    widget hides it while on the page). When the query ends, its final state takes the widget's
+    place and the copy goes."""
     from IPython.display import display
 
-    from .live.static import FinalState
+    from .live.static import WIDGET_MIME, FinalState, SavedCopy
 
-    handle = display(query, display_id=True)
+    bundle = query._repr_mimebundle_()
+    bundle["text/html"] = ""  # a viewer without widgets shows the saved copy instead of stale text
+    handle = display(bundle, raw=True, display_id=True)
+    copy = SavedCopy(query.model, bundle[WIDGET_MIME]["model_id"],
+                     lambda data: saved.update(data, raw=True))
+    saved = display(copy.bundle(), raw=True, display_id=True)
 
     def ended(snapshot) -> None:
         if snapshot.terminal:
             query.model.unsubscribe(ended)
             handle.update(FinalState(snapshot))
+            copy.close()
 
     query.model.subscribe(ended)
+    copy.start()
     if query.model.snapshot().terminal:  # it may have ended before we subscribed
         ended(query.model.snapshot())
     return handle

@@ -14,7 +14,7 @@ from typing import Callable
 
 import ipywidgets as widgets
 
-from . import render
+from . import render, static
 from .model import LiveModel, Snapshot
 
 _TERMINAL_LABELS = {"STOPPED": "Stopped", "FINISHED": "Finished", "FAILED": "Failed"}
@@ -44,6 +44,11 @@ class LiveView:
         self.widget = widgets.VBox(
             [widgets.HBox([self.button, self.status]), self.table, self.errors]
         )
+        # The token that pairs this widget with the saved copy the magic shows beside it.
+        self.token = self.widget.model_id
+        self.widget.add_class(static.live_class(self.token))
+        hider = widgets.HTML(static.live_style(self.token), layout=widgets.Layout(display="none"))
+        self.widget.children = (*self.widget.children, hider)
         self._lock = threading.Lock()  # guards the fields below
         self._render_lock = threading.Lock()  # one render at a time, always of the latest
         self._latest: Snapshot | None = None

@@ -111,6 +111,74 @@ def _saved_final_state(path) -> bool:
             and any("STOPPED" in d.get("text/html", "") for d in data))
 
 
+def _saved_copy(path) -> str:
+    """The HTML of the live cell's saved copy in the notebook file ("" if none)."""
+    outputs = nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
+    return next((o["data"]["text/html"] for o in outputs if "kstream-saved-" in o.get("data", {}).get("text/html", "")), "")
+
+
+# Every frame, note whether a saved copy was ever drawn: on the live page it never is, not even for
+# the moment before the widget renders.
+WATCH_SAVED_COPY = """() => {
+  window.kstreamCopyDrawn = false;
+  (function watch() {
+    for (const el of document.querySelectorAll("[class*='kstream-saved-']")) {
+      if (el.getBoundingClientRect().height > 0 && getComputedStyle(el).visibility === "visible") {
+        window.kstreamCopyDrawn = true;
+      }
+    }
+    requestAnimationFrame(watch);
+  })();
+}"""
+
+
+def _saved_while_running(page, base, token, workdir, name):
+    live = _cell(page, LIVE)
+    assert page.evaluate("window.kstreamCopyDrawn") is False
+    assert live.locator(".jp-OutputArea-child:visible").count() == 1  # the copy's row is hidden
+    assert live.locator("[class*='kstream-saved-']").first.is_hidden()
+    _until(lambda: _status(page)["rows"] == "63", 90, "all 63 records")  # 3 + the feeder's 60
+
+    def saved_current() -> bool:
+        page.keyboard.press("Control+s")
+        time.sleep(0.5)
+        html = _saved_copy(workdir / name)
+        return "rows: <span>63</span>" in html and "RUNNING" in html
+
+    _until(saved_current, 20, "the current rows in the saved notebook")
+    (workdir / "reopened.ipynb").write_text((workdir / name).read_text())
+    other = page.context.new_page()
+    try:
+        other.goto(f"{base}/lab/workspaces/reopened/tree/reopened.ipynb?token={token}")
+        cell = other.locator(".jp-Notebook:visible .jp-Cell").nth(LIVE)
+        copy = cell.locator("[class*='kstream-saved-']")
+        _until(lambda: copy.count() and copy.first.is_visible() and "RUNNING" in copy.first.inner_text(), 60,
+               "the saved copy in the reopened notebook")
+        other.evaluate(WATCH_SAVED_COPY)  # the watcher does see a copy that is drawn
+        _until(lambda: other.evaluate("window.kstreamCopyDrawn"), 10, "the watcher to see the copy")
+        widget = cell.locator(".jp-OutputArea-output.jupyter-widgets")  # the widget renderer's error
+        _until(lambda: "model not found" in (widget.text_content() or ""), 60,
+               "the widget manager to give up on the widget (a new kernel has no such model)")
+        assert "63" in copy.first.inner_text()
+        assert cell.locator(".jp-OutputArea-child:visible").count() == 1, cell.inner_text()
+        for leftover in ("model not found", "Loading widget", "STARTING"):
+            assert leftover not in cell.inner_text()
+        cell.scroll_into_view_if_needed()
+        _shot(other, "reopened")
+    finally:
+        other.close()
+        _shut_down(base, token, "reopened.ipynb")
+
+
+def _shut_down(base: str, token: str, path: str) -> None:
+    """End a notebook's kernel, so later steps see only the kernels they started."""
+    sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5).read())
+    for session in sessions:
+        if session["path"] == path:
+            request = urllib.request.Request(f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE")
+            urllib.request.urlopen(request, timeout=10)
+
+
 def _kernel_ready(base: str, token: str) -> bool:
     """The page runs nothing before its kernel is connected (cells run then stay `[ ]`)."""
     sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5).read())
@@ -118,7 +186,7 @@ def _kernel_ready(base: str, token: str) -> bool:
 
 
 def _status(page) -> dict[str, str]:
-    text = _cell(page, LIVE).locator(".kstream-status").inner_text()
+    text = _cell(page, LIVE).locator(".kstream-status:visible").inner_text()
     pairs = (part.split(":", 1) for part in text.replace("\xa0", " ").split("·") if ":" in part)
     return {label.strip(): value.split()[0] for label, value in pairs}
 
@@ -134,8 +202,9 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
         _run(page, index, timeout=90)
 
     # A live query: the widget shows the rows, newest on top, and nothing from Spark's logs.
+    page.evaluate(WATCH_SAVED_COPY)
     _run(page, LIVE)
-    rows = _cell(page, LIVE).locator(".kstream-live tbody tr")
+    rows = _cell(page, LIVE).locator(".kstream-live:visible tbody tr")
     _until(lambda: rows.count() == 3, 120, "the first three rows")
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
@@ -149,6 +218,10 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _shot(page, "live")
     top = int(rows.first.locator("td").nth(1).inner_text())
     assert top == max(int(rows.nth(i).locator("td").nth(1).inner_text()) for i in range(rows.count()))
+
+    # Saved while it runs, the notebook keeps the current rows and status as HTML (the page shows
+    # only the widget); reopened without the widget's kernel, that is what it shows.
+    _saved_while_running(page, base, token, workdir, name)
 
     # Stop answers at once and the rates go away.
     started = time.monotonic()

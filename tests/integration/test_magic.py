@@ -68,11 +68,14 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
         assert "k2" in handle._view.table.value
         handle._view.button.click()
         assert handle.wait(60) and handle.state == "STOPPED"
-    first, final = shown.outputs[0].data, shown.outputs[-1].data
+    first, copy = shown.outputs[0].data, shown.outputs[1].data
     assert "application/vnd.jupyter.widget-view+json" in first and "text/plain" in first
-    # what a saved notebook keeps: the final state as HTML, no widget
+    # beside the widget, its saved copy: what a notebook saved while the query runs keeps
+    assert f"kstream-saved-{first['application/vnd.jupyter.widget-view+json']['model_id']}" in copy["text/html"]
+    # what a saved notebook keeps once it ended: the final state as HTML, no widget, no copy
+    final, emptied = shown.outputs[-2].data, shown.outputs[-1].data
     assert "application/vnd.jupyter.widget-view+json" not in final and "STOPPED" in final["text/html"]
-    assert "k2" in final["text/html"]
+    assert "k2" in final["text/html"] and emptied == {}
 
 
 def test_help_shows_usage_with_examples(shell):
