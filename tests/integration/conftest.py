@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import uuid
@@ -92,3 +93,50 @@ def session(broker, spark):
 def registry(broker):
     """The URL of the embedded stack's Schema Registry."""
     return broker.endpoints["schema.registry.url"]
+
+
+@pytest.fixture(scope="session")
+def executor_cluster(tmp_path_factory):
+    """`executor_cluster(script, *argv, timeout=240) -> CompletedProcess`: runs `script` (with
+    `spark` in its globals) on one shared local-cluster[2,1,1024] driver (see cluster_driver.py)."""
+    import queue
+    import signal
+    import subprocess
+    import threading
+
+    from cluster_driver import DONE
+
+    log = open(tmp_path_factory.mktemp("cluster") / "driver.log", "w+")
+    env = dict(os.environ, **spark_env())
+    proc = subprocess.Popen([sys.executable, "-u", str(Path(__file__).with_name("cluster_driver.py"))], env=env,
+                            cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                            start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout] + [lines.put(None)], daemon=True).start()
+
+    def run(script: str, *argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
+        proc.stdin.write(json.dumps({"script": script, "argv": list(argv)}) + "\n")
+        proc.stdin.flush()
+        out, rc = [], None
+        try:
+            while rc is None:
+                line = lines.get(timeout=timeout)
+                if line is None:  # the driver died
+                    rc = proc.wait()
+                elif line.startswith(DONE):
+                    rc = int(line.split()[1])
+                else:
+                    out.append(line)
+        except queue.Empty:
+            rc = -1
+        log.seek(0)  # the driver's log, then the script's output (a traceback ends it)
+        return subprocess.CompletedProcess(argv, rc, "".join(out), log.read() + "".join(out))
+
+    yield run
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    log.close()

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import struct
-import subprocess
-import sys
 import textwrap
 import uuid
 from decimal import Decimal
@@ -32,7 +29,6 @@ from kafkasql_magic.engine.build import build
 from kafkasql_magic.kafka.source import SCHEMA as RAW_SCHEMA
 from kafkasql_magic.sql import ast, parse_statement
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 UTC = dt.timezone.utc
 
@@ -331,34 +327,23 @@ def test_registry_down_stops_the_batch_rather_than_log_its_records():
 
 
 CLUSTER_SCRIPT = textwrap.dedent("""
-    import json, os, sys
-    from pyspark.sql import SparkSession
+    import json, sys
     import kafkasql_magic as ks
     bootstrap, registry, topic = sys.argv[1:4]
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "512m")
-             .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"]).getOrCreate())
     s = ks.connect(bootstrap_servers=bootstrap, schema_registry_url=registry, spark=spark)
     s.sql(f"CREATE STREAM c (ID INT, NAME STRING) WITH (kafka_topic='{topic}', value_format='AVRO');")
     df = s.sql("SELECT ID, NAME FROM c;")
     print("RESULT " + json.dumps({"rows": sorted(map(list, df.itertuples(index=False, name=None))),
                                   "errors": s.processing_log()["MESSAGE"].tolist()}))
-    spark.stop()
 """)
 
 
 @pytest.mark.cluster
-def test_avro_decodes_on_executor_jvms(broker, client, registry, topic, tmp_path):
+def test_avro_decodes_on_executor_jvms(broker, client, registry, topic, executor_cluster):
     ser = avro_ser(client, V1)
     send(broker, topic, [{"value": ser({"id": i, "name": f"n{i}"}, ctx(topic)), "partition": i % 2}
                          for i in range(40)] + [{"value": b"junk", "partition": 0}], partitions=2)
-    script = tmp_path / "cluster_avro.py"
-    script.write_text(CLUSTER_SCRIPT)
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, registry, topic],
-                         env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = executor_cluster(CLUSTER_SCRIPT, broker.bootstrap_servers, registry, topic, timeout=300)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (rc={out.returncode})\n{out.stderr[-3000:]}"
     result = json.loads(lines[-1][len("RESULT "):])

@@ -66,8 +66,7 @@ def test_query_waits_for_the_registry_and_resumes(spark, broker):
             until(lambda: len(query.rows()) == COUNT, 90, "every record after the registry came back")
             assert query.rows().N.tolist() == list(range(COUNT))
             assert s.processing_log().empty
-            time.sleep(2.5)  # the driver's view is refreshed every 2 s
-            assert query.waiting_for is None
+            until(lambda: query.waiting_for is None, 10, "the outage to clear")  # refreshed every 2 s
             until(lambda: query.model.snapshot().message is None, 10, "the widget to stop saying it waits")
         finally:
             back.stop()

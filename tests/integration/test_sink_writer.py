@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -15,13 +12,6 @@ from pyspark.sql import functions as F
 
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def spark_env() -> dict:
-    return {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
 
 
 def read_back(broker, topic, count, timeout=30):
@@ -82,14 +72,7 @@ def test_delivery_failure_fails_the_batch(spark, broker, new_topic, tmp_path):
 
 CLUSTER_SCRIPT = textwrap.dedent("""
     import json, sys, tempfile
-    from pyspark.sql import SparkSession
-    from kafkasql_magic.sparkenv import prepare
     bootstrap, source, sink = sys.argv[1:4]
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "512m")
-             .config("spark.executorEnv.PYTHONPATH", sys.argv[4]).getOrCreate())
-    prepare(spark)
     df = (spark.readStream.format("kafkasql").option("bootstrap.servers", bootstrap).option("topic", source)
           .option("startingOffsets", "earliest").option("maxRecordsPerPartition", "100").load())
     q = (df.selectExpr("key", "value", "headers", "timestamp", "partition").writeStream
@@ -98,21 +81,16 @@ CLUSTER_SCRIPT = textwrap.dedent("""
     q.awaitTermination(180)
     pids = spark.sparkContext.parallelize(range(8), 8).map(lambda _: __import__("os").getpid()).distinct().count()
     print("RESULT " + json.dumps({"error": str(q.exception()) if q.exception() else None, "worker_pids": pids}))
-    spark.stop()
 """)
 
 
 @pytest.mark.cluster
-def test_writes_from_executor_jvms(broker, new_topic, tmp_path):
+def test_writes_from_executor_jvms(broker, new_topic, executor_cluster):
     source, sink = new_topic(2), new_topic(2)
     produce(broker.bootstrap_servers, source,
             [{"key": str(i).encode(), "value": f"v{i}".encode(), "partition": i % 2,
               "headers": [("i", str(i).encode())]} for i in range(600)])
-    script = tmp_path / "cluster_write.py"
-    script.write_text(CLUSTER_SCRIPT)
-    env = dict(os.environ, **spark_env())
-    out = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, source, sink, env["PYTHONPATH"]],
-                         env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = executor_cluster(CLUSTER_SCRIPT, broker.bootstrap_servers, source, sink, timeout=300)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (rc={out.returncode})\n{out.stderr[-3000:]}"
     result = json.loads(lines[-1][len("RESULT "):])

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -20,13 +17,6 @@ from kafkasql_magic.kafka.arrow_batch import read_range
 from kafkasql_magic.kafka.offsets import EndOffsets, fair_share, split_ranges
 from kafkasql_magic.kafka.source import KafkaStreamReader, SourceOptions, register
 from kafkasql_magic.kafka.producer import produce
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def spark_env() -> dict:
-    return {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
 
 
 def opts(broker, topic, **extra):
@@ -357,14 +347,7 @@ def test_register_is_idempotent(spark):
 # ------------------------------------------------------------------------------ executors
 CLUSTER_SCRIPT = textwrap.dedent("""
     import json, sys
-    from pyspark.sql import SparkSession
-    from kafkasql_magic.kafka.source import register
     bootstrap, topic = sys.argv[1], sys.argv[2]
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "512m")
-             .config("spark.executorEnv.PYTHONPATH", sys.argv[3]).getOrCreate())
-    register(spark)
     df = (spark.read.format("kafkasql").option("bootstrap.servers", bootstrap).option("topic", topic)
           .option("maxRecordsPerPartition", "100").option("jsonValueColumns", '[["n", "INT"]]').load())
     rows = df.selectExpr("partition", "offset", "spark_partition_id() AS sp", "__json_decoded", "__json_0").collect()
@@ -372,19 +355,14 @@ CLUSTER_SCRIPT = textwrap.dedent("""
     print("RESULT " + json.dumps({"rows": len(rows), "distinct": len({(r.partition, r.offset) for r in rows}),
                                   "worker_pids": hosts, "decoded": sum(r["__json_decoded"] for r in rows),
                                   "n": sum(r["__json_0"] for r in rows)}))
-    spark.stop()
 """)
 
 
 @pytest.mark.cluster
-def test_reads_on_executor_jvms(broker, new_topic, tmp_path):
+def test_reads_on_executor_jvms(broker, new_topic, executor_cluster):
     topic = new_topic(2)
     produce_bulk(broker, topic, 600, partitions=2, value=b'{"n": 7}')
-    script = tmp_path / "cluster_read.py"
-    script.write_text(CLUSTER_SCRIPT)
-    env = dict(os.environ, **spark_env())
-    out = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, topic, env["PYTHONPATH"]],
-                         env=env, capture_output=True, text=True, timeout=240, cwd=ROOT)
+    out = executor_cluster(CLUSTER_SCRIPT, broker.bootstrap_servers, topic, timeout=240)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (rc={out.returncode})\n{out.stderr[-3000:]}"
     result = json.loads(lines[-1][len("RESULT "):])
