@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
 from kafkasql_magic.errors import KafkaError
@@ -176,7 +177,11 @@ class Broker:
 
     def _launch(self) -> None:
         url = f"tcp://{self.host}:{self.port}"
-        args = [broker_binary(), "broker", "--listener-url", url,
+        # a broker in memory is a new cluster each time it starts: its own id keeps the persistent
+        # queries' checkpoints (keyed by cluster id) of an earlier broker from being resumed against
+        # it (Tansu's default id is the same for every broker); "tansu" first, as offsets.py reads it
+        self.cluster_id = f"tansu-{uuid.uuid4().hex[:12]}"
+        args = [broker_binary(), "broker", "--cluster-id", self.cluster_id, "--listener-url", url,
                 "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
         self.log_path = self._log_dir / f"broker-{self.port}.log"
         self._log_file = open(self.log_path, "wb")

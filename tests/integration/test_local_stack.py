@@ -71,6 +71,16 @@ def test_stack_start_stop_and_endpoints():
     assert _gone(pid) and not _listening(bootstrap)
 
 
+def test_each_embedded_broker_is_a_cluster_of_its_own():
+    """A persistent query's checkpoints are kept per cluster id: a new broker (memory storage,
+    its topics empty) must not meet the checkpoints an earlier broker's queries left."""
+    ids = []
+    for _ in range(2):
+        with LocalStack() as stack:
+            ids.append(admin.cluster_id(stack.bootstrap_servers))
+    assert ids[0] != ids[1] and all(i.startswith("tansu") for i in ids), ids
+
+
 def test_default_stack_is_idempotent():
     try:
         first = stack_mod.start_default()
