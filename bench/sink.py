@@ -81,16 +81,19 @@ def csas_rows_per_s(session, sink: str, source: str, n: int) -> float:
 
 def latency(bootstrap: str, session, source_topic: str, rate: int, seconds: int) -> dict:
     """p50/p99 of produce -> readable in the sink, at `rate` records/s."""
-    from confluent_kafka import Consumer
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     from kafkasql_magic.local import produce
 
     session.sql("SET 'auto.offset.reset'='latest';")
     query = session.sql("CREATE STREAM lat_sink WITH (VALUE_FORMAT='AVRO') AS SELECT * FROM lat_src;")
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-lat-{os.getpid()}",
-                         "auto.offset.reset": "latest", "enable.auto.commit": False})
-    consumer.subscribe([query.sink_topic])
-    time.sleep(5)  # the query and the consumer are assigned before the first record is sent
+                         "enable.auto.commit": False})
+    # the sink topic is new and empty: read it from its start, assigned at once (a subscribed
+    # consumer set to "latest" joins its group late and skips what was written meanwhile)
+    partitions = consumer.list_topics(query.sink_topic, timeout=10).topics[query.sink_topic].partitions
+    consumer.assign([TopicPartition(query.sink_topic, p, OFFSET_BEGINNING) for p in partitions])
+    time.sleep(5)  # the query is running before the first record is sent
     total = rate * seconds
     delays: list[float] = []
 
