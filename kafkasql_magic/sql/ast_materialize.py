@@ -94,10 +94,17 @@ def base_relation(item: Node) -> str:
 
 @dataclass(frozen=True)
 class MapLookup(Expr):
-    """`map -> key`: the value under `key` in a map (NULL when absent)."""
+    """`map -> key`: the value under `key` in a map (NULL when absent). Over jsonb (JSON text),
+    `doc -> 'key'` / `doc -> 0` is a member / array element as jsonb, and `doc ->> ...`
+    (`as_text`) the same as text: the type of `base` decides which."""
 
     base: Expr
     key: Expr
+    as_text: bool = False
+
+    @property
+    def op(self) -> str:
+        return "->>" if self.as_text else "->"
 
 
 @dataclass(frozen=True)

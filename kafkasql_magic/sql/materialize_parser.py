@@ -265,6 +265,9 @@ class MaterializeBuilder(MaterializeDdlRules):
     def map_lookup(self, meta, base, key):
         return mz_ast.MapLookup(base, key, **_pos(meta))
 
+    def json_text_lookup(self, meta, base, key):
+        return mz_ast.MapLookup(base, key, as_text=True, **_pos(meta))
+
 
 class MaterializeDialect(Dialect):
     """materialize.lark with Materialize's tables and error wording."""

@@ -19,6 +19,8 @@ from .rules import (BOOLEAN, CASTS, COMPARABLE, EQUALITY, LITERAL_TYPES, arithme
 from .signatures import is_numeric, widen
 
 #: Columns every windowed aggregation can name (window bounds, epoch milliseconds).
+#: key types of jsonb's `->` / `->>`: an object's member name, an array's (0-based) index
+_JSONB_KEYS = frozenset({"STRING", "INT", "BIGINT"})
 WINDOW_COLUMNS = {"WINDOWSTART": ast.Type("BIGINT"), "WINDOWEND": ast.Type("BIGINT")}
 
 
@@ -117,13 +119,16 @@ class Checker:
         return names[found]
 
     def _MapLookup(self, e) -> ast.Type | None:
-        """Materialize's `map -> key`: the map's value type."""
+        """Materialize's `map -> key`: the map's value type; jsonb (JSON text) `-> key`,
+        `-> index`, `->> key`, `->> index`: text (jsonb is text here)."""
         base, key = self.type_of(e.base), self.type_of(e.key)
         if base is None:
             return None
-        if base.name != "MAP" or widen(base.key, key) is False:
+        if base.name == "STRING" and (key is None or key.name in _JSONB_KEYS):
+            return base
+        if base.name != "MAP" or e.as_text or widen(base.key, key) is False:
             shown = [self.messages.type_name(t) if t is not None else "unknown" for t in (base, key)]
-            raise self.error(e, f"operator does not exist: {shown[0]} -> {shown[1]}")
+            raise self.error(e, f"operator does not exist: {shown[0]} {e.op} {shown[1]}")
         return base.value
 
     def _Subscript(self, e: ast.Subscript) -> ast.Type | None:

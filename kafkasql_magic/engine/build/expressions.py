@@ -18,6 +18,7 @@ from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.signatures_more import time_unit
 from .. import aggregates
+from . import jsonb
 from .lambdas import LAMBDA_FUNCTIONS
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -188,8 +189,13 @@ class Compiler:
         return F.try_element_at(self.compile(e.base), self.compile(e.index))
 
     def _MapLookup(self, e) -> Column:
-        """Materialize's `map -> key`: the value under `key`, NULL when absent."""
-        return F.try_element_at(self.compile(e.base), self.compile(e.key))
+        """Materialize's `map -> key`: the value under `key`, NULL when absent; over JSON
+        text, jsonb's `->` / `->>` (jsonb.py)."""
+        base, key = self.compile(e.base), self.compile(e.key)
+        if isinstance(self.spark_type(e.base, base), T.StringType):
+            by_index = isinstance(self.spark_type(e.key, key), _INTEGRAL)
+            return jsonb.jsonb_get(base, key, by_index=by_index, as_text=e.as_text)
+        return F.try_element_at(base, key)
 
     def _OrderedCall(self, e) -> Column:
         return self._FunctionCall(e.call)  # an aggregate: refused where the build did not replace it

@@ -1,0 +1,42 @@
+"""Materialize's jsonb operators over a FORMAT JSON source on the real broker: `->` keeps a
+member's JSON (a string quoted), `->>` gives text (a string unquoted, JSON null as NULL),
+with PostgreSQL's NULLs for a missing member and a document of the wrong kind."""
+
+from __future__ import annotations
+
+import json
+
+from kafkasql_magic.kafka.producer import produce
+
+MZ = {"dialect": "materialize"}
+
+DOCUMENTS = [
+    {"id": "7", "n": 3, "nested": {"x": "a b", "y": [1, 2]}, "tags": ["s", 1, None], "flag": True, "nil": None},
+    {"id": 8, "n": "4", "nested": {"x": 5}},
+    [1, 2],
+    "text",
+]
+
+
+def test_arrows_over_json_documents_in_a_snapshot_and_a_subscribe(session, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": json.dumps(d)} for d in DOCUMENTS])
+    session.sql(f"CREATE SOURCE docs FROM KAFKA TOPIC '{topic}' FORMAT JSON INCLUDE OFFSET", **MZ)
+    rows = session.sql(
+        "SELECT data->>'id' AS id, data->'nested'->>'x' AS x, (data->>'n')::int AS n, data->'nested' AS nested, "
+        "data->'id' AS id_json, data->'tags'->0 AS first_tag, data->'tags'->>-1 AS last_tag, "
+        "data->>'flag' AS flag, data->'nil' AS nil_json, data->>'nil' AS nil_text, data->'missing' AS missing, "
+        "data->>1 AS second FROM docs ORDER BY \"offset\"", **MZ)
+    assert rows.to_dict("records") == [
+        {"id": "7", "x": "a b", "n": 3, "nested": '{"x":"a b","y":[1,2]}', "id_json": '"7"', "first_tag": '"s"',
+         "last_tag": None, "flag": "true", "nil_json": "null", "nil_text": None, "missing": None, "second": None},
+        {"id": "8", "x": "5", "n": 4, "nested": '{"x":5}', "id_json": "8", "first_tag": None,
+         "last_tag": None, "flag": None, "nil_json": None, "nil_text": None, "missing": None, "second": None},
+        {"id": None, "x": None, "n": None, "nested": None, "id_json": None, "first_tag": None,
+         "last_tag": None, "flag": None, "nil_json": None, "nil_text": None, "missing": None, "second": "2"},
+        {"id": None, "x": None, "n": None, "nested": None, "id_json": None, "first_tag": None,
+         "last_tag": None, "flag": None, "nil_json": None, "nil_text": None, "missing": None, "second": None},
+    ]
+    live = session.sql("SUBSCRIBE (SELECT data->>'id' AS id, (data->>'n')::int + 1 AS m FROM docs "
+                       "WHERE data->'nested'->>'x' = '5' LIMIT 1)", timeout=60, **MZ)
+    assert live.to_dict("records") == [{"id": "8", "m": 5}]
