@@ -95,6 +95,19 @@ def registry(broker):
     return broker.endpoints["schema.registry.url"]
 
 
+@pytest.fixture
+def ksql(broker, spark, registry, tmp_path):
+    """A session for persistent queries: its checkpoints in the test's own folder, the registry
+    set, topics read from the beginning."""
+    import kafkasql_magic as ks
+
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
+                   timeout=90, state_dir=str(tmp_path / "state"))
+    s.sql("SET 'auto.offset.reset'='earliest';")
+    yield s
+    s.stop()
+
+
 @pytest.fixture(scope="session")
 def executor_cluster(tmp_path_factory):
     """`executor_cluster(script, *argv, timeout=240) -> CompletedProcess`: runs `script` (with

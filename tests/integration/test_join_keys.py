@@ -46,13 +46,9 @@ def settled(broker, topic, expected, timeout=60):
 
 
 @pytest.fixture
-def joined(broker, spark, tmp_path):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
-                   state_dir=str(tmp_path / "state"))
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    s.suffix = uuid.uuid4().hex[:8]
-    yield s
-    s.stop()
+def joined(ksql):
+    ksql.suffix = uuid.uuid4().hex[:8]
+    return ksql
 
 
 def test_table_joins_key_right_only_rows_by_the_right_tables_key(joined, broker):

@@ -11,7 +11,6 @@ import uuid
 import fastavro
 import pytest
 
-import kafkasql_magic as ks
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.formats import schema_registry as sr
 from kafkasql_magic.kafka import admin
@@ -19,15 +18,6 @@ from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
 BASE = 1_700_000_000_000
-
-
-@pytest.fixture
-def ksql(broker, spark, registry, tmp_path):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
-                   timeout=90, state_dir=str(tmp_path / "state"))
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    yield s
-    s.stop()
 
 
 def read_back(broker, topic, count, timeout=30):

@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-import kafkasql_magic as ks
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.kafka.partitioner import default_partition
 from kafkasql_magic.kafka.peek import fetch_records
@@ -18,15 +17,6 @@ from kafkasql_magic.sql import parse_statement
 from kafkasql_magic.statements.queries import prepare
 
 PARTITIONS = 4
-
-
-@pytest.fixture
-def ksql(broker, spark, tmp_path):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
-                   state_dir=str(tmp_path / "state"))
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    yield s
-    s.stop()
 
 
 def names(prefix="t"):

@@ -10,23 +10,11 @@ import json
 import struct
 import uuid
 
-import pytest
-
-import kafkasql_magic as ks
 from kafkasql_magic.kafka.partitioner import default_partition
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
 BASE = 1_700_000_000_000
-
-
-@pytest.fixture
-def ksql(broker, spark, tmp_path):
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
-                   state_dir=str(tmp_path / "state"))
-    s.sql("SET 'auto.offset.reset'='earliest';")
-    yield s
-    s.stop()
 
 
 def tagged(prefix: str) -> tuple[str, str]:
