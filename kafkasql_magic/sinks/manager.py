@@ -79,8 +79,7 @@ class PersistentQueries:
         query, prepared, outputs, window = self._planned(stmt.query, stmt.kind)
         plan = prepared.plan
         leftmost = plan.source
-        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query,
-                                      plan.join_key.synthetic if plan.join_key else None)
+        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query, plan.join_key)
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
