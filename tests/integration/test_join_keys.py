@@ -121,6 +121,10 @@ def test_a_chain_is_keyed_by_any_column_its_on_clauses_make_equivalent(joined, b
                    "JOIN t3 ON t3.id = s1.id;")
     assert str(missing.value).endswith("\nThe query used to build `LOST` must include the join expressions S1.ID, "
                                        "T2.ID or T3.ID in its projection (eg, SELECT S1.ID...).")
+    with pytest.raises(ks.KStreamError, match=r"The projection contains a key column \(`T2_ID`\) more than once, "
+                                               "aliased as: K and T2_ID"):
+        joined.sql("CREATE STREAM twice AS SELECT t2.id, t2.id AS k, s1.v0 FROM s1 JOIN t2 ON s1.id = t2.id "
+                   "JOIN t3 ON s1.id = t3.id;")
     chain = joined.sql(f"CREATE STREAM chain_{sfx} AS SELECT t2.id, s1.v0 AS a, t2.v0 AS b, t3.v0 AS c FROM s1 "
                        "LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON s1.id = t3.id;")
     assert chain.wait_for_records(3, 90), chain.failure

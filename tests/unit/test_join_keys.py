@@ -322,3 +322,30 @@ def test_a_persistent_chain_names_every_equivalent_column_it_could_select(text, 
 @pytest.mark.parametrize("selected", ["s1.id", "t2.id", "t3.id AS k", "s1.id AS a, t3.id AS b"])
 def test_a_persistent_chain_selecting_any_equivalent_column_passes(selected):
     chain_key_check(f"SELECT {selected}, s1.v0 {STT};")
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"SELECT l.a, l.a AS key2, l.b, r.c {SS} ON l.a = r.a EMIT CHANGES;",
+     "(`L_A`) more than once, aliased as: KEY2 and L_A."),
+    (f"SELECT ROWKEY, ROWKEY AS k, b {SS} ON ABS(l.a) = ABS(r.a) EMIT CHANGES;",
+     "(`ROWKEY`) more than once, aliased as: K and ROWKEY."),
+])
+def test_a_persistent_join_selects_its_key_column_once(text, message):
+    from kafkasql_magic.engine.analysis.join_key import check_key_selected_once
+
+    with pytest.raises(StatementError) as info:
+        check_key_selected_once(plan_of(text, cat=sources()))
+    assert str(info.value) == (f"The projection contains a key column {message}\nEach key column must only be in "
+                               "the projection once. If you intended to copy the key into the value, then consider "
+                               "using the AS_VALUE function to indicate which key reference should be copied.")
+
+
+@pytest.mark.parametrize("text", [
+    f"SELECT l.a, r.a AS k, l.b {SS} ON l.a = r.a EMIT CHANGES;",  # another equivalent column: a value column
+    f"SELECT l.a, AS_VALUE(l.a) AS k, l.b {SS} ON l.a = r.a EMIT CHANGES;",
+    f"SELECT l.b, COUNT(*) AS n, COUNT(*) AS m {SS} ON l.a = r.a GROUP BY l.b EMIT CHANGES;",
+])
+def test_a_persistent_join_may_copy_its_key_into_the_value(text):
+    from kafkasql_magic.engine.analysis.join_key import check_key_selected_once
+
+    check_key_selected_once(plan_of(text, cat=sources()))

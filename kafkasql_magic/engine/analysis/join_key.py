@@ -68,14 +68,42 @@ def join_key_of(stmt: ast.Select, inputs) -> JoinKey | None:
 def key_output(key: JoinKey, outputs, inputs) -> list[str]:
     """The result's key column: the output of the first viable key column the projection
     selects (ksqlDB's order, not the projection's), under its result name."""
+    return _key_selections(key, outputs, inputs)[1][:1]
+
+
+def check_key_selected_once(plan) -> None:
+    """ksqlDB refuses a persistent join that selects its key column twice (`SELECT l.a, l.a AS
+    k2`): the sink's key holds it once. Another equivalent column (`t2.id` beside `s1.id`) is a
+    value column, as in ksqlDB."""
+    from ...errors import StatementError
+
+    key = plan.join_key
+    if key is None or plan.aggregating or plan.statement.partition_by or plan.table_join == "FOREIGN_KEY":
+        return
+    if key.synthetic is not None:
+        column, names = key.synthetic, [n for n, e in plan.outputs if is_synthetic_ref(e, key)]
+    else:
+        chosen, names = _key_selections(key, plan.outputs, plan.inputs)
+        column = f"{chosen.qualifier}_{chosen.name}" if chosen is not None else ""
+    if len(names) > 1:
+        aliases = sorted(names)
+        listed = f"{', '.join(aliases[:-1])} and {aliases[-1]}"
+        raise StatementError(f"The projection contains a key column (`{column}`) more than once, aliased as: "
+                             f"{listed}.\nEach key column must only be in the projection once. If you intended to "
+                             "copy the key into the value, then consider using the AS_VALUE function to indicate "
+                             "which key reference should be copied.")
+
+
+def _key_selections(key: JoinKey, outputs, inputs) -> tuple[ast.ColumnRef | None, list[str]]:
+    """The first viable key column the projection selects, and the outputs selecting it."""
     from .select import side_of
 
     selected = [(side_of(e, inputs), name) for name, e in outputs if isinstance(e, ast.ColumnRef)]
     for column in key.viable:
-        found = next((name for side, name in selected if side is not None and side == side_of(column, inputs)), None)
-        if found is not None:
-            return [found]
-    return []
+        names = [name for side, name in selected if side is not None and side == side_of(column, inputs)]
+        if names:
+            return column, names
+    return None, []
 
 
 def synthetic_name(inputs) -> str:
