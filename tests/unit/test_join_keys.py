@@ -349,3 +349,15 @@ def test_a_persistent_join_may_copy_its_key_into_the_value(text):
     from kafkasql_magic.engine.analysis.join_key import check_key_selected_once
 
     check_key_selected_once(plan_of(text, cat=sources()))
+
+
+def test_a_chains_key_column_takes_the_last_joins_key_where_its_side_is_missing():
+    from kafkasql_magic.engine.build.join_key import JOIN_KEY, keyed_outputs
+
+    plan = plan_of("SELECT t2.id, s1.v0 FROM s1 LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON t3.id = s1.id "
+                   "EMIT CHANGES;", cat=sources(*CHAIN_SOURCES))
+    key = plan.join_key
+    assert (plan.key_names, key.filled, key.left, key.right) == (
+        ["T2_ID"], ("T2_ID",), ast.ColumnRef("ID", "S1"), ast.ColumnRef("ID", "T3"))
+    assert keyed_outputs(plan, plan.outputs)[0] == (
+        "T2_ID", ast.FunctionCall("COALESCE", (ast.ColumnRef("ID", "T2"), ast.ColumnRef(JOIN_KEY))))
