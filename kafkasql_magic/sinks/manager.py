@@ -79,8 +79,7 @@ class PersistentQueries:
         query, prepared, outputs, window = self._planned(stmt.query, stmt.kind)
         plan = prepared.plan
         leftmost = plan.source
-        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query,
-                                      plan.join_key.synthetic if plan.join_key else None)
+        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query, plan.join_key)
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
@@ -130,12 +129,14 @@ class PersistentQueries:
 
     def _planned(self, select: ast.Select, kind: str | None = None):
         from ..engine.analysis import check_persistent
+        from ..engine.analysis.join_key import check_key_selected_once
         from ..statements.queries import prepare
 
         check_persistent(select, kind)
         query = replace(select, emit_changes=True)
         prepared = prepare(self.session, query, keep_headers=True, changelog=True)
         plan, planned = prepared.plan, prepared.built.frame
+        check_key_selected_once(plan)
         key_names = set(plan.key_names)
         window = _window_outputs(select) if select.window is not None else {}
         if select.window is not None and "WINDOWSTART" not in window:

@@ -9,7 +9,7 @@ be able to hold the key (ksqlDB's messages).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .. import formats, types
 from ..catalog import KEY, VALUE, Column, SourceDef
@@ -18,11 +18,17 @@ from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
 
+if TYPE_CHECKING:
+    from ..engine.analysis.join_key import JoinKey
+
 #: Format options a sink inherits with the format itself (schema ids belong to the source's topic).
 INHERITED_OPTIONS = {"key": ("KEY_DELIMITER",), "value": ("VALUE_DELIMITER", "WRAP_SINGLE_VALUE")}
 #: Statement kind -> ksqlDB's query id prefix.
 QUERY_PREFIXES = {"STREAM": "CSAS", "TABLE": "CTAS", "INSERT": "INSERTQUERY", "SINK": "SINK"}
-KEY_MISSING = "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS."
+#: ksqlDB's first line of a key-missing message; its link (to the synthetic key's docs) and the
+#: space before the line break are ksqlDB's too.
+KEY_MISSING = "Key missing from projection (ie, SELECT). "
+SYNTHETIC_KEY_DOCS = "See https://cnfl.io/2LV7ouS."
 
 
 @dataclass(frozen=True)
@@ -62,27 +68,15 @@ def check_value_columns(outputs: Sequence[Output]) -> None:
 
 
 def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select,
-                        synthetic: str | None = None) -> None:
+                        join: JoinKey | None = None) -> None:
     """ksqlDB requires a persistent query to keep the key: the source's key, the grouping, or a
-    join's key (one of its ON columns, or its `synthetic` key column: engine/analysis/join_key.py)."""
+    join's key (`join`, engine/analysis/join_key.py: any column the chain of ON clauses makes
+    equivalent to it, or its synthetic key column)."""
     if any(o.key for o in outputs):
         return
-    if stmt.joins and synthetic is not None:
-        raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join expression "
-                             f"{synthetic} in its projection (eg, SELECT {synthetic}...).\n{synthetic} was added "
-                             "as a synthetic key column because the join criteria did not match any source column. "
-                             "This expression must be included in the projection and may be aliased.")
     if stmt.joins:
-        on = stmt.joins[-1].on
-        sides = [e for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)] \
-            if isinstance(on, ast.BinaryOp) and on.op == "=" else []
-        if sides:
-            from ..sql.render import render
-
-            which = "expressions " + " or ".join(render(e) for e in sides) if len(sides) > 1 \
-                else "expression " + render(sides[0])
-            raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join "
-                                 f"{which} in its projection (eg, SELECT {render(sides[0])}...).")
+        if join is not None:
+            raise StatementError(join_key_missing(sink, join))
         return
     if stmt.group_by:
         from ..sql.render import render
@@ -94,6 +88,24 @@ def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDe
         missing = leftmost.key_columns[0].name
         raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the key column "
                              f"{missing} in its projection (eg, SELECT {missing}...).")
+
+
+def join_key_missing(sink: str, join: JoinKey) -> str:
+    """ksqlDB's message for a join whose key is not selected: every viable key column, in its
+    order (`S1.ID, T2.ID or T3.ID`), or the synthetic key column with why it exists."""
+    from ..sql.render import render
+
+    if join.synthetic is not None:
+        key = join.synthetic
+        return (f"{KEY_MISSING}{SYNTHETIC_KEY_DOCS}\nThe query used to build `{sink}` must include the join "
+                f"expression {key} in its projection (eg, SELECT {key}...).\n{key} was added as a synthetic key "
+                "column because the join criteria did not match any source column. This expression must be "
+                "included in the projection and may be aliased. ")
+    names = [render(c) for c in join.viable]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    which = "expression" if len(names) == 1 else "expressions"
+    return (f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join {which} {listed} "
+            f"in its projection (eg, SELECT {names[0]}...).")
 
 
 def _listed(fields: Sequence[Field], key: bool) -> str:

@@ -102,3 +102,33 @@ def test_expression_joins_key_by_the_join_expression(joined, broker):
     assert written(broker, f"SS_{sfx.upper()}", 1) == [(int_key(3), {"LA": -3, "B": 1, "C": 7})]
     assert sorted(written(broker, f"ST_{sfx.upper()}", 2)) == [
         (b"NUT", {"OID": 2, "QTY": 1, "PRICE": None}), (b"TEA", {"OID": 1, "QTY": 2, "PRICE": 3})]
+
+
+def test_a_chain_is_keyed_by_any_column_its_on_clauses_make_equivalent(joined, broker):
+    """S1 LEFT JOIN T2 ON S1.ID = T2.ID LEFT JOIN T3 ON S1.ID = T3.ID: T2.ID keys the result (it is
+    equivalent to S1.ID through the chain), also where T2 has no row; a query selecting none of
+    S1.ID, T2.ID, T3.ID is refused naming them all, as ksqlDB does."""
+    sfx = joined.suffix
+    s1, t2, t3 = (f"{n}_{sfx}" for n in ("kc1", "kc2", "kc3"))
+    produce(broker.bootstrap_servers, t2, [record(1, {"v0": 20})], create_partitions=1)
+    produce(broker.bootstrap_servers, t3, [record(1, {"v0": 30}), record(2, {"v0": 31})], create_partitions=1)
+    produce(broker.bootstrap_servers, s1, [record(n, {"v0": 10 + n}, 5) for n in (1, 2, 3)], create_partitions=1)
+    joined.sql(f"""CREATE STREAM s1 (id INT KEY, v0 INT) WITH (kafka_topic='{s1}', value_format='JSON');
+                   CREATE TABLE t2 (id INT PRIMARY KEY, v0 INT) WITH (kafka_topic='{t2}', value_format='JSON');
+                   CREATE TABLE t3 (id INT PRIMARY KEY, v0 INT) WITH (kafka_topic='{t3}', value_format='JSON');""")
+    with pytest.raises(ks.KStreamError) as missing:
+        joined.sql("CREATE STREAM lost AS SELECT s1.v0, t2.v0 AS b FROM s1 JOIN t2 ON s1.id = t2.id "
+                   "JOIN t3 ON t3.id = s1.id;")
+    assert str(missing.value).endswith("\nThe query used to build `LOST` must include the join expressions S1.ID, "
+                                       "T2.ID or T3.ID in its projection (eg, SELECT S1.ID...).")
+    with pytest.raises(ks.KStreamError, match=r"The projection contains a key column \(`T2_ID`\) more than once, "
+                                               "aliased as: K and T2_ID"):
+        joined.sql("CREATE STREAM twice AS SELECT t2.id, t2.id AS k, s1.v0 FROM s1 JOIN t2 ON s1.id = t2.id "
+                   "JOIN t3 ON s1.id = t3.id;")
+    chain = joined.sql(f"CREATE STREAM chain_{sfx} AS SELECT t2.id, s1.v0 AS a, t2.v0 AS b, t3.v0 AS c FROM s1 "
+                       "LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON s1.id = t3.id;")
+    assert chain.wait_for_records(3, 90), chain.failure
+    assert [(c.name, c.type.name) for c in joined.catalog.get(f"chain_{sfx}").key_columns] == [("T2_ID", "INT")]
+    assert sorted(written(broker, f"CHAIN_{sfx.upper()}", 3)) == [
+        (int_key(1), {"A": 11, "B": 20, "C": 30}), (int_key(2), {"A": 12, "B": None, "C": 31}),
+        (int_key(3), {"A": 13, "B": None, "C": None})]

@@ -128,7 +128,7 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
      "`V` STRING KEY], features=[]}}\nreason: The 'KAFKA' format only supports a single field. Got: "
      "[`ID` INTEGER KEY, `V` STRING KEY]"),
     ("CREATE STREAM X_{tag} AS SELECT V FROM {src};",
-     "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\nThe query used to build "
+     "Key missing from projection (ie, SELECT). \nThe query used to build "
      "`X_{tag}` must include the key column ID in its projection (eg, SELECT ID...)."),
     ("CREATE STREAM X_{tag} WITH (FORMAT='JSON', KEY_FORMAT='KAFKA') AS SELECT * FROM {src};",
      "Cannot supply both 'KEY_FORMAT' and 'FORMAT' properties, as 'FORMAT' sets both key and value formats. "

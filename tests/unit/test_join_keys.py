@@ -116,15 +116,14 @@ def key_check(text: str):
     """The persistent query's key check over the plan of `text` (its outputs typed INT)."""
     plan = plan_of(text, cat=sources())
     outputs = [sink_plan.Output(n, ast.Type("INT"), n in plan.key_names) for n in plan.names]
-    sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement,
-                                  plan.join_key.synthetic if plan.join_key else None)
+    sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement, plan.join_key)
 
 
-SYNTHETIC_MISSING = (
+SYNTHETIC_MISSING = (  # ksqlDB's text, its trailing space included
     "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\nThe query used to build `OUTPUT` must "
     "include the join expression ROWKEY in its projection (eg, SELECT ROWKEY...).\nROWKEY was added as a synthetic "
     "key column because the join criteria did not match any source column. This expression must be included in the "
-    "projection and may be aliased.")
+    "projection and may be aliased. ")
 
 
 @pytest.mark.parametrize("text", [
@@ -155,7 +154,7 @@ def test_a_rowkey_column_of_a_source_moves_the_synthetic_key_in_the_message():
     outputs = [sink_plan.Output(n, ast.Type("INT")) for n in plan.names]
     with pytest.raises(StatementError, match=r"must include the join expression ROWKEY_1 in its projection "
                                              r"\(eg, SELECT ROWKEY_1\.\.\.\)\.\nROWKEY_1 was added"):
-        sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement, plan.join_key.synthetic)
+        sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement, plan.join_key)
 
 
 def test_the_build_fills_only_the_key_columns_the_plan_names():
@@ -167,3 +166,198 @@ def test_the_build_fills_only_the_key_columns_the_plan_names():
     assert outputs[1:] == list(plan.outputs[1:])
     full = plan_of("SELECT * FROM tl FULL OUTER JOIN tr ON tl.id = tr.id EMIT CHANGES;", cat=sources())
     assert keyed_outputs(full, full.outputs) == list(full.outputs)  # ROWKEY resolves to the join key itself
+
+
+def test_a_two_way_joins_message_names_both_on_columns_or_the_one_there_is():
+    with pytest.raises(StatementError) as info:
+        key_check(f"SELECT l.b, r.c {SS} ON l.a = r.a EMIT CHANGES;")
+    assert str(info.value) == ("Key missing from projection (ie, SELECT). \nThe query used to build `OUTPUT` must "
+                               "include the join expressions L.A or R.A in its projection (eg, SELECT L.A...).")
+    with pytest.raises(StatementError, match=r"include the join expression L\.A in its projection \(eg, SELECT L\.A"):
+        key_check(f"SELECT l.b {SS} ON l.a = ABS(r.a) EMIT CHANGES;")
+
+
+# Chains of joins, as ksqlDB keys them (its multi-joins query-validation tests): the columns every
+# ON clause makes equivalent to the key, in the order the ON clauses name them.
+
+CHAIN_SOURCES = (
+    "CREATE STREAM s1 (id INT KEY, k INT, v0 BIGINT) WITH (kafka_topic='s1', value_format='JSON');",
+    "CREATE STREAM s2 (id INT KEY, k INT, v0 BIGINT) WITH (kafka_topic='s2', value_format='JSON');",
+    "CREATE STREAM s3 (id INT KEY, v0 BIGINT) WITH (kafka_topic='s3', value_format='JSON');",
+    "CREATE TABLE t1 (id INT PRIMARY KEY, v0 BIGINT) WITH (kafka_topic='t1', value_format='JSON');",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, v0 BIGINT) WITH (kafka_topic='t2', value_format='JSON');",
+    "CREATE TABLE t3 (id INT PRIMARY KEY, v0 BIGINT, diff BIGINT) WITH (kafka_topic='t3', value_format='JSON');",
+    "CREATE STREAM ls (id1 BIGINT KEY, f1 BIGINT) WITH (kafka_topic='ls', value_format='JSON');",
+    "CREATE TABLE mt (id2 BIGINT PRIMARY KEY, f2 BIGINT) WITH (kafka_topic='mt', value_format='JSON');",
+    "CREATE TABLE rt (id3 BIGINT PRIMARY KEY, f3 BIGINT) WITH (kafka_topic='rt', value_format='JSON');",
+)
+STT = "FROM s1 JOIN t2 ON s1.id = t2.id JOIN t3 ON s1.id = t3.id"
+W = "WITHIN 10 SECONDS"
+
+
+def chain(text: str):
+    """(result names, key names, join key) of `text`, analysed as a push query. Only the key's
+    analysis: a chain of three tables is keyed here even where the build refuses to run it."""
+    from kafkasql_magic import dialects
+    from kafkasql_magic.engine.analysis.join_key import join_key_of
+    from kafkasql_magic.engine.analysis.select import _input, key_names, outputs_of
+
+    stmt = parse_statement(text)
+    cat = sources(*CHAIN_SOURCES)
+    inputs = [_input(ref, cat, True, dialects.KSQL) for ref in (stmt.source, *(j.source for j in stmt.joins))]
+    key = join_key_of(stmt, inputs)
+    outputs = outputs_of(stmt, inputs, prefixed=True, synthetic=key.synthetic)
+    return [n for n, _ in outputs], key_names(stmt, outputs, inputs, False, key), key
+
+
+def viable(key) -> list[str]:
+    return [f"{c.qualifier}.{c.name}" for c in key.viable]
+
+
+@pytest.mark.parametrize("text, keys, equivalent", [
+    # any of the equivalent columns keys the result, under its result name
+    (f"SELECT s1.id, s1.v0, t2.v0, t3.v0 {STT} EMIT CHANGES;", ["S1_ID"], ["S1.ID", "T2.ID", "T3.ID"]),
+    (f"SELECT t2.id, s1.v0, t2.v0 {STT} EMIT CHANGES;", ["T2_ID"], ["S1.ID", "T2.ID", "T3.ID"]),
+    (f"SELECT t3.id AS k, s1.v0 {STT} EMIT CHANGES;", ["K"], ["S1.ID", "T2.ID", "T3.ID"]),
+    # several selected: the first in the ON clauses' order, not the projection's
+    (f"SELECT t3.id, t2.id, s1.v0 {STT} EMIT CHANGES;", ["T2_ID"], ["S1.ID", "T2.ID", "T3.ID"]),
+    # none selected: no key column (a persistent query is refused)
+    (f"SELECT s1.v0, t2.v0, t3.v0 {STT} EMIT CHANGES;", [], ["S1.ID", "T2.ID", "T3.ID"]),
+    # ON operands written right to left, and aliases
+    ("SELECT t2.id, s1.v0 FROM s1 JOIN t2 ON t2.id = s1.id JOIN t3 ON t3.id = s1.id EMIT CHANGES;",
+     ["T2_ID"], ["S1.ID", "T2.ID", "T3.ID"]),
+    ("SELECT s.id, s.v0 FROM s1 s JOIN t2 t ON s.id = t.id JOIN t3 tt ON s.id = tt.id EMIT CHANGES;",
+     ["S_ID"], ["S.ID", "T.ID", "TT.ID"]),
+    # an expression breaks the equivalence with what came before, or starts it afresh
+    ("SELECT t2.id, s1.v0 FROM s1 JOIN t2 ON s1.id + 1 = t2.id JOIN t3 ON s1.id = t3.id EMIT CHANGES;",
+     [], ["S1.ID", "T3.ID"]),
+    ("SELECT t3.id, s1.v0 FROM s1 JOIN t2 ON s1.id = t2.id JOIN t3 ON s1.id + 1 = t3.id EMIT CHANGES;",
+     ["T3_ID"], ["T3.ID"]),
+    ("SELECT t3.id, s1.v0 FROM s1 JOIN t2 ON s1.k - 1 = t2.id JOIN t3 ON s1.k + 1 = t3.id EMIT CHANGES;",
+     ["T3_ID"], ["T3.ID"]),
+    ("SELECT s1.k, s1.v0 FROM s1 JOIN t2 ON s1.v0 = t2.id JOIN t3 ON s1.k = t3.id EMIT CHANGES;",
+     ["K"], ["S1.K", "T3.ID"]),
+    # equal expressions link the joins: the last ON names no column, yet S1.ID keys the result
+    (f"SELECT s1.id, s1.v0 FROM s1 JOIN s2 {W} ON s1.id = ABS(s2.id) JOIN s3 {W} ON abs(S2.ID) = ABS(s3.id) "
+     "EMIT CHANGES;", ["S1_ID"], ["S1.ID"]),
+    # a cascade through the second source's column
+    (f"SELECT s1.k, s1.v0 FROM s1 JOIN s2 {W} ON s1.k = s2.k JOIN t3 ON s2.k = t3.id EMIT CHANGES;",
+     ["S1_K"], ["S1.K", "S2.K", "T3.ID"]),
+    # LEFT and stream-stream-table chains alike
+    (f"SELECT s1.v0, s2.v0, t3.v0, s2.id FROM s1 LEFT JOIN s2 {W} ON s1.id = s2.id JOIN t3 ON s1.id = t3.id "
+     "EMIT CHANGES;", ["S2_ID"], ["S1.ID", "S2.ID", "T3.ID"]),
+    # a FULL OUTER join before the last one adds nothing equivalent, and no synthetic key
+    (f"SELECT s1.id, s1.v0, s2.v0 FROM s1 FULL JOIN s2 {W} ON s1.id = s2.id JOIN t3 ON s1.id = t3.id "
+     "EMIT CHANGES;", ["S1_ID"], ["S1.ID", "T3.ID"]),
+    (f"SELECT s2.id, s1.v0 FROM s1 FULL JOIN s2 {W} ON s1.id = s2.id JOIN t3 ON s1.id = t3.id EMIT CHANGES;",
+     [], ["S1.ID", "T3.ID"]),
+    # table-table-table
+    ("SELECT t1.id, t1.v0, t2.v0, t3.v0 FROM t1 JOIN t2 ON t1.id = t2.id JOIN t3 ON t1.id = t3.id EMIT CHANGES;",
+     ["T1_ID"], ["T1.ID", "T2.ID", "T3.ID"]),
+    # unqualified ON columns: a LEFT join on another key starts afresh; F1 comes before RT_ID3
+    ("SELECT id1, f1, mt.*, rt.* FROM ls JOIN mt ON id1 = id2 LEFT JOIN rt ON f1 = id3 EMIT CHANGES;",
+     ["F1"], ["LS.F1", "RT.ID3"]),
+])
+def test_a_chain_is_keyed_by_any_column_its_on_clauses_make_equivalent(text, keys, equivalent):
+    _, key_names, key = chain(text)
+    assert (key_names, viable(key), key.synthetic) == (keys, equivalent, None)
+
+
+def test_a_chains_select_star_is_keyed_by_its_first_equivalent_column_without_rowkey():
+    names, keys, _ = chain(f"SELECT * {STT} EMIT CHANGES;")
+    assert names == ["S1_ID", "S1_K", "S1_V0", "T2_ID", "T2_V0", "T3_ID", "T3_V0", "T3_DIFF"] and keys == ["S1_ID"]
+    names, keys, _ = chain(f"SELECT * FROM s1 FULL JOIN s2 {W} ON s1.id = s2.id JOIN t3 ON s1.id = t3.id EMIT CHANGES;")
+    assert names[0] == "S1_ID" and "ROWKEY" not in names and keys == ["S1_ID"]
+    names, keys, _ = chain(f"SELECT t2.*, t3.v0 {STT} EMIT CHANGES;")
+    assert (names, keys) == (["T2_ID", "T2_V0", "T3_V0"], ["T2_ID"])
+
+
+@pytest.mark.parametrize("text, left, right", [
+    # the last join FULL OUTER: ROWKEY is the first non-NULL of its two operands
+    ("SELECT ROWKEY AS id, t1.v0 FROM t1 JOIN t2 ON t1.id = t2.id FULL JOIN t3 ON t1.id = t3.id EMIT CHANGES;",
+     "T1.ID", "T3.ID"),
+    (f"SELECT ROWKEY, s1.v0 FROM s1 FULL OUTER JOIN s2 WITHIN 5 SECONDS ON s1.id = s2.id FULL OUTER JOIN s3 {W} "
+     "ON s1.id = s3.id EMIT CHANGES;", "S1.ID", "S3.ID"),
+    # the last ON's expressions equivalent to no column
+    (f"SELECT ROWKEY, s1.v0 FROM s1 JOIN s2 {W} ON s1.id = s2.id JOIN s3 {W} ON ABS(s1.id) = ABS(s3.id) "
+     "EMIT CHANGES;", "ABS(S1.ID)", "ABS(S3.ID)"),
+])
+def test_a_chain_gets_rowkey_only_when_its_last_join_leaves_no_equivalent_column(text, left, right):
+    from kafkasql_magic.sql.render import render
+
+    names, keys, key = chain(text)
+    assert key.synthetic == "ROWKEY" and key.viable == () and keys == [names[0]]
+    assert (render(key.left), render(key.right)) == (left, right)
+
+
+def chain_key_check(text: str):
+    names, keys, key = chain(text)
+    outputs = [sink_plan.Output(n, ast.Type("INT"), n in keys) for n in names]
+    sink_plan.check_key_projected("OUTPUT", outputs, None, parse_statement(text), key)
+
+
+def missing(which: str, first: str) -> str:
+    return ("Key missing from projection (ie, SELECT). \nThe query used to build `OUTPUT` must include the join "
+            f"{which} in its projection (eg, SELECT {first}...).")
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"SELECT s1.v0, t2.v0, t3.v0 {STT};", missing("expressions S1.ID, T2.ID or T3.ID", "S1.ID")),
+    ("SELECT s1.v0, t2.v0 FROM s1 LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON s1.id = t3.id;",
+     missing("expressions S1.ID, T2.ID or T3.ID", "S1.ID")),
+    ("SELECT s1.v0 FROM s1 JOIN t2 ON s1.id + 1 = t2.id JOIN t3 ON s1.id = t3.id;",
+     missing("expressions S1.ID or T3.ID", "S1.ID")),
+    ("SELECT s1.v0 FROM s1 LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON s1.id + 1 = t3.id;",
+     missing("expression T3.ID", "T3.ID")),
+    ("SELECT s.v0 FROM s1 s JOIN t2 t ON t.id = s.id JOIN t3 tt ON tt.id = s.id;",
+     missing("expressions S.ID, T.ID or TT.ID", "S.ID")),
+    ("SELECT t1.v0 FROM t1 JOIN t2 ON t1.id = t2.id FULL JOIN t3 ON t1.id = t3.id;", SYNTHETIC_MISSING),
+])
+def test_a_persistent_chain_names_every_equivalent_column_it_could_select(text, message):
+    with pytest.raises(StatementError) as info:
+        chain_key_check(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("selected", ["s1.id", "t2.id", "t3.id AS k", "s1.id AS a, t3.id AS b"])
+def test_a_persistent_chain_selecting_any_equivalent_column_passes(selected):
+    chain_key_check(f"SELECT {selected}, s1.v0 {STT};")
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"SELECT l.a, l.a AS key2, l.b, r.c {SS} ON l.a = r.a EMIT CHANGES;",
+     "(`L_A`) more than once, aliased as: KEY2 and L_A."),
+    (f"SELECT ROWKEY, ROWKEY AS k, b {SS} ON ABS(l.a) = ABS(r.a) EMIT CHANGES;",
+     "(`ROWKEY`) more than once, aliased as: K and ROWKEY."),
+])
+def test_a_persistent_join_selects_its_key_column_once(text, message):
+    from kafkasql_magic.engine.analysis.join_key import check_key_selected_once
+
+    with pytest.raises(StatementError) as info:
+        check_key_selected_once(plan_of(text, cat=sources()))
+    assert str(info.value) == (f"The projection contains a key column {message}\nEach key column must only be in "
+                               "the projection once. If you intended to copy the key into the value, then consider "
+                               "using the AS_VALUE function to indicate which key reference should be copied.")
+
+
+@pytest.mark.parametrize("text", [
+    f"SELECT l.a, r.a AS k, l.b {SS} ON l.a = r.a EMIT CHANGES;",  # another equivalent column: a value column
+    f"SELECT l.a, AS_VALUE(l.a) AS k, l.b {SS} ON l.a = r.a EMIT CHANGES;",
+    f"SELECT l.b, COUNT(*) AS n, COUNT(*) AS m {SS} ON l.a = r.a GROUP BY l.b EMIT CHANGES;",
+])
+def test_a_persistent_join_may_copy_its_key_into_the_value(text):
+    from kafkasql_magic.engine.analysis.join_key import check_key_selected_once
+
+    check_key_selected_once(plan_of(text, cat=sources()))
+
+
+def test_a_chains_key_column_takes_the_last_joins_key_where_its_side_is_missing():
+    from kafkasql_magic.engine.build.join_key import JOIN_KEY, keyed_outputs
+
+    plan = plan_of("SELECT t2.id, s1.v0 FROM s1 LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON t3.id = s1.id "
+                   "EMIT CHANGES;", cat=sources(*CHAIN_SOURCES))
+    key = plan.join_key
+    assert (plan.key_names, key.filled, key.left, key.right) == (
+        ["T2_ID"], ("T2_ID",), ast.ColumnRef("ID", "S1"), ast.ColumnRef("ID", "T3"))
+    assert keyed_outputs(plan, plan.outputs)[0] == (
+        "T2_ID", ast.FunctionCall("COALESCE", (ast.ColumnRef("ID", "T2"), ast.ColumnRef(JOIN_KEY))))

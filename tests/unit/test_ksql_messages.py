@@ -116,17 +116,6 @@ def test_the_transient_query_keeps_its_own_aggregate_message():
         analyse(parse_statement("SELECT COUNT(*) FROM orders EMIT CHANGES;"), catalog())
 
 
-def test_a_persistent_join_must_select_a_join_column():
-    stmt = parse_statement("SELECT l.b, r.c FROM l JOIN r WITHIN 10 SECONDS ON l.a = r.a;")
-    with pytest.raises(StatementError) as info:
-        sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
-    assert str(info.value).endswith("\nThe query used to build `OUTPUT` must include the join expressions L.A or R.A "
-                                    "in its projection (eg, SELECT L.A...).")
-    stmt = parse_statement("SELECT l.b FROM l JOIN r WITHIN 10 SECONDS ON l.a = ABS(r.a);")
-    with pytest.raises(StatementError, match="must include the join expression L.A in its projection"):
-        sink_plan.check_key_projected("OUTPUT", [sink_plan.Output("B", ast.Type("INT"))], None, stmt)
-
-
 def test_materialize_aggregates_are_materialize_only():
     """ksqlDB has COLLECT_LIST, not list_agg: a ksql query over a Materialize source cannot
     call it either, while a Materialize query can."""

@@ -21,7 +21,7 @@ from .checks import check_clauses, check_persistent
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
-from .join_key import JoinKey, is_synthetic_ref, join_key_of
+from .join_key import JoinKey, is_synthetic_ref, join_key_of, key_output
 from .lookup import key_lookup
 from .seek import Seek, seek_of
 from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, table_join_kind
@@ -191,13 +191,15 @@ def _same_dialect(side, naming) -> bool:
 
 
 def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool, join: JoinKey | None = None) -> list[str]:
-    """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's ON
-    columns (or its synthetic key column), else the source's key."""
+    """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's key column
+    (one the chain's ON clauses make equivalent, or its synthetic key column), else the source's key."""
     keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
     if keys:
         return [n for n, e in outputs if e in keys]
     if join is not None and join.synthetic is not None:
         return [n for n, e in outputs if is_synthetic_ref(e, join)]
+    if join is not None:
+        return key_output(join, outputs, inputs)
     if stmt.joins:
         return join_key(stmt.joins[-1].on, outputs, inputs)
     first = inputs[0]
@@ -222,8 +224,8 @@ def side_of(ref: ast.ColumnRef, inputs) -> tuple[int, str] | None:
 
 
 def join_key(on: ast.Expr, outputs, inputs) -> list[str]:
-    """ksqlDB keys a join's result by the columns its (last) ON clause equates: the first
-    result column that is one of them is the key, under its result name (`T_ID`)."""
+    """A join without ksqlDB's join key (join_key.py; the Materialize dialect) is keyed by the
+    columns its last ON clause equates: the leftmost side's selected one, under its result name."""
     if not (isinstance(on, ast.BinaryOp) and on.op == "="):
         return []
     joined = {side_of(e, inputs) for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)} - {None}

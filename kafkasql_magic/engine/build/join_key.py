@@ -1,10 +1,10 @@
-"""A join's key on Spark (analysis.join_key decides it): the first non-NULL of the two sides'
-join expressions, added after the join as a column of the joined frame.
+"""A join's key on Spark (analysis.join_key decides it): the first non-NULL of the last join's
+two ON operands, added after the joins as a column of the joined frame.
 
-The synthetic key column (`ROWKEY`) resolves to it like any source column. A key column that is
-one of the ON columns keeps its own value and takes the join key where its side is missing (a
-RIGHT or FULL join's row without a left side), so a sink's record key is never NULL for a row
-that has one.
+The synthetic key column (`ROWKEY`) resolves to it like any source column. A key column (any
+column the chain of ON clauses makes equivalent to the key) keeps its own value and takes the
+join key where its side is missing (a RIGHT join's row without a left side, an earlier LEFT
+join's missing right side), so a sink's record key is never NULL for a row that has one.
 """
 
 from __future__ import annotations
