@@ -30,6 +30,18 @@ def test_a_primary_key_join_of_two_tables_is_a_table_keyed_by_the_join_column(ki
     assert plan.output_mode == "append"  # the stateful step emits each change once
 
 
+@pytest.mark.parametrize("second", ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN"])
+def test_three_tables_on_their_primary_keys_are_one_table_join(second):
+    text = (f"SELECT * FROM users u JOIN scores s ON u.id = s.id {second} teams t ON u.id = t.tid "
+            "EMIT CHANGES;")
+    plan = plan_of(text, cat=tables())
+    assert (plan.table_join, plan.kind, plan.per_batch) == (PRIMARY_KEY, "TABLE", False)
+    full = second.startswith("FULL")
+    assert plan.names == [*(["ROWKEY"] if full else []), "U_ID", "U_NAME", "U_TEAM", "S_ID", "S_SCORE", "T_TID",
+                          "T_TITLE"]
+    assert plan.key_names == (["ROWKEY"] if full else ["U_ID"])
+
+
 def test_a_foreign_key_join_is_keyed_by_the_left_tables_key():
     plan = plan_of("SELECT u.id, name, title FROM users u LEFT JOIN teams t ON u.team = t.tid EMIT CHANGES;",
                    cat=tables())
@@ -56,8 +68,22 @@ def test_other_queries_are_not_table_joins():
      "Got USERS FULL OUTER JOIN TEAMS."),
     ("SELECT u.id FROM users u RIGHT JOIN teams t ON u.team = t.tid EMIT CHANGES;",
      "Invalid join type: right-outer join not supported for foreign-key table-table join."),
-    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON u.id = t.tid EMIT CHANGES;",
-     "Table-table joins of more than two tables are not supported yet"),
+    # n-way joins: every join after the first is on the primary key (fk-n-way-join.json)
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON team = t.tid EMIT CHANGES;",
+     "Invalid join condition: foreign-key table-table joins are not supported as part of n-way joins. "
+     "Got U.TEAM = T.TID."),
+    ("SELECT users.id FROM users JOIN teams ON team = tid JOIN scores ON team = scores.id EMIT CHANGES;",
+     "Invalid join condition: foreign-key table-table joins are not supported as part of n-way joins. "
+     "Got USERS.TEAM = SCORES.ID."),
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON u.id = t.title EMIT CHANGES;",
+     "Invalid join condition: table-table joins require to join on the primary key of the right input table. "
+     "Got U.ID = T.TITLE."),
+    # after a FULL join the key is synthetic: ksqlDB would repartition the joined table, which it refuses
+    ("SELECT u.id FROM users u FULL JOIN scores s ON u.id = s.id JOIN teams t ON u.id = t.tid EMIT CHANGES;",
+     "Cannot repartition a TABLE source. If this is a join, make sure that the criteria uses the TABLE's key "
+     "column ROWKEY instead of [U_ID]"),
+    ("SELECT u.id FROM users u JOIN teams t ON u.team = t.tid JOIN scores s ON u.id = s.id EMIT CHANGES;",
+     "A foreign-key table-table join followed by more joins is not supported yet by kafkasql_magic"),
     ("SELECT u.id FROM users u JOIN scores s ON u.id > s.id EMIT CHANGES;",
      "Invalid join condition: table-table joins require an equality between a column of each table."),
 ])
