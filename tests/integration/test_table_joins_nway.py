@@ -116,3 +116,31 @@ def test_ctas_of_a_join_ending_in_full_join_writes_rows_and_tombstones_and_resum
         assert state[4] == (None, T0 + 60)  # a tombstone: the remembered level was its only row
     finally:
         second.stop()
+
+
+def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key(three, broker):
+    """`orders JOIN users ON o.user_id = u.id LEFT JOIN ships ON o.oid = sh.oid`, as ksqlDB allows a
+    foreign-key join at the start of an n-way join: rows keyed by the order, following the user its
+    foreign key names and the shipment of its own key."""
+    suffix = uuid.uuid4().hex[:8]
+    orders, ships = f"no_{suffix}", f"nsh_{suffix}"
+    produce(broker.bootstrap_servers, orders, [row(100, {"user_id": 1, "qty": 2}, 20),
+                                               row(101, {"user_id": 9, "qty": 1}, 20)], create_partitions=1)
+    produce(broker.bootstrap_servers, ships, [row(100, {"carrier": "post"}, 25), row(101, {"carrier": "van"}, 25)],
+            create_partitions=1)
+    three.sql(f"""CREATE TABLE orders (oid INT PRIMARY KEY, user_id INT, qty INT)
+                    WITH (kafka_topic='{orders}', value_format='JSON');
+                  CREATE TABLE ships (oid INT PRIMARY KEY, carrier STRING) WITH (kafka_topic='{ships}', value_format='JSON');""")
+    handle = three.sql("SELECT o.oid, name, qty, carrier FROM orders o JOIN users u ON o.user_id = u.id "
+                       "LEFT JOIN ships sh ON o.oid = sh.oid EMIT CHANGES;")
+    assert (handle.plan.table_join, handle.plan.key_names) == ("FOREIGN_KEY", ["O_OID"])
+    deadline = time.monotonic() + 90
+    while not any(r["CARRIER"] == "post" for r in handle.rows().to_dict("records")):
+        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    # order 101 finds its user 9; ann is renamed; order 100's shipment goes (the LEFT join keeps the order)
+    produce(broker.bootstrap_servers, three.topics["users"], [row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 31)])
+    produce(broker.bootstrap_servers, ships, [row(100, None, 32)])
+    state = settle(handle, "O_OID", lambda st: 101 in st and st[100]["NAME"] == "anne" and st[100]["CARRIER"] is None)
+    assert state == {100: {"O_OID": 100, "NAME": "anne", "QTY": 2, "CARRIER": None},
+                     101: {"O_OID": 101, "NAME": "zed", "QTY": 1, "CARRIER": "van"}}

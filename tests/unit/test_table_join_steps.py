@@ -32,9 +32,9 @@ class State:
         self.value = None
 
 
-def change(side, key, row, at, order, lk=None):
+def change(side, key, row, at, order, lk=None, pk=None):
     return {"__side": side, "__jk": key, "__row": None if row is None else json.dumps(row), "__rt": at,
-            "__order": order, "__tomb": row is None, "__lk": lk}
+            "__order": order, "__tomb": row is None, "__lk": lk, "__pk": pk}  # pk: as JSON text
 
 
 def run(step, state, key, *changes, tables=2):
@@ -74,6 +74,27 @@ def test_foreign_key_join_follows_the_right_row_and_moved_left_rows():
     got = run(inner, state, 0, change(0, "eu", {"id": 1}, 1, 0, lk=b"\x01"), change(1, "eu", {"label": "E"}, 2, 0),
               change(0, None, None, 3, 1, lk=b"\x01"))
     assert got == [({"id": 1}, None, 1, True), ({"id": 1}, {"label": "E"}, 2, False), (None, None, 3, True)]
+
+
+def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key():
+    """`orders JOIN users ON o.user_id = u.id LEFT JOIN ships ON o.id = ships.id`: an order's row follows
+    its user (found by foreign key) and its shipment (by the order's own key)."""
+    step, state = _foreign_key_step("INNER", "LEFT"), State()
+
+    def order(oid, user, at, n):
+        return change(0, user, None if user is None else {"oid": oid, "user": user}, at, n, lk=bytes([oid]),
+                      pk=str(oid))
+
+    got = run(step, state, 0, change(1, 0, {"name": "ann"}, 0, 0), order(1, 0, 10, 0),
+              change(2, None, {"ship": "box"}, 11, 0, pk="1"), change(1, 8, {"name": "bob"}, 13, 1),
+              order(1, 8, 16, 1), change(2, None, {"ship": "bag"}, 17, 1, pk="2"), tables=3)
+    assert got == [({"oid": 1, "user": 0}, {"name": "ann"}, None, 10, False),
+                   ({"oid": 1, "user": 0}, {"name": "ann"}, {"ship": "box"}, 11, False),
+                   ({"oid": 1, "user": 8}, {"name": "bob"}, {"ship": "box"}, 16, False)]  # order 2: no row
+    got = run(step, state, 0, change(2, None, None, 20, 2, pk="1"), order(1, None, 21, 2), tables=3)
+    assert got == [({"oid": 1, "user": 8}, {"name": "bob"}, None, 20, False), (None, None, None, 21, True)]
+    stored = json.loads(state.value[0])
+    assert (stored["lefts"], stored["t2"]) == ({}, {"2": ['{"ship": "bag"}', 17]})  # order 2's shipment waits
 
 
 def test_a_stream_record_meets_the_table_row_of_its_time():

@@ -33,11 +33,24 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
         raise StatementError("Table-table joins over views are not supported yet by kafkasql_magic: "
                              "join the tables the views read.")
     kinds = [_join_kind(number, join, stmt.joins[:number], inputs) for number, join in enumerate(stmt.joins)]
-    if kinds[0] == FOREIGN_KEY and len(kinds) > 1:
-        raise StatementError("A foreign-key table-table join followed by more joins is not supported yet by "
-                             "kafkasql_magic: write the foreign-key join's result to a table (CREATE TABLE ... AS "
-                             "SELECT) and join that table.")
+    if kinds[0] == FOREIGN_KEY:
+        for right, join in enumerate(stmt.joins[1:], 2):
+            _check_after_foreign_key(join, right, inputs)
     return kinds[0]
+
+
+def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) -> None:
+    """A join after a foreign-key join is on the left table's primary key (the foreign-key
+    join's result is keyed by it); kafkasql_magic runs INNER and LEFT ones."""
+    left_expr, right_expr = _sides(join.on, inputs, right)
+    if _owner(left_expr, inputs) != 0:
+        got = f"{_qualified(left_expr, inputs)} = {_qualified(right_expr, inputs)}"
+        raise StatementError("Invalid join condition: a join after a foreign-key table-table join must be on the "
+                             f"primary key of the first table (the key of the foreign-key join's result). Got {got}.")
+    if join.kind not in FOREIGN_KEY_JOINS:
+        raise StatementError(f"{JOIN_WORDS[join.kind]} after a foreign-key table-table join is not supported yet by "
+                             "kafkasql_magic: use JOIN or LEFT JOIN, or write the foreign-key join's result to a "
+                             "table (CREATE TABLE ... AS SELECT) and join that table.")
 
 
 def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs: list[Input]) -> str:

@@ -68,30 +68,42 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     ons = [join_sides(join.on, plan.inputs, number + 1) for number, join in enumerate(joins)]
     # each table's side of its ON clause: the first table's in the first join, then each joined table's
     join_exprs = [ons[0][0], *(right for _, right in ons)]
+    foreign = plan.table_join == FOREIGN_KEY
+    # a foreign-key join's later tables join on the left table's primary key (`__pk`, beside the foreign key)
+    primary = [ons[1][0] if len(ons) > 1 else None, None, *join_exprs[2:]] if foreign else [None] * len(join_exprs)
     messages, sides, schemas = [], [], []
     for index, (side, on) in enumerate(zip(plan.inputs, join_exprs)):
         side_raw = raw if index == 0 else read(side.source, True)
         frame = without_errors(logical_frame(side_raw, side.source), f"__errors_{index}")
-        key = Compiler(Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect)).compile(on)
+        compiler = Compiler(Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect))
+        key = compiler.compile(on)
         columns = {name: f"__s{index}_{name}" for name in side.visible}
         row = F.struct(*[F.col(quoted(n)).alias(c) for n, c in columns.items()], F.col(RAW_HEADERS))
-        messages.append(frame.select(F.lit(index).alias("__side"), key.alias("__jk"), F.to_json(row).alias("__row"),
-                                     F.unix_millis(F.col(RAW_TIMESTAMP)).alias("__rt"), F.col(OFFSET).alias("__order"),
-                                     F.col(TOMBSTONE).alias("__tomb"), F.col(RAW_KEY).alias("__lk")))
+        # as JSON text: pandas reads an integer column holding NULLs as floats
+        pk = [F.to_json(F.struct(compiler.compile(primary[index]).alias("k"))) if primary[index] is not None
+              else F.lit(None).cast("string")] if foreign else []
+        messages.append(frame.select(
+            F.lit(index).alias("__side"), (F.lit(None) if foreign and index >= 2 else key).alias("__jk"),
+            *[c.alias("__pk") for c in pk], F.to_json(row).alias("__row"),
+            F.unix_millis(F.col(RAW_TIMESTAMP)).alias("__rt"), F.col(OFFSET).alias("__order"),
+            F.col(TOMBSTONE).alias("__tomb"), F.col(RAW_KEY).alias("__lk")))
         sides.append((side.qualifiers, columns))
         schemas.append(frame.select(row.alias("r")).schema["r"].dataType)
     key_type = messages[0].schema["__jk"].dataType
-    foreign = plan.table_join == FOREIGN_KEY
+    kinds = [join.kind for join in joins]
     if foreign:
-        step, state = _foreign_key_step(joins[0].kind), FOREIGN_STATE
+        step, state = _foreign_key_step(*kinds), FOREIGN_STATE
     else:
-        step, state = _primary_key_step(*(join.kind for join in joins)), PRIMARY_STATE
+        step, state = _primary_key_step(*kinds), PRIMARY_STATE
     changes = messages[0]
     for message in messages[1:]:
-        changes = changes.unionByName(message.withColumn("__jk", F.col("__jk").cast(key_type)))
+        message = message.withColumn("__jk", F.col("__jk").cast(key_type))
+        changes = changes.unionByName(message)
     # a table's NULL key is its envelope's concern; a NULL foreign key is a left row without a match
     keep = F.col("__jk").isNotNull()
-    changes = changes.where(keep | (F.col("__side") == 0) if foreign else keep)
+    if foreign:
+        keep = (F.col("__side") == 0) | ((F.col("__side") == 1) & keep) | ((F.col("__side") >= 2) & F.col("__pk").isNotNull())
+    changes = changes.where(keep)
     result = T.StructType([*(T.StructField(c, T.StringType()) for c in row_columns(len(messages))),
                            T.StructField("__rt", T.LongType()), T.StructField("__hside", T.IntegerType()),
                            T.StructField("__tomb", T.BooleanType()), T.StructField("__jk", key_type)])
@@ -208,48 +220,102 @@ def _primary_key_step(*kinds: str):
     return step
 
 
-def _foreign_key_step(kind: str):
-    keeps_unmatched = kind == "LEFT"
+def _foreign_key_step(kind: str, *more: str):
+    """All the changes (one group) -> the changed result rows of a foreign-key join (`kind`) and
+    the INNER/LEFT joins on the left table's primary key after it (`more`). The state holds every
+    left row with its foreign key (and its primary key as `_text`), every right row, and each
+    later table's rows by primary key. A left or right change emits each row it touches, or a
+    tombstone where the row is gone or never was (Kafka Streams' foreign-key join cannot tell);
+    a later table's change emits as a primary-key join does."""
+    kinds = (kind, *more)
+    tables = len(kinds) + 1
 
     def step(key, chunks, state):
         import pandas as pd
 
-        tables = json.loads(state.get[0]) if state.exists else {"lefts": {}, "rights": {}}
-        lefts, rights = tables["lefts"], tables["rights"]  # left key -> [fk, row, time]; right key -> [row, time]
+        stored = json.loads(state.get[0]) if state.exists else {"lefts": {}, "rights": {}}
+        # left key -> [fk, row, time, primary key]; right key -> [row, time]; later tables: primary key -> [row, time]
+        lefts, rights = stored["lefts"], stored["rights"]
+        later = [stored.setdefault(f"t{i}", {}) for i in range(2, tables)]
         pointing: dict[str, set] = {}
-        for left_key, (fk, _, _) in lefts.items():
+        owners: dict[str, str] = {}  # a left row's primary key -> its left key
+        for left_key, (fk, _, _, *pk) in lefts.items():
             pointing.setdefault(fk, set()).add(left_key)
+            owners.update({pk[0]: left_key} if pk else {})
+
+        def result(left_key):
+            """(the tables in the left row's result, or None; each table's row; each table's time)"""
+            fk, row, at, *pk = lefts[left_key]
+            found = [rights.get(fk, [None, None]), *(t.get(pk[0] if pk else None, [None, None]) for t in later)]
+            rows, times = [row, *(f[0] for f in found)], [at, *(f[1] for f in found)]
+            return joined_tables(kinds, rows), rows, times
+
+        def row_of(joined, rows, times, at, side):
+            return _emitted(None, [rows[i] if i in joined else None for i in range(tables)],
+                            _later(at, *(times[i] for i in joined)), side)
+
+        def gone(rows, change, times):
+            side = change["__side"]
+            return _emitted(None, [change["__row"] if i == side else rows[i] for i in range(tables)],
+                            _later(change["__rt"], times[0] if side else None), side, tomb=True)
+
         out = []
         for change in _merged(pd.concat(list(chunks)).to_dict("records")):
-            fk = _text(change["__jk"])
-            if change["__side"] == 1:
+            side, at = change["__side"], change["__rt"]
+            if side >= 2:  # a later table's row, keyed like the left table
+                pk = change["__pk"]
+                left_key = owners.get(pk)
+                before = result(left_key)[0] if left_key is not None else None
+                if change["__tomb"]:
+                    later[side - 2].pop(pk, None)
+                else:
+                    later[side - 2][pk] = [change["__row"], at]
+                if left_key is None:
+                    continue
+                joined, rows, times = result(left_key)
+                if joined is not None and (side in joined or side in (before or ())):
+                    out.append(row_of(joined, rows, times, at, side))
+                elif joined is None and before is not None:
+                    out.append(gone(rows, change, times))
+                continue
+            fk = _loose_text(change["__jk"])
+            if side == 1:
                 if change["__tomb"]:
                     rights.pop(fk, None)
                 else:
-                    rights[fk] = [change["__row"], change["__rt"]]
+                    rights[fk] = [change["__row"], at]
                 for left_key in sorted(pointing.get(fk, ())):
-                    _, row, lt = lefts[left_key]
-                    gone = not (keeps_unmatched or fk in rights)
-                    right = change["__row"] if gone else rights.get(fk, [None])[0]
-                    out.append(_emitted(None, [row, right], _later(lt, change["__rt"]), 1, tomb=gone))
+                    joined, rows, times = result(left_key)
+                    out.append(gone(rows, change, times) if joined is None else row_of(joined, rows, times, at, 1))
                 continue
             left_key = _text(change["__lk"])
             old = lefts.pop(left_key, None)
             if old is not None:
                 pointing.get(old[0], set()).discard(left_key)
+                owners.pop(old[3] if len(old) > 3 else None, None)
             if change["__tomb"]:
                 if old is not None:  # the deleted row's last result goes
-                    out.append(_emitted(None, [change["__row"], None], change["__rt"], 0, tomb=True))
+                    out.append(gone([None] * tables, change, [None] * tables))
                 continue
-            lefts[left_key] = [fk, change["__row"], change["__rt"]]
+            pk = change["__pk"]
+            lefts[left_key] = [fk, change["__row"], at, pk]
             pointing.setdefault(fk, set()).add(left_key)
-            right, rt = rights.get(fk, [None, None]) if change["__jk"] is not None else [None, None]
-            out.append(_emitted(None, [change["__row"], right], _later(change["__rt"], rt), 0,
-                                tomb=not (keeps_unmatched or right is not None)))
-        state.update((json.dumps(tables),))
-        yield pd.DataFrame(out, columns=[*row_columns(2), *RECORD_COLUMNS])
+            owners[pk] = left_key
+            joined, rows, times = result(left_key)
+            out.append(gone([None] * tables, change, [None] * tables) if joined is None
+                       else row_of(joined, rows, times, at, 0))
+        state.update((json.dumps(stored),))
+        yield pd.DataFrame(out, columns=[*row_columns(tables), *RECORD_COLUMNS])
 
     return step
+
+
+def _loose_text(value) -> str:
+    """`_text` of a value from a pandas column that may hold NULLs: pandas reads such an integer
+    column as floats (NaN for NULL), so a whole float is the integer it was (exact up to 2**53)."""
+    if isinstance(value, float):
+        value = None if value != value else int(value) if value.is_integer() else value
+    return _text(value)
 
 
 def _text(value) -> str:
