@@ -22,12 +22,14 @@ def three(broker, spark):
             [row(1, {"name": "ann"}), row(2, {"name": "bob"}), row(3, {"name": "cy"})], create_partitions=1)
     produce(broker.bootstrap_servers, topics["scores"], [row(1, {"score": 10}, 5), row(2, {"score": 20}, 5)],
             create_partitions=1)
-    produce(broker.bootstrap_servers, topics["levels"], [row(1, {"level": "gold"}, 7), row(3, {"level": "bronze"}, 7)],
-            create_partitions=1)
+    produce(broker.bootstrap_servers, topics["levels"],
+            [row(1, {"level": "gold"}, 7), row(3, {"level": "bronze"}, 7)], create_partitions=1)
     s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
     s.sql(f"""SET 'auto.offset.reset'='earliest';
-        CREATE TABLE users (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='{topics["users"]}', value_format='JSON');
-        CREATE TABLE scores (id INT PRIMARY KEY, score INT) WITH (kafka_topic='{topics["scores"]}', value_format='JSON');
+        CREATE TABLE users (id INT PRIMARY KEY, name STRING)
+          WITH (kafka_topic='{topics["users"]}', value_format='JSON');
+        CREATE TABLE scores (id INT PRIMARY KEY, score INT)
+          WITH (kafka_topic='{topics["scores"]}', value_format='JSON');
         CREATE TABLE levels (id INT PRIMARY KEY, level STRING)
           WITH (kafka_topic='{topics["levels"]}', value_format='JSON');""")
     s.topics = topics
@@ -93,8 +95,10 @@ def test_ctas_of_a_join_ending_in_full_join_writes_rows_and_tombstones_and_resum
         return records, {key: (value, at) for key, value, at in records}
 
     first = session()
-    first.sql(f"""CREATE TABLE u_{suffix} (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='{users}', value_format='JSON');
-                  CREATE TABLE s_{suffix} (id INT PRIMARY KEY, score INT) WITH (kafka_topic='{scores}', value_format='JSON');
+    first.sql(f"""CREATE TABLE u_{suffix} (id INT PRIMARY KEY, name STRING)
+                    WITH (kafka_topic='{users}', value_format='JSON');
+                  CREATE TABLE s_{suffix} (id INT PRIMARY KEY, score INT)
+                    WITH (kafka_topic='{scores}', value_format='JSON');
                   CREATE TABLE l_{suffix} (id INT PRIMARY KEY, level STRING)
                     WITH (kafka_topic='{levels}', value_format='JSON');""")
     query = first.sql(f"CREATE TABLE {out} AS SELECT ROWKEY AS id, name, score, level FROM u_{suffix} u "
@@ -130,7 +134,8 @@ def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key(three, broke
             create_partitions=1)
     three.sql(f"""CREATE TABLE orders (oid INT PRIMARY KEY, user_id INT, qty INT)
                     WITH (kafka_topic='{orders}', value_format='JSON');
-                  CREATE TABLE ships (oid INT PRIMARY KEY, carrier STRING) WITH (kafka_topic='{ships}', value_format='JSON');""")
+                  CREATE TABLE ships (oid INT PRIMARY KEY, carrier STRING)
+                    WITH (kafka_topic='{ships}', value_format='JSON');""")
     handle = three.sql("SELECT o.oid, name, qty, carrier FROM orders o JOIN users u ON o.user_id = u.id "
                        "LEFT JOIN ships sh ON o.oid = sh.oid EMIT CHANGES;")
     assert (handle.plan.table_join, handle.plan.key_names) == ("FOREIGN_KEY", ["O_OID"])
@@ -139,7 +144,8 @@ def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key(three, broke
         assert time.monotonic() < deadline and handle.failure is None, handle.rows()
         time.sleep(0.3)
     # order 101 finds its user 9; ann is renamed; order 100's shipment goes (the LEFT join keeps the order)
-    produce(broker.bootstrap_servers, three.topics["users"], [row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 31)])
+    produce(broker.bootstrap_servers, three.topics["users"],
+            [row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 31)])
     produce(broker.bootstrap_servers, ships, [row(100, None, 32)])
     state = settle(handle, "O_OID", lambda st: 101 in st and st[100]["NAME"] == "anne" and st[100]["CARRIER"] is None)
     assert state == {100: {"O_OID": 100, "NAME": "anne", "QTY": 2, "CARRIER": None},

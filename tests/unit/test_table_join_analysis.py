@@ -94,6 +94,18 @@ def test_other_queries_are_not_table_joins():
      "table (the key of the foreign-key join's result). Got T.TID = S.ID."),
     ("SELECT u.id FROM users u JOIN teams t ON u.team = t.tid FULL JOIN scores s ON u.id = s.id EMIT CHANGES;",
      "FULL OUTER JOIN after a foreign-key table-table join is not supported yet by kafkasql_magic"),
+    # ksqlDB's analyzer on an ON clause (multi-joins.json)
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN scores ON u.id = scores.id EMIT CHANGES;",
+     "N-way joins do not support multiple occurrences of the same source. Source: 'SCORES'."),
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON u.id = s.id EMIT CHANGES;",
+     "A join criteria is expected to reference the source (`T`) in the FROM clause, instead the right source "
+     "references `S` and the left source references `U`"),
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON u.id = u.team EMIT CHANGES;",
+     "Each side of the join must reference exactly one source and not the same source. Left side references `U` "
+     "and right references `U`"),
+    ("SELECT u.id FROM users u JOIN scores s ON u.id = s.id JOIN teams t ON u.id = 0 EMIT CHANGES;",
+     "Invalid comparison expression '0' in join '(U.ID = 0)'. Each side of the join comparision must contain "
+     "references from exactly one source."),
     ("SELECT u.id FROM users u JOIN scores s ON u.id > s.id EMIT CHANGES;",
      "Invalid join condition: table-table joins require an equality between a column of each table."),
 ])

@@ -32,6 +32,10 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
     if any(i.view is not None for i in inputs):
         raise StatementError("Table-table joins over views are not supported yet by kafkasql_magic: "
                              "join the tables the views read.")
+    for number, side in enumerate(inputs[2:], 2):  # ksqlDB's analyzer, for three sources or more
+        if side.name.lower() in {i.name.lower() for i in inputs[:number]}:
+            raise StatementError(f"N-way joins do not support multiple occurrences of the same source. "
+                                 f"Source: '{side.name.upper()}'.")
     kinds = [_join_kind(number, join, stmt.joins[:number], inputs) for number, join in enumerate(stmt.joins)]
     if kinds[0] == FOREIGN_KEY:
         for right, join in enumerate(stmt.joins[1:], 2):
@@ -58,6 +62,7 @@ def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs
     right = number + 1
     sides = _sides(join.on, inputs, right)
     if sides is None:
+        _check_criteria(join.on, right, inputs)
         raise StatementError("Invalid join condition: table-table joins require an equality between a column "
                              f"of each table. Got {render(join.on)}.")
     left_expr, right_expr = sides
@@ -84,6 +89,33 @@ def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs
         raise StatementError("Cannot repartition a TABLE source. If this is a join, make sure that the criteria "
                              f"uses the TABLE's key column {synthetic_name(inputs[:right])} instead of [{column}]")
     return PRIMARY_KEY
+
+
+def _check_criteria(on: ast.Expr, right: int, inputs: list[Input]) -> None:
+    """ksqlDB's analyzer messages for an ON equality that does not pair a table joined before
+    with table `right`: a side over no table or several, both sides over one table, or neither
+    over the table joined."""
+    if not (isinstance(on, ast.BinaryOp) and on.op == "="):
+        return
+    owners = []
+    for operand in (on.left, on.right):
+        refs = [n for n in ast.walk(operand) if isinstance(n, ast.ColumnRef)]
+        found = {_owner(ref, inputs) for ref in refs}
+        if None in found:
+            return  # an unknown or ambiguous column: the type checker names it
+        if len(found) != 1:
+            raise StatementError(f"Invalid comparison expression '{render(operand)}' in join '{render(on)}'. Each "
+                                 "side of the join comparision must contain references from exactly one source.")
+        owners.append(found.pop())
+    names = [f"`{inputs[o].qualifiers[0].upper()}`" for o in owners]
+    if owners[0] == owners[1]:
+        raise StatementError("Each side of the join must reference exactly one source and not the same source. "
+                             f"Left side references {names[0]} and right references {names[1]}")
+    if right not in owners:
+        joined = f"`{inputs[right].qualifiers[0].upper()}`"
+        raise StatementError(f"A join criteria is expected to reference the source ({joined}) in the FROM clause, "
+                             f"instead the right source references {names[1]} and the left source references "
+                             f"{names[0]}")
 
 
 def _qualified(expr: ast.Expr, inputs) -> str:

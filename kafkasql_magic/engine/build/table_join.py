@@ -102,7 +102,8 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     # a table's NULL key is its envelope's concern; a NULL foreign key is a left row without a match
     keep = F.col("__jk").isNotNull()
     if foreign:
-        keep = (F.col("__side") == 0) | ((F.col("__side") == 1) & keep) | ((F.col("__side") >= 2) & F.col("__pk").isNotNull())
+        side = F.col("__side")
+        keep = (side == 0) | ((side == 1) & keep) | ((side >= 2) & F.col("__pk").isNotNull())
     changes = changes.where(keep)
     result = T.StructType([*(T.StructField(c, T.StringType()) for c in row_columns(len(messages))),
                            T.StructField("__rt", T.LongType()), T.StructField("__hside", T.IntegerType()),
