@@ -150,3 +150,11 @@ def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key(three, broke
     state = settle(handle, "O_OID", lambda st: 101 in st and st[100]["NAME"] == "anne" and st[100]["CARRIER"] is None)
     assert state == {100: {"O_OID": 100, "NAME": "anne", "QTY": 2, "CARRIER": None},
                      101: {"O_OID": 101, "NAME": "zed", "QTY": 1, "CARRIER": "van"}}
+    # a RIGHT join after it: a shipment without an order is a row keyed by the shipment's key
+    produce(broker.bootstrap_servers, ships, [row(102, {"carrier": "ship"}, 40)])
+    handle = three.sql("SELECT o.oid, name, carrier FROM orders o JOIN users u ON o.user_id = u.id "
+                       "RIGHT JOIN ships sh ON o.oid = sh.oid EMIT CHANGES;")
+    state = settle(handle, "O_OID", lambda st: {100, 101, 102} <= set(st) and st[100]["CARRIER"] is None)
+    assert state == {100: {"O_OID": 100, "NAME": None, "CARRIER": None},  # its shipment went: a tombstone
+                     101: {"O_OID": 101, "NAME": "zed", "CARRIER": "van"},
+                     102: {"O_OID": 102, "NAME": None, "CARRIER": "ship"}}

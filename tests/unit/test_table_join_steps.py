@@ -97,6 +97,17 @@ def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key():
     assert (stored["lefts"], stored["t2"]) == ({}, {"2": ['{"ship": "bag"}', 17]})  # order 2's shipment waits
 
 
+def test_a_right_join_after_a_foreign_key_join_keeps_rows_without_a_left_row():
+    step, state = _foreign_key_step("LEFT", "RIGHT"), State()
+    ship = change(2, None, {"ship": "box"}, 1, 0, pk="7")
+    got = run(step, state, 0, ship, change(0, "u", {"oid": 7}, 2, 0, lk=b"\x07", pk="7"),
+              change(0, "u", None, 3, 1, lk=b"\x07", pk="7"), change(2, None, None, 4, 1, pk="7"), tables=3)
+    assert got == [(None, None, {"ship": "box"}, 1, False), ({"oid": 7}, None, {"ship": "box"}, 2, False),
+                   (None, None, {"ship": "box"}, 3, False), (None, None, None, 4, True)]
+    out = pd.concat(list(_foreign_key_step("LEFT", "RIGHT")((0,), iter([pd.DataFrame([ship])]), State())))
+    assert list(out["__pk"]) == ["7"]  # the row names its key: no left row does
+
+
 def test_a_stream_record_meets_the_table_row_of_its_time():
     step, state = _lookup_step(keeps_unmatched=False), State()
     got = pd.concat(list(step(("tea",), iter([pd.DataFrame([

@@ -45,16 +45,13 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
 
 def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) -> None:
     """A join after a foreign-key join is on the left table's primary key (the foreign-key
-    join's result is keyed by it); kafkasql_magic runs INNER and LEFT ones."""
+    join's result is keyed by it)."""
     left_expr, right_expr = _sides(join.on, inputs, right)
     if _owner(left_expr, inputs) != 0:
         got = f"{_qualified(left_expr, inputs)} = {_qualified(right_expr, inputs)}"
         raise StatementError("Invalid join condition: a join after a foreign-key table-table join must be on the "
                              f"primary key of the first table (the key of the foreign-key join's result). Got {got}.")
-    if join.kind not in FOREIGN_KEY_JOINS:
-        raise StatementError(f"{JOIN_WORDS[join.kind]} after a foreign-key table-table join is not supported yet by "
-                             "kafkasql_magic: use JOIN or LEFT JOIN, or write the foreign-key join's result to a "
-                             "table (CREATE TABLE ... AS SELECT) and join that table.")
+
 
 
 def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs: list[Input]) -> str:

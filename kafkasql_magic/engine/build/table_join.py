@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from ...sql import ast
 from ..analysis.plan import QueryPlan
 from ..analysis.table_joins import FOREIGN_KEY, join_sides
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOMBSTONE,
@@ -69,8 +70,10 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     # each table's side of its ON clause: the first table's in the first join, then each joined table's
     join_exprs = [ons[0][0], *(right for _, right in ons)]
     foreign = plan.table_join == FOREIGN_KEY
-    # a foreign-key join's later tables join on the left table's primary key (`__pk`, beside the foreign key)
-    primary = [ons[1][0] if len(ons) > 1 else None, None, *join_exprs[2:]] if foreign else [None] * len(join_exprs)
+    # a foreign-key join's rows are keyed by the left table's primary key (`__pk`, beside the
+    # foreign key), the later tables' by theirs
+    left_keys = [ast.ColumnRef(c.name) for c in plan.inputs[0].source.key_columns]
+    primary = [left_keys, None, *([e] for e in join_exprs[2:])] if foreign else [None] * len(join_exprs)
     messages, sides, schemas = [], [], []
     for index, (side, on) in enumerate(zip(plan.inputs, join_exprs)):
         side_raw = raw if index == 0 else read(side.source, True)
@@ -80,8 +83,10 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
         columns = {name: f"__s{index}_{name}" for name in side.visible}
         row = F.struct(*[F.col(quoted(n)).alias(c) for n, c in columns.items()], F.col(RAW_HEADERS))
         # as JSON text: pandas reads an integer column holding NULLs as floats
-        pk = [F.to_json(F.struct(compiler.compile(primary[index]).alias("k"))) if primary[index] is not None
-              else F.lit(None).cast("string")] if foreign else []
+        pk = [F.to_json(F.struct(*(compiler.compile(e).alias(f"k{i}") for i, e in enumerate(primary[index]))))
+              if primary[index] is not None else F.lit(None).cast("string")] if foreign else []
+        if index == 0 and foreign:
+            left_key_type = frame.select(compiler.compile(left_keys[0]).alias("k")).schema["k"].dataType
         messages.append(frame.select(
             F.lit(index).alias("__side"), (F.lit(None) if foreign and index >= 2 else key).alias("__jk"),
             *[c.alias("__pk") for c in pk], F.to_json(row).alias("__row"),
@@ -107,7 +112,8 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     changes = changes.where(keep)
     result = T.StructType([*(T.StructField(c, T.StringType()) for c in row_columns(len(messages))),
                            T.StructField("__rt", T.LongType()), T.StructField("__hside", T.IntegerType()),
-                           T.StructField("__tomb", T.BooleanType()), T.StructField("__jk", key_type)])
+                           T.StructField("__tomb", T.BooleanType()), T.StructField("__jk", key_type),
+                           *([T.StructField("__pk", T.StringType())] if foreign else [])])
     # a foreign-key join meets in one group: a left row moving to another foreign key must leave
     # its old one, and Spark runs one stateful step per streaming query
     group = F.lit(0) if foreign else F.pmod(F.xxhash64("__jk"), F.lit(BUCKETS))
@@ -115,7 +121,10 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
         step, result, state, "append", GroupStateTimeout.NoTimeout)
     keys = [] if foreign else [next(c for n, c in columns.items() if n.lower() == on.name.lower())
                                for on, (_, columns) in zip(join_exprs, sides)]
-    return _rows(joined, schemas, sides, plan, keys, keyed=not foreign)
+    if foreign and len(left_keys) == 1:  # the left table's key, back from its JSON text
+        pk_type = T.StructType([T.StructField("k0", left_key_type)])
+        joined = joined.withColumn("__jk", F.from_json(F.col("__pk"), pk_type)["k0"])
+    return _rows(joined, schemas, sides, plan, keys, keyed=not foreign or len(left_keys) == 1)
 
 
 def _rows(joined: DataFrame, schemas, sides, plan: QueryPlan, keys, keyed: bool) -> tuple[DataFrame, JoinScope]:
@@ -223,11 +232,12 @@ def _primary_key_step(*kinds: str):
 
 def _foreign_key_step(kind: str, *more: str):
     """All the changes (one group) -> the changed result rows of a foreign-key join (`kind`) and
-    the INNER/LEFT joins on the left table's primary key after it (`more`). The state holds every
-    left row with its foreign key (and its primary key as `_text`), every right row, and each
-    later table's rows by primary key. A left or right change emits each row it touches, or a
+    the joins on the left table's primary key after it (`more`). The state holds every left row
+    with its foreign key (and its primary key as JSON text), every right row, and each later
+    table's rows by primary key. A left or right change emits each row it touches, or a
     tombstone where the row is gone or never was (Kafka Streams' foreign-key join cannot tell);
-    a later table's change emits as a primary-key join does."""
+    a later table's change emits as a primary-key join does. Each row carries its primary key
+    (`__pk`): a later RIGHT or FULL join's row may have no left row to name it."""
     kinds = (kind, *more)
     tables = len(kinds) + 1
 
@@ -244,40 +254,40 @@ def _foreign_key_step(kind: str, *more: str):
             pointing.setdefault(fk, set()).add(left_key)
             owners.update({pk[0]: left_key} if pk else {})
 
-        def result(left_key):
-            """(the tables in the left row's result, or None; each table's row; each table's time)"""
-            fk, row, at, *pk = lefts[left_key]
-            found = [rights.get(fk, [None, None]), *(t.get(pk[0] if pk else None, [None, None]) for t in later)]
+        def result(pk, left_key=None):
+            """(the tables in the result row of primary key `pk` (of left row `left_key`), or None;
+            each table's row; each table's time)"""
+            left = lefts.get(owners.get(pk) if left_key is None else left_key)
+            fk, row, at = left[:3] if left is not None else (None, None, None)
+            found = [rights.get(fk, [None, None]) if left is not None else [None, None],
+                     *(t.get(pk, [None, None]) for t in later)]
             rows, times = [row, *(f[0] for f in found)], [at, *(f[1] for f in found)]
             return joined_tables(kinds, rows), rows, times
 
-        def row_of(joined, rows, times, at, side):
-            return _emitted(None, [rows[i] if i in joined else None for i in range(tables)],
-                            _later(at, *(times[i] for i in joined)), side)
+        def row_of(pk, joined, rows, times, at, side):
+            return {**_emitted(None, [rows[i] if i in joined else None for i in range(tables)],
+                               _later(at, *(times[i] for i in joined)), side), "__pk": pk}
 
-        def gone(rows, change, times):
+        def gone(pk, rows, change, times):
             side = change["__side"]
-            return _emitted(None, [change["__row"] if i == side else rows[i] for i in range(tables)],
-                            _later(change["__rt"], times[0] if side else None), side, tomb=True)
+            return {**_emitted(None, [change["__row"] if i == side else rows[i] for i in range(tables)],
+                               _later(change["__rt"], times[0] if side else None), side, tomb=True), "__pk": pk}
 
         out = []
         for change in _merged(pd.concat(list(chunks)).to_dict("records")):
             side, at = change["__side"], change["__rt"]
             if side >= 2:  # a later table's row, keyed like the left table
                 pk = change["__pk"]
-                left_key = owners.get(pk)
-                before = result(left_key)[0] if left_key is not None else None
+                before = result(pk)[0]
                 if change["__tomb"]:
                     later[side - 2].pop(pk, None)
                 else:
                     later[side - 2][pk] = [change["__row"], at]
-                if left_key is None:
-                    continue
-                joined, rows, times = result(left_key)
+                joined, rows, times = result(pk)
                 if joined is not None and (side in joined or side in (before or ())):
-                    out.append(row_of(joined, rows, times, at, side))
+                    out.append(row_of(pk, joined, rows, times, at, side))
                 elif joined is None and before is not None:
-                    out.append(gone(rows, change, times))
+                    out.append(gone(pk, rows, change, times))
                 continue
             fk = _loose_text(change["__jk"])
             if side == 1:
@@ -286,27 +296,30 @@ def _foreign_key_step(kind: str, *more: str):
                 else:
                     rights[fk] = [change["__row"], at]
                 for left_key in sorted(pointing.get(fk, ())):
-                    joined, rows, times = result(left_key)
-                    out.append(gone(rows, change, times) if joined is None else row_of(joined, rows, times, at, 1))
+                    pk = lefts[left_key][3] if len(lefts[left_key]) > 3 else None
+                    joined, rows, times = result(pk, left_key)
+                    out.append(gone(pk, rows, change, times) if joined is None
+                               else row_of(pk, joined, rows, times, at, 1))
                 continue
-            left_key = _text(change["__lk"])
+            left_key, pk = _text(change["__lk"]), change["__pk"]
             old = lefts.pop(left_key, None)
             if old is not None:
                 pointing.get(old[0], set()).discard(left_key)
                 owners.pop(old[3] if len(old) > 3 else None, None)
             if change["__tomb"]:
-                if old is not None:  # the deleted row's last result goes
-                    out.append(gone([None] * tables, change, [None] * tables))
+                if old is not None:  # the deleted row's last result goes (a later RIGHT join's row stays)
+                    joined, rows, times = result(pk)
+                    out.append(gone(pk, [None] * tables, change, [None] * tables) if joined is None
+                               else row_of(pk, joined, rows, times, at, 0))
                 continue
-            pk = change["__pk"]
             lefts[left_key] = [fk, change["__row"], at, pk]
             pointing.setdefault(fk, set()).add(left_key)
             owners[pk] = left_key
-            joined, rows, times = result(left_key)
-            out.append(gone([None] * tables, change, [None] * tables) if joined is None
-                       else row_of(joined, rows, times, at, 0))
+            joined, rows, times = result(pk)
+            out.append(gone(pk, [None] * tables, change, [None] * tables) if joined is None
+                       else row_of(pk, joined, rows, times, at, 0))
         state.update((json.dumps(stored),))
-        yield pd.DataFrame(out, columns=[*row_columns(tables), *RECORD_COLUMNS])
+        yield pd.DataFrame(out, columns=[*row_columns(tables), *RECORD_COLUMNS, "__pk"])
 
     return step
 
