@@ -53,7 +53,6 @@ def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) ->
                              f"primary key of the first table (the key of the foreign-key join's result). Got {got}.")
 
 
-
 def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs: list[Input]) -> str:
     """PRIMARY_KEY or FOREIGN_KEY for the join bringing in table `number + 1`; ksqlDB's refusals."""
     right = number + 1

@@ -18,7 +18,9 @@ joins the right row its foreign key names, a right change re-emits every left ro
 it. A left row whose foreign key changes must leave its old right row, and Spark allows one
 such stateful step per streaming query, so both tables meet in one group whose state holds
 every left row (with its foreign key) and every right row: correct, but one task's work and
-state (a limit for large tables, measured in bench/).
+state (a limit for large tables, measured in bench/). A foreign-key join may start a chain (ksqlDB's
+rule): the tables joined after it on the left table's key join in the same state, their rows
+kept by primary key (`__pk`, JSON text), each result row naming its primary key.
 
 The output record's time is the latest of the change's and the joined rows' times (Kafka
 Streams' rule for table joins), its headers those of the change that caused it.
