@@ -374,7 +374,8 @@ def main(argv=None) -> int:
     ratios = {"ratio_b_a": "source_count", "ratio_c_a": "source_json_decode", "ratio_json_kv_a": "json_key_value_decode",
               "ratio_avro_kv_a": "avro_key_value_decode", "ratio_windowed_a": "windowed_aggregation",
               "ratio_join_a": "stream_table_join", "ratio_join_group_by_a": "stream_table_group_by",
-              "ratio_table_join_a": "table_table_join", "ratio_table_fk_join_a": "table_fk_join"}
+              "ratio_table_join_a": "table_table_join", "ratio_table_fk_join_a": "table_fk_join",
+              "ratio_table_three_join_a": "table_three_join"}
     results = {
         "cores": cores,
         "records": n,

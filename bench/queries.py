@@ -15,6 +15,9 @@ baseline: push queries over the whole bench topic, timed until every record was 
   table_table_join       two tables over the bench topic joined on their key (both changelogs in
                          Spark state, join keys in buckets: engine/build/table_join.py); rows/s per
                          record of one side
+  table_three_join       three tables over the bench topic joined on their key (INNER then LEFT:
+                         one state holds the three tables' rows per key); rows/s per record of
+                         one table
   table_fk_join          the bench table joined to bench_tags on its `tags` column (a foreign-key
                          join: both tables in one group, so one Spark task); rows/s per left record
 
@@ -54,7 +57,7 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
     session.sql(f"CREATE TABLE bench_tags (tag STRING PRIMARY KEY, label STRING) "
                 f"WITH (kafka_topic='{TAGS_TABLE}', value_format='JSON');")
     topic = session.catalog.get("BENCH").topic
-    for name in ("bench_rows", "bench_rows_b"):
+    for name in ("bench_rows", "bench_rows_b", "bench_rows_c"):
         session.sql(f"CREATE TABLE {name} (k STRING PRIMARY KEY, amount DOUBLE, tags STRING) "
                     f"WITH (kafka_topic='{topic}', value_format='JSON', key_format='KAFKA');")
     windowed = ("SELECT tags, WINDOWSTART AS ws, COUNT(*) AS n, SUM(amount) AS total FROM bench "
@@ -68,6 +71,8 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
                "JOIN bench_tags t ON b.tags = t.tag GROUP BY t.label EMIT CHANGES;")
     tables = ("SELECT a.k, a.amount, b.tags FROM bench_rows a JOIN bench_rows_b b ON a.k = b.k "
               "EMIT CHANGES;")  # every key joined once both sides have it: n result rows
+    three = ("SELECT a.k, a.amount, b.tags, c.amount AS c_amount FROM bench_rows a JOIN bench_rows_b b ON a.k = b.k "
+             "LEFT JOIN bench_rows_c c ON a.k = c.k EMIT CHANGES;")
     foreign = ("SELECT a.k, a.amount, t.label FROM bench_rows a JOIN bench_tags t ON a.tags = t.tag "
                "EMIT CHANGES;")  # every left row points at the one tag row
     return {
@@ -77,5 +82,6 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
         "stream_table_join": lambda: n / _until_read(session, joined, n, timeout),
         "stream_table_group_by": lambda: n / _until_read(session, grouped, n + 1, timeout),
         "table_table_join": lambda: n / _until_read(session, tables, 2 * n, timeout),
+        "table_three_join": lambda: n / _until_read(session, three, 3 * n, timeout),
         "table_fk_join": lambda: n / _until_read(session, foreign, n + 1, timeout),
     }

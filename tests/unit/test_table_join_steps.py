@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
-from kafkasql_magic.engine.build.table_join import _foreign_key_step, _primary_key_step
+from kafkasql_magic.engine.build.table_join import _foreign_key_step, _primary_key_step, joined_tables
 from kafkasql_magic.engine.build.table_lookup import _lookup_step
 
 
@@ -31,14 +32,15 @@ class State:
         self.value = None
 
 
-def change(side, key, row, at, order, lk=None):
+def change(side, key, row, at, order, lk=None, pk=None):
     return {"__side": side, "__jk": key, "__row": None if row is None else json.dumps(row), "__rt": at,
-            "__order": order, "__tomb": row is None, "__lk": lk}
+            "__order": order, "__tomb": row is None, "__lk": lk, "__pk": pk}  # pk: as JSON text
 
 
-def run(step, state, key, *changes):
+def run(step, state, key, *changes, tables=2):
+    """The step's output rows as (each table's row..., time, tombstone)."""
     out = pd.concat(list(step((key,), iter([pd.DataFrame(list(changes))]), state)))
-    return [(None if r["__l"] is None else json.loads(r["__l"]), None if r["__r"] is None else json.loads(r["__r"]),
+    return [(*(None if r[f"__t{i}"] is None else json.loads(r[f"__t{i}"]) for i in range(tables)),
              r["__rt"], bool(r["__tomb"])) for r in out.to_dict("records")]
 
 
@@ -74,6 +76,38 @@ def test_foreign_key_join_follows_the_right_row_and_moved_left_rows():
     assert got == [({"id": 1}, None, 1, True), ({"id": 1}, {"label": "E"}, 2, False), (None, None, 3, True)]
 
 
+def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key():
+    """`orders JOIN users ON o.user_id = u.id LEFT JOIN ships ON o.id = ships.id`: an order's row follows
+    its user (found by foreign key) and its shipment (by the order's own key)."""
+    step, state = _foreign_key_step("INNER", "LEFT"), State()
+
+    def order(oid, user, at, n):
+        return change(0, user, None if user is None else {"oid": oid, "user": user}, at, n, lk=bytes([oid]),
+                      pk=str(oid))
+
+    got = run(step, state, 0, change(1, 0, {"name": "ann"}, 0, 0), order(1, 0, 10, 0),
+              change(2, None, {"ship": "box"}, 11, 0, pk="1"), change(1, 8, {"name": "bob"}, 13, 1),
+              order(1, 8, 16, 1), change(2, None, {"ship": "bag"}, 17, 1, pk="2"), tables=3)
+    assert got == [({"oid": 1, "user": 0}, {"name": "ann"}, None, 10, False),
+                   ({"oid": 1, "user": 0}, {"name": "ann"}, {"ship": "box"}, 11, False),
+                   ({"oid": 1, "user": 8}, {"name": "bob"}, {"ship": "box"}, 16, False)]  # order 2: no row
+    got = run(step, state, 0, change(2, None, None, 20, 2, pk="1"), order(1, None, 21, 2), tables=3)
+    assert got == [({"oid": 1, "user": 8}, {"name": "bob"}, None, 20, False), (None, None, None, 21, True)]
+    stored = json.loads(state.value[0])
+    assert (stored["lefts"], stored["t2"]) == ({}, {"2": ['{"ship": "bag"}', 17]})  # order 2's shipment waits
+
+
+def test_a_right_join_after_a_foreign_key_join_keeps_rows_without_a_left_row():
+    step, state = _foreign_key_step("LEFT", "RIGHT"), State()
+    ship = change(2, None, {"ship": "box"}, 1, 0, pk="7")
+    got = run(step, state, 0, ship, change(0, "u", {"oid": 7}, 2, 0, lk=b"\x07", pk="7"),
+              change(0, "u", None, 3, 1, lk=b"\x07", pk="7"), change(2, None, None, 4, 1, pk="7"), tables=3)
+    assert got == [(None, None, {"ship": "box"}, 1, False), ({"oid": 7}, None, {"ship": "box"}, 2, False),
+                   (None, None, {"ship": "box"}, 3, False), (None, None, None, 4, True)]
+    out = pd.concat(list(_foreign_key_step("LEFT", "RIGHT")((0,), iter([pd.DataFrame([ship])]), State())))
+    assert list(out["__pk"]) == ["7"]  # the row names its key: no left row does
+
+
 def test_a_stream_record_meets_the_table_row_of_its_time():
     step, state = _lookup_step(keeps_unmatched=False), State()
     got = pd.concat(list(step(("tea",), iter([pd.DataFrame([
@@ -97,3 +131,38 @@ def test_a_bucket_of_keys_joins_each_key_on_its_own():
     run(step, state, 7, change(0, 1, None, 30, 3), change(1, 1, None, 31, 2), change(0, 2, None, 32, 4),
         change(0, "1", None, 33, 5))
     assert state.value is None
+
+
+def test_three_tables_join_left_deep_on_their_key():
+    """`t0 JOIN t1 ... FULL JOIN t2`: a key's row is (t0 JOIN t1) FULL JOIN t2, so t0 alone shows nothing and
+    t2 alone is a row with t0 and t1 NULL, as ksqlDB's QTT for table-table-table inner-full expects."""
+    step, state = _primary_key_step("INNER", "FULL"), State()
+    assert run(step, state, 0, change(0, 0, {"a": 1}, 0, 0), change(2, 0, {"c": 3}, 2, 0),
+               change(1, 0, {"b": 2}, 3, 0), change(0, 0, {"a": 4}, 1000, 1), tables=3) == [
+        (None, None, {"c": 3}, 2, False), ({"a": 1}, {"b": 2}, {"c": 3}, 3, False),
+        ({"a": 4}, {"b": 2}, {"c": 3}, 1000, False)]
+    # t1 goes: t0 drops out with it (the inner join), t2's row stays; then t2 goes too: a tombstone
+    assert run(step, state, 0, change(1, 0, None, 1001, 1), change(2, 0, None, 1002, 1), tables=3) == [
+        (None, None, {"c": 3}, 1001, False), (None, None, None, 1002, True)]
+    assert run(step, state, 0, change(0, 0, {"a": 5}, 1003, 2), tables=3) == []  # t0 alone: no row
+    assert json.loads(state.value[0]) == {"0": ['{"a": 5}', 1003, None, 1001, None, 1002]}  # row, time per table
+
+
+def test_a_change_to_a_table_outside_the_row_emits_nothing():
+    step, state = _primary_key_step("LEFT", "INNER"), State()
+    assert run(step, state, 0, change(1, 0, {"b": 1}, 1, 0), change(2, 0, {"c": 1}, 2, 0), tables=3) == []
+    got = run(step, state, 0, change(0, 0, {"a": 1}, 3, 0), change(1, 0, None, 4, 1), tables=3)
+    assert got == [({"a": 1}, {"b": 1}, {"c": 1}, 3, False), ({"a": 1}, None, {"c": 1}, 4, False)]
+    assert run(step, state, 0, change(1, 0, None, 5, 2), tables=3) == []  # deleting a row already gone
+
+
+@pytest.mark.parametrize("kinds, rows, joined", [
+    (("INNER", "LEFT"), ("a", "b", None), {0, 1}),
+    (("INNER", "LEFT"), ("a", None, "c"), None),
+    (("LEFT", "INNER"), ("a", None, "c"), {0, 2}),
+    (("RIGHT", "LEFT"), (None, "b", "c"), {1, 2}),
+    (("FULL", "RIGHT"), ("a", None, None), None),
+    (("FULL", "FULL", "INNER"), (None, None, "c", "d"), {2, 3}),
+])
+def test_joined_tables_fold_left_deep(kinds, rows, joined):
+    assert joined_tables(kinds, rows) == joined

@@ -63,10 +63,10 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
-    keys = tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY
+    keys = tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY and not (join and join.synthetic)
                  else key_names(stmt, outputs, inputs, aggregating, join))
-    if join is not None and join.synthetic is None and not (aggregating or stmt.partition_by
-                                                            or table_join == FOREIGN_KEY):
+    if join is not None and join.synthetic is None and not (
+            aggregating or stmt.partition_by or (table_join == FOREIGN_KEY and len(stmt.joins) == 1)):
         join = replace(join, filled=keys)  # the key columns take the join key where their side is missing
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs), keys=keys,

@@ -6,6 +6,8 @@ Pure: no Spark. The build (`engine/build/table_join.py`) runs them as changelogs
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
@@ -22,34 +24,102 @@ JOIN_WORDS = {"RIGHT": "RIGHT OUTER JOIN", "FULL": "FULL OUTER JOIN"}
 
 
 def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
-    """PRIMARY_KEY or FOREIGN_KEY for a push query joining two tables, None for any other query;
-    a join ksqlDB refuses raises its message."""
+    """PRIMARY_KEY or FOREIGN_KEY for a push query joining tables (two or more, left-deep as
+    ksqlDB evaluates them: every join after the first is on the primary key), None for any other
+    query; a join ksqlDB refuses raises its message."""
     if not (stmt.emit_changes and stmt.joins and all(i.kind == TABLE for i in inputs)):
         return None
-    if len(stmt.joins) > 1:
-        raise StatementError("Table-table joins of more than two tables are not supported yet by kafkasql_magic: "
-                             "join two tables per query (a persistent query's output is a table to join again).")
     if any(i.view is not None for i in inputs):
         raise StatementError("Table-table joins over views are not supported yet by kafkasql_magic: "
                              "join the tables the views read.")
-    join = stmt.joins[0]
-    left, right = inputs
-    sides = _sides(join.on, inputs)
+    for number, side in enumerate(inputs[2:], 2):  # ksqlDB's analyzer, for three sources or more
+        if side.name.lower() in {i.name.lower() for i in inputs[:number]}:
+            raise StatementError(f"N-way joins do not support multiple occurrences of the same source. "
+                                 f"Source: '{side.name.upper()}'.")
+    kinds = [_join_kind(number, join, stmt.joins[:number], inputs) for number, join in enumerate(stmt.joins)]
+    if kinds[0] == FOREIGN_KEY:
+        for right, join in enumerate(stmt.joins[1:], 2):
+            _check_after_foreign_key(join, right, inputs)
+    return kinds[0]
+
+
+def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) -> None:
+    """A join after a foreign-key join is on the left table's primary key (the foreign-key
+    join's result is keyed by it)."""
+    left_expr, right_expr = _sides(join.on, inputs, right)
+    if _owner(left_expr, inputs) != 0:
+        got = f"{_qualified(left_expr, inputs)} = {_qualified(right_expr, inputs)}"
+        raise StatementError("Invalid join condition: a join after a foreign-key table-table join must be on the "
+                             f"primary key of the first table (the key of the foreign-key join's result). Got {got}.")
+
+
+def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs: list[Input]) -> str:
+    """PRIMARY_KEY or FOREIGN_KEY for the join bringing in table `number + 1`; ksqlDB's refusals."""
+    right = number + 1
+    sides = _sides(join.on, inputs, right)
     if sides is None:
+        _check_criteria(join.on, right, inputs)
         raise StatementError("Invalid join condition: table-table joins require an equality between a column "
                              f"of each table. Got {render(join.on)}.")
     left_expr, right_expr = sides
-    got = f"{render(left_expr)} = {render(right_expr)}"
-    if not _is_key(right_expr, right):
+    got = f"{_qualified(left_expr, inputs)} = {_qualified(right_expr, inputs)}"
+    if not _is_key(right_expr, inputs[right]):
         raise StatementError("Invalid join condition: table-table joins require to join on the primary key "
                              f"of the right input table. Got {got}.")
-    if _is_key(left_expr, left):
-        return PRIMARY_KEY
-    if join.kind not in FOREIGN_KEY_JOINS:
-        words = "full-outer" if join.kind == "FULL" else "right-outer"
-        raise StatementError(f"Invalid join type: {words} join not supported for foreign-key table-table join. "
-                             f"Got {left.name} {JOIN_WORDS[join.kind]} {right.name}.")
-    return FOREIGN_KEY
+    owner = _owner(left_expr, inputs)
+    if not _is_key(left_expr, inputs[owner]):
+        if number:
+            raise StatementError("Invalid join condition: foreign-key table-table joins are not supported as part "
+                                 f"of n-way joins. Got {got}.")
+        if join.kind not in FOREIGN_KEY_JOINS:
+            words = "full-outer" if join.kind == "FULL" else "right-outer"
+            raise StatementError(f"Invalid join type: {words} join not supported for foreign-key table-table join. "
+                                 f"Got {inputs[0].name} {JOIN_WORDS[join.kind]} {inputs[right].name}.")
+        return FOREIGN_KEY
+    if any(j.kind == "FULL" for j in before):
+        # a FULL join's result is keyed by a synthetic column no source column equals: ksqlDB
+        # would have to repartition the joined table by the ON column, which it refuses
+        from .join_key import synthetic_name
+
+        column = _qualified(left_expr, inputs).replace(".", "_")
+        raise StatementError("Cannot repartition a TABLE source. If this is a join, make sure that the criteria "
+                             f"uses the TABLE's key column {synthetic_name(inputs[:right])} instead of [{column}]")
+    return PRIMARY_KEY
+
+
+def _check_criteria(on: ast.Expr, right: int, inputs: list[Input]) -> None:
+    """ksqlDB's analyzer messages for an ON equality that does not pair a table joined before
+    with table `right`: a side over no table or several, both sides over one table, or neither
+    over the table joined."""
+    if not (isinstance(on, ast.BinaryOp) and on.op == "="):
+        return
+    owners = []
+    for operand in (on.left, on.right):
+        refs = [n for n in ast.walk(operand) if isinstance(n, ast.ColumnRef)]
+        found = {_owner(ref, inputs) for ref in refs}
+        if None in found:
+            return  # an unknown or ambiguous column: the type checker names it
+        if len(found) != 1:
+            raise StatementError(f"Invalid comparison expression '{render(operand)}' in join '{render(on)}'. Each "
+                                 "side of the join comparision must contain references from exactly one source.")
+        owners.append(found.pop())
+    names = [f"`{inputs[o].qualifiers[0].upper()}`" for o in owners]
+    if owners[0] == owners[1]:
+        raise StatementError("Each side of the join must reference exactly one source and not the same source. "
+                             f"Left side references {names[0]} and right references {names[1]}")
+    if right not in owners:
+        joined = f"`{inputs[right].qualifiers[0].upper()}`"
+        raise StatementError(f"A join criteria is expected to reference the source ({joined}) in the FROM clause, "
+                             f"instead the right source references {names[1]} and the left source references "
+                             f"{names[0]}")
+
+
+def _qualified(expr: ast.Expr, inputs) -> str:
+    """`expr` as ksqlDB's messages show it: a column named with its table's alias or name."""
+    from .select import side_of
+
+    side = side_of(expr, inputs) if isinstance(expr, ast.ColumnRef) and expr.qualifier is None else None
+    return render(expr if side is None else replace(expr, qualifier=inputs[side[0]].qualifiers[0]))
 
 
 def tracks_table(plan) -> bool:
@@ -72,20 +142,21 @@ def check_lookup_join(stmt: ast.Select, inputs: list[Input], aggregating: bool) 
                              f"primary key. Got {got}.")
 
 
-def join_sides(on: ast.Expr, inputs) -> tuple[ast.Expr, ast.Expr]:
-    """The ON equality's (left table's expression, right table's column)."""
-    sides = _sides(on, inputs)
+def join_sides(on: ast.Expr, inputs, right: int = 1) -> tuple[ast.Expr, ast.Expr]:
+    """The ON equality's (expression of the tables joined before, column of table `right`)."""
+    sides = _sides(on, inputs, right)
     assert sides is not None, "checked by table_join_kind"
     return sides
 
 
-def _sides(on: ast.Expr, inputs) -> tuple[ast.Expr, ast.Expr] | None:
+def _sides(on: ast.Expr, inputs, right: int = 1) -> tuple[ast.Expr, ast.Expr] | None:
+    """(the operand over one table joined before `right`, the operand over table `right`)."""
     if not (isinstance(on, ast.BinaryOp) and on.op == "="):
         return None
     owners = [_owner(operand, inputs) for operand in (on.left, on.right)]
-    if owners == [0, 1]:
+    if owners[1] == right and owners[0] is not None and owners[0] < right:
         return on.left, on.right
-    if owners == [1, 0]:
+    if owners[0] == right and owners[1] is not None and owners[1] < right:
         return on.right, on.left
     return None
 

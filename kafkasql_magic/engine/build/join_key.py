@@ -27,9 +27,10 @@ def with_join_key(plan: QueryPlan, frame: DataFrame, scope: JoinScope) -> tuple[
     key = plan.join_key
     if key is None or not isinstance(scope, JoinScope):
         return frame, scope
-    compiler = Compiler(scope)
-    left, right = compiler.compile(key.left), compiler.compile(key.right)
-    frame = frame.withColumn(JOIN_KEY, F.coalesce(left, right.cast(scope.type_of(left))))
+    if JOIN_KEY not in frame.columns:  # a table-table join's step hands its key over itself
+        compiler = Compiler(scope)
+        left, right = compiler.compile(key.left), compiler.compile(key.right)
+        frame = frame.withColumn(JOIN_KEY, F.coalesce(left, right.cast(scope.type_of(left))))
     names = {JOIN_KEY: JOIN_KEY, **({key.synthetic: JOIN_KEY} if key.synthetic is not None else {})}
     # a side without a qualifier anyone can write: only the unqualified name finds it
     return frame, replace(scope, frame=frame, sides=[*scope.sides, (("",), names)])
