@@ -123,7 +123,7 @@ def raw_consume(bootstrap, topic, partitions, total, tuned=False) -> float:
     return total / res["seconds"]
 
 
-def spark_session(cores: int):
+def spark_session(cores: int, conf: dict | None = None):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -136,7 +136,10 @@ def spark_session(cores: int):
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              # a loaded shared machine: give Python workers time to connect back
              .config("spark.python.authenticate.socketTimeout", "120s")
-             .config("spark.driver.memory", "2g").getOrCreate())
+             .config("spark.driver.memory", "2g"))
+    for key, value in (conf or {}).items():
+        spark = spark.config(key, value)
+    spark = spark.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     from kafkasql_magic.kafka.source import register
 

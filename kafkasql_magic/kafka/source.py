@@ -16,6 +16,7 @@ Options (strings):
   maxRecordsPerTrigger    admission control for streams (spread fairly across partitions)
   maxRecordsPerPartition  split offset ranges into Spark input partitions of at most this many
                           records (default 200000)
+  arrowBatchRows          rows per Arrow batch the reader yields (default 10000)
   includeHeaders          true (default) | false: false skips converting headers (the
                           costliest per-record step) and yields empty header lists
   headerKeys              JSON list of header keys, e.g. ["k1", "k2"]: the headers column
