@@ -16,7 +16,9 @@ the ingest bench's topics. Each case is run as a chain of steps, each adding one
                 bench's aggregation adds
   planner_only  `planner` with no worker decoding (Spark's own decoding, or the AVRO UDF)
 
-Stages are the differences between consecutive steps of the chain. Each size in `--records` runs
+Stages are the differences between consecutive steps of the chain (and `planner_and_aggregation`,
+planner_agg - worker: the hashing step has measured dearer than the aggregation, so the split
+between those two says little). Each size in `--records` runs
 on a broker of its own; two sizes split each step's CPU into a cost per record and a fixed cost
 per query (planning, code generation, task start-up), which a small run would otherwise spread
 over its few records.
@@ -145,6 +147,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
 
 STAGES = {"fetch_arrow_intake": ("count", None), "worker_decode_and_intake": ("worker", "count"),
           "planner_expressions": ("planner", "worker"), "bench_aggregation": ("planner_agg", "planner"),
+          "planner_and_aggregation": ("planner_agg", "worker"),
           "planner_alone_over_count": ("planner_only", "count")}
 
 
