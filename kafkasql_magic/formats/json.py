@@ -155,34 +155,65 @@ class JsonFormat(Format):
         return json.dumps({f.name: json_ready(v) for f, v in zip(fields, values)}).encode()
 
     def decode(self, raw, fields, spec, role):
+        """Materialised in stages (see Decoded): the parse, member texts, typed values, then checks."""
         if not fields:
             return Decoded([])
+        stage = f"__{role}_json"
+        groups, finish = self._stages(raw, fields, spec, role)
+        intermediates = []
+        for group in groups:
+            intermediates += [(f"{stage}_{name}", build(lambda n: F.col(f"{stage}_{n}"))) for name, build in group]
+        columns, error = finish(lambda n: F.col(f"{stage}_{n}"))
+        return Decoded(columns, error, intermediates)
+
+    def decode_bound(self, raw, fields, spec, role) -> Column:
+        """The same decoding as one struct column (`v0`..`vN`, `error`): each stage bound once per
+        record as a lambda variable rather than materialised as a column, so the whole of it sits
+        in one expression that Spark evaluates only where it is asked for (a CASE branch)."""
+        groups, finish = self._stages(raw, fields, spec, role)
+
+        def bound(at: int, env: dict) -> Column:
+            get = lambda name: env[name][name]  # noqa: E731 - each name is a field of its group's struct
+            if at == len(groups):
+                columns, error = finish(get)
+                return F.struct(*[c.alias(f"v{i}") for i, c in enumerate(columns)], error.alias("error"))
+            group = groups[at]
+            value = F.struct(*[build(get).alias(name) for name, build in group])
+            return F.transform(F.array(value), lambda x: bound(at + 1, {**env, **{n: x for n, _ in group}}))[0]
+
+        return bound(0, {})
+
+    def _stages(self, raw, fields, spec, role):
+        """([[(name, build)]], finish): groups of named stages, each `build(get)` an expression over
+        the earlier stages (`get(name)`), and `finish(get)` -> (columns, error)."""
         text = raw.cast("string")
         anonymous = self._anonymous(fields, spec, role)
+        names = [f.name for f in fields]
+        groups: list = []
         if anonymous and fields[0].type.name in _CONTAINERS:  # the text is the member: no wrapper parse
-            members = {fields[0].name: text}
-            parse_error = F.lit(None)  # a text that is not one shows as a conversion error
+            members = lambda get: {fields[0].name: text}  # noqa: E731
+            parse_error = lambda get: F.lit(None)  # noqa: E731 - a text that is not one shows as a conversion error
         elif anonymous:
-            members = {fields[0].name: anonymous_member(text)}
-            parse_error = F.when(raw.isNotNull() & members[fields[0].name].isNull() & (F.trim(text) != "null"),
-                                 F.lit("Invalid JSON"))
-        stage = f"__{role}_json"
-        intermediates = []
-        if not anonymous:
-            names = [f.name for f in fields]
-            intermediates.append((f"{stage}_p", _parse_object(text, names)))
-            members, invalid = object_fields(text, names, parsed=F.col(f"{stage}_p"))
-            parse_error = F.when(raw.isNotNull() & invalid, F.lit("Invalid JSON object"))
-        # Materialised in stages (see Decoded): member texts, then typed values, then checks.
-        intermediates += [(f"{stage}_m{i}", members[f.name]) for i, f in enumerate(fields)]
-        intermediates += [(f"{stage}_v{i}", from_json_text(F.col(f"{stage}_m{i}"), f.type))
-                          for i, f in enumerate(fields)]
-        columns = [F.col(f"{stage}_v{i}").alias(f.name) for i, f in enumerate(fields)]
-        checks = [utf8_check(raw), parse_error, F.when(raw.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
-        checks += [_conversion_error(F.col(f"{stage}_m{i}"), F.col(f"{stage}_v{i}"), f.name, f.type)
-                   for i, f in enumerate(fields)]
-        reason = first_error(checks)
-        return Decoded(columns, F.when(reason.isNotNull(), deserialization_error(role, reason)), intermediates)
+            members = lambda get: {fields[0].name: anonymous_member(text)}  # noqa: E731
+            parse_error = lambda get: F.when(  # noqa: E731
+                raw.isNotNull() & get("m0").isNull() & (F.trim(text) != "null"), F.lit("Invalid JSON"))
+        else:
+            groups.append([("p", lambda get: _parse_object(text, names))])
+            members = lambda get: object_fields(text, names, parsed=get("p"))[0]  # noqa: E731
+            parse_error = lambda get: F.when(  # noqa: E731
+                raw.isNotNull() & object_fields(text, names, parsed=get("p"))[1], F.lit("Invalid JSON object"))
+        groups.append([(f"m{i}", lambda get, name=f.name: members(get)[name]) for i, f in enumerate(fields)])
+        groups.append([(f"v{i}", lambda get, i=i, t=f.type: from_json_text(get(f"m{i}"), t))
+                       for i, f in enumerate(fields)])
+
+        def finish(get):
+            columns = [get(f"v{i}").alias(f.name) for i, f in enumerate(fields)]
+            checks = [utf8_check(raw), parse_error(get), F.when(raw.isNotNull() & trailing_text(text), F.lit(TRAILING_TEXT))]
+            checks += [_conversion_error(get(f"m{i}"), get(f"v{i}"), f.name, f.type) for i, f in enumerate(fields)]
+            reason = first_error(checks)
+            return columns, F.when(reason.isNotNull(), deserialization_error(role, reason))
+
+        return groups, finish
 
 
 class JsonDocumentFormat(Format):

@@ -33,6 +33,10 @@ INT_RANGE = (-2**31, 2**31 - 1)
 #: no NaN/Infinity (Spark reads them as numbers) and no integer -0 (its DOUBLE is -0.0 in Spark).
 _CANDIDATE = r"^ *\{[^\n\r]*\}[ \t]*$"
 _DOUBTFUL = r"NaN|Infinity|[:,\[] *-0 *([^ .eE0-9]|$)"
+#: The same test cut down for the usual record (`{` first, `}` last): bytes that exclude it, and
+#: bytes after which the patterns decide.
+_EXCLUDED = (b"\n", b"\r", b"NaN", b"Infinity")
+_CHECKED = b"-0"
 
 
 def worker_fields(value_format: str, options: dict, envelope: str,
@@ -136,7 +140,6 @@ def _candidates(values):
     """(positions, their text) of the records that may be decoded here."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     try:
         text = values.cast(pa.string())  # checks UTF-8
@@ -144,13 +147,62 @@ def _candidates(values):
     except pa.ArrowInvalid:  # some record is not UTF-8 (the planner reports it): find which
         utf8 = pa.array([_is_utf8(v) for v in values.to_pylist()])
         text = values.filter(utf8).cast(pa.string())
-    keep = pc.and_(pc.match_substring_regex(text, _CANDIDATE),
-                   pc.invert(pc.match_substring_regex(text, _DOUBTFUL))).fill_null(False)
-    at = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+    at = np.flatnonzero(candidate_mask(text))
     text = text.take(pa.array(at))
     if utf8 is not None:
         at = np.flatnonzero(utf8.to_numpy(zero_copy_only=False))[at]
     return at, text
+
+
+def candidate_mask(text):
+    """Which records of `text` (a string array) match _CANDIDATE and not _DOUBTFUL, found with
+    numpy over the text buffer: the patterns' regular expressions cost ~0.45 us per ~100-byte
+    record, this ~0.13. They still decide each record that is not `{...}` with no blanks around,
+    or that holds `-0`."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(text)
+    keep = np.zeros(n, dtype=bool)
+    if n == 0 or text.buffers()[2] is None:
+        return keep
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + n + 1].astype(np.int64)
+    first, last = offsets[:-1], offsets[1:]
+    u8 = np.frombuffer(text.buffers()[2], dtype=np.uint8)
+    present = last > first
+    if text.null_count:
+        present &= text.is_valid().to_numpy(zero_copy_only=False)
+    keep[present] = (u8[first[present]] == ord("{")) & (u8[last[present] - 1] == ord("}"))
+    odd = np.flatnonzero(present & ~keep)
+    start, end = int(offsets[0]), int(offsets[-1])
+    for pattern in _EXCLUDED:
+        keep[_holding(u8, start, end, pattern, first, last)] = False
+    checked = _holding(u8, start, end, _CHECKED, first, last)
+    for records in (checked[keep[checked]], odd):
+        if len(records):
+            keep[records] = _by_patterns(text.take(pa.array(records)))
+    return keep
+
+
+def _holding(u8, start: int, end: int, pattern: bytes, first, last):
+    """The records whose text (u8[start:end] holds them all) contains `pattern`."""
+    import numpy as np
+
+    at = np.flatnonzero(u8[start:end] == pattern[0]) + start
+    for k, byte in enumerate(pattern[1:], 1):
+        at = at[at + k < end]
+        at = at[u8[at + k] == byte]
+    if not len(at):
+        return at
+    record = np.searchsorted(first, at, side="right") - 1
+    return np.unique(record[at + len(pattern) <= last[record]])
+
+
+def _by_patterns(text):
+    import pyarrow.compute as pc
+
+    return pc.and_(pc.match_substring_regex(text, _CANDIDATE), pc.invert(pc.match_substring_regex(text, _DOUBTFUL))
+                   ).fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def _is_utf8(value: bytes | None) -> bool:

@@ -94,3 +94,29 @@ def test_the_read_option_reaches_the_reader_and_its_schema():
 def test_a_bad_json_columns_option_is_named(bad):
     with pytest.raises(KafkaError, match="jsonValueColumns must be a JSON list of"):
         SourceOptions.parse({"bootstrap.servers": "b:1", "topic": "t", "jsonValueColumns": bad}, streaming=False)
+
+
+PIECES = ["{", "}", " ", "\t", "\n", "\r", "-0", "0", "1", ".", "e", ":", ",", "[", "]", '"a"', "NaN", "Infinity",
+          "x", "-", "N", "aN", "é", " -0 ", "-0.5", "-01", '{"id": -0}']
+
+
+def test_the_quick_candidate_test_is_the_patterns_record_for_record():
+    import random
+
+    import numpy as np
+
+    rnd = random.Random(15)
+    for _ in range(400):
+        values = []
+        for _ in range(rnd.randint(0, 50)):
+            if rnd.random() < 0.05:
+                values.append(None)
+                continue
+            text = "".join(rnd.choice(PIECES) for _ in range(rnd.randint(0, 12)))
+            if rnd.random() < 0.6:  # mostly the usual shape, with blanks around now and then
+                text = rnd.choice(["", "", " "]) + "{" + text + "}" + rnd.choice(["", "", " ", "\t", "\n"])
+            values.append(text)
+        text = pa.array(values, pa.string())
+        for part in (text, text.slice(min(3, len(text))), text.slice(0, len(text) // 2)):
+            expected = json_columns._by_patterns(part) if len(part) else np.zeros(0, dtype=bool)
+            assert json_columns.candidate_mask(part).tolist() == expected.tolist(), part.to_pylist()

@@ -140,36 +140,38 @@ def _avro_layout(spec, columns, role: str):
     return avro.layout_for([Field(name, t) for name, t in columns], spec, role)
 
 
-def _decoded_in_worker(value: Decoded, raw: DataFrame, role: str, wrap_struct: str | None = None) -> Decoded:
-    """The planner's decoding for the records the reader left to it; the reader's columns for
-    the others (no error: the reader decodes only what converts without one). Spark evaluates
-    a CASE branch only for the rows that take it. `wrap_struct`: a single STRUCT key column
-    whose fields the reader decoded (the key is that object)."""
+def _decoded_in_worker(raw: DataFrame, raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
+    """The reader's columns where its flag says it decoded the record (no error: it decodes only
+    what converts without one); the planner's decoding for the rest, as one struct bound per
+    record (formats.json.decode_bound) in a CASE branch Spark evaluates only for those rows. So
+    the planner's stages (JSON parses, lambdas: no generated code) are one interpreted step that
+    does nothing for a decoded record, and everything after it keeps Spark's generated code. A
+    single STRUCT key column is built from the reader's columns of its fields (the key is that
+    object)."""
     flag, column = json_columns.NAMES[role]
-    if flag not in raw.columns:
-        return value
     done = F.col(flag)
-    if wrap_struct is not None:
-        fields = [F.col(column.format(i)).alias(name) for i, name in enumerate(wrap_struct)]
-        worker_columns = [F.struct(*fields)]
+    fallback = f"__{role}_fallback"
+    planner = formats.lookup(spec.name).decode_bound(raw_column, fields, spec, role)
+    struct_key = role == "key" and len(fields) == 1 and fields[0].type.name == "STRUCT"
+    if struct_key:
+        worker_columns = [F.struct(*[F.col(column.format(i)).alias(name)
+                                     for i, (name, _) in enumerate(fields[0].type.fields)])]
     else:
-        worker_columns = [F.col(column.format(i)) for i in range(len(value.columns))]
-    return Decoded([F.when(done, w).otherwise(c) for w, c in zip(worker_columns, value.columns)],
-                   None if value.error is None else F.when(~done, value.error),
-                   [(name, F.when(~done, expression)) for name, expression in value.intermediates])
+        worker_columns = [F.col(column.format(i)) for i in range(len(fields))]
+    return Decoded([F.when(done, w).otherwise(F.col(fallback)[f"v{i}"]).alias(f.name)
+                    for i, (w, f) in enumerate(zip(worker_columns, fields))],
+                   F.col(fallback)["error"], [(fallback, F.when(~done, planner))])
 
 
 def _decode(raw: DataFrame, raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
-    """`role`'s columns: from the reader's AVRO struct when it decoded them, else by the format
-    (with the reader's JSON columns where its flag says they are exact)."""
+    """`role`'s columns: from the reader's AVRO struct when it decoded them, by the reader's JSON
+    columns where its flag says they are exact, else by the format."""
     avro_column = AVRO_COLUMN[role]
     if spec.name == "AVRO" and fields and avro_column in raw.columns:
         return avro.from_struct(F.col(avro_column), fields, role)
-    decoded = formats.lookup(spec.name).decode(raw_column, fields, spec, role)
-    if spec.name != "JSON" or not fields:
-        return decoded
-    struct_key = role == "key" and len(fields) == 1 and fields[0].type.name == "STRUCT"
-    return _decoded_in_worker(decoded, raw, role, [n for n, _ in fields[0].type.fields] if struct_key else None)
+    if spec.name == "JSON" and fields and json_columns.NAMES[role][0] in raw.columns:
+        return _decoded_in_worker(raw, raw_column, fields, spec, role)
+    return formats.lookup(spec.name).decode(raw_column, fields, spec, role)
 
 
 def _value(raw: DataFrame, source: SourceDef, value_columns):
