@@ -31,6 +31,7 @@ from .timed_join import watermarked
 from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
+from .diff_join import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
 
@@ -116,6 +117,9 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     outputs = keyed_outputs(plan, plan.outputs)
     if plan.table_join is not None:
         return tombstoned(plan, _projected(frame, scope, where_error, outputs))
+    if plan.diffs and raw.isStreaming:
+        changes = [(n, F.col(n)) for n in (MZ_TIMESTAMP, MZ_DIFF)]
+        return with_diff_columns(_projected(frame, scope, where_error, outputs, changes), len(outputs))
     return order.ordered(_projected(frame, scope, where_error, outputs, extra), extra, keys)
 
 
@@ -140,6 +144,9 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     first = plan.inputs[0]
     if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
         return table_joined(plan, raw, read, captures.without_errors)
+    if plan.diffs and raw.isStreaming:  # both inputs whole, as multisets in Spark state
+        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures),
+                           captures.without_errors)
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
