@@ -218,8 +218,9 @@ NULL_JOIN_KEY = "Skipping record due to null join key or value."
 def _null_join_keys(plan: QueryPlan, index: int, side: Input, frame: DataFrame) -> DataFrame:
     """A stream record whose join key (its side of an ON equality) is NULL fails with Kafka
     Streams' message, so it is logged and left out: on the right of any join, and on the left
-    of an INNER one (a LEFT join keeps it, unmatched, as Kafka Streams does since KIP-962)."""
-    if side.kind != "STREAM":
+    of an INNER one (a LEFT join keeps it, unmatched, as Kafka Streams does since KIP-962).
+    A dialect that joins whole collections (Materialize) has SQL's rule: NULL matches nothing."""
+    if side.kind != "STREAM" or plan.dialect.joins_with_diffs:
         return frame  # a table's NULL keys are its envelope's concern
     scope = Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect)
     nulls = []

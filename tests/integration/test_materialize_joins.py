@@ -1,0 +1,108 @@
+"""Materialize's joins in SUBSCRIBE: whole collections joined as multisets, the result's changes
+emitted as `mz_timestamp`, `mz_diff`, then the columns (an insert +1, a retraction -1), over
+append-only sources, subqueries and changelogs (ENVELOPE UPSERT tables), with outer joins'
+NULL-extended rows retracted when their first match arrives."""
+
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from kafkasql_magic.kafka.producer import produce
+
+MZ = {"dialect": "materialize"}
+
+
+def _records(rows):
+    return [{"key": None if k is None else k.encode(), "value": None if v is None else v.encode(),
+             "timestamp": t, "partition": 0} for k, v, t in rows]
+
+
+def _rows_until(handle, count: int, timeout: float = 90) -> list[tuple]:
+    """The handle's rows once `count` arrived (and a little longer, so that an extra row shows)."""
+    deadline = time.monotonic() + timeout
+    while len(handle.rows()) < count and time.monotonic() < deadline and handle.is_active:
+        time.sleep(0.2)
+    time.sleep(1.5)
+    assert handle.failure is None, handle.failure
+    return [tuple(None if v != v else v for v in row) for row in handle.rows().itertuples(index=False)]
+
+
+def _consolidated(rows) -> Counter:
+    """Sum of the diffs per row: what the result holds after them."""
+    total = Counter()
+    for _, diff, *values in rows:
+        total[tuple(values)] += diff
+    return +total
+
+
+@pytest.fixture
+def names(session, broker):
+    suffix = uuid.uuid4().hex[:8]
+    return suffix, broker.bootstrap_servers
+
+
+def test_full_join_of_append_only_sources_retracts_null_extended_rows(session, names):
+    suffix, bootstrap = names
+    left, right = f"mzjl_{suffix}", f"mzjr_{suffix}"
+    produce(bootstrap, left, _records([("a", "a,1", 1000), ("b", "b,2", 1001), (None, ",3", 1002),
+                                       ("a", "a,4", 1003)]), create_partitions=1)
+    produce(bootstrap, right, [], create_partitions=1)
+    session.sql(f"CREATE SOURCE l_{suffix} FROM KAFKA TOPIC '{left}' FORMAT CSV WITH 2 COLUMNS", **MZ)
+    session.sql(f"CREATE SOURCE r_{suffix} FROM KAFKA TOPIC '{right}' FORMAT CSV WITH 2 COLUMNS", **MZ)
+    query = (f"SELECT l.k, l.v, r.column2 AS rv FROM (SELECT column1 AS k, column2 AS v FROM l_{suffix}) AS l "
+             f"FULL JOIN r_{suffix} AS r ON l.k = r.column1")
+    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    try:
+        assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "v", "rv"]
+        first = _rows_until(handle, 4)
+        # every left row unmatched: NULL-extended, NULL join key included
+        assert sorted(first, key=lambda r: r[0]) == [(1000, 1, "a", "1", None), (1001, 1, "b", "2", None),
+                                                     (1002, 1, None, "3", None), (1003, 1, "a", "4", None)]
+        # the right side arrives: a's first match retracts its NULL-extended rows; a duplicate right
+        # row joins again (a multiset); c and the NULL key match nothing (NULL never equals NULL)
+        produce(bootstrap, right, _records([("a", "a,x", 2000), ("a", "a,x", 2001), ("c", "c,z", 2002),
+                                            (None, ",w", 2003)]))
+        rows = _rows_until(handle, 4 + 8)
+    finally:
+        handle.stop()
+    assert Counter(rows[4:]) == Counter([
+        (2000, -1, "a", "1", None), (2000, -1, "a", "4", None), (2000, 1, "a", "1", "x"), (2000, 1, "a", "4", "x"),
+        (2001, 1, "a", "1", "x"), (2001, 1, "a", "4", "x"), (2002, 1, None, None, "z"), (2003, 1, None, None, "w")])
+    retraction = rows.index((2000, -1, "a", "1", None))
+    assert retraction < rows.index((2000, 1, "a", "1", "x"))  # the retraction comes first
+    # what the diffs add up to is the snapshot of the same join
+    snapshot = session.sql(query, **MZ)
+    assert _consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
+                                          for r in snapshot.itertuples(index=False))
+
+
+def test_a_changelog_table_joined_retracts_its_old_rows(session, names):
+    suffix, bootstrap = names
+    orders, prices = f"mzjo_{suffix}", f"mzjp_{suffix}"
+    produce(bootstrap, orders, [], create_partitions=1)
+    produce(bootstrap, prices, _records([("apple", "1", 1000), ("pear", "2", 1001)]), create_partitions=1)
+    session.sql(f"CREATE SOURCE o_{suffix} FROM KAFKA TOPIC '{orders}' FORMAT CSV WITH 2 COLUMNS", **MZ)
+    session.sql(f"CREATE CONNECTION k_{suffix} TO KAFKA (BROKER '{bootstrap}', SECURITY PROTOCOL PLAINTEXT)", **MZ)
+    session.sql(f"CREATE SOURCE ps_{suffix} FROM KAFKA CONNECTION k_{suffix} (TOPIC '{prices}')", **MZ)
+    session.sql(f"CREATE TABLE p_{suffix} FROM SOURCE ps_{suffix} KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY "
+                "ENVELOPE UPSERT", **MZ)
+    # the table first (Materialize joins in any order), preserved by the LEFT join
+    query = (f"SELECT p.key AS item, p.text AS price, o.column2 AS qty FROM p_{suffix} AS p "
+             f"LEFT JOIN o_{suffix} AS o ON p.key = o.column1 WHERE p.text <> '9'")
+    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    try:
+        first = _rows_until(handle, 2)
+        assert sorted(first) == [(1000, 1, "apple", "1", None), (1001, 1, "pear", "2", None)]
+        produce(bootstrap, orders, _records([("apple", "apple,5", 2000), ("apple", "apple,5", 2001)]))
+        produce(bootstrap, prices, _records([("apple", "3", 2002), ("pear", None, 2003), ("fig", "9", 2004)]))
+        rows = _rows_until(handle, 2 + 6)
+    finally:
+        handle.stop()
+    # an update retracts the old row's joined rows (both duplicates: -2) and inserts the new
+    # ones; a delete retracts the row; a row the WHERE clause rejects never shows
+    assert rows[2:] == [(2000, -1, "apple", "1", None), (2000, 1, "apple", "1", "5"), (2001, 1, "apple", "1", "5"),
+                        (2002, -2, "apple", "1", "5"), (2002, 2, "apple", "3", "5"), (2003, -1, "pear", "2", None)]
+    snapshot = session.sql(query, **MZ)
+    assert _consolidated(rows) == Counter(map(tuple, snapshot.values.tolist())) == Counter({("apple", "3", "5"): 2})
