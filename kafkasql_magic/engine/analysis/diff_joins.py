@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...errors import StatementError
 from ...sql import ast
-from ...sql.render import render
+from ...sql.render_materialize import MaterializeWriter
 from .plan import TABLE, Input
 
 
@@ -47,7 +47,7 @@ def equalities(on: ast.Expr, inputs) -> list[tuple[ast.Expr, ast.Expr]]:
         bad = next(t for t, p in zip(terms, pairs) if p is None)
         where = f"line {bad.line}:{bad.column}: " if getattr(bad, "line", None) else ""
         raise StatementError(f"{where}SUBSCRIBE over a join supports ON clauses that equate an expression of each "
-                             f"side (joined by AND) only; got {render(bad)}.")
+                             f"side (joined by AND) only; got {MaterializeWriter()(bad)}.")
     return pairs
 
 
