@@ -53,7 +53,8 @@ def test_full_join_of_append_only_sources_retracts_null_extended_rows(session, n
     session.sql(f"CREATE SOURCE r_{suffix} FROM KAFKA TOPIC '{right}' FORMAT CSV WITH 2 COLUMNS", **MZ)
     query = (f"SELECT l.k, l.v, r.column2 AS rv FROM (SELECT column1 AS k, column2 AS v FROM l_{suffix}) AS l "
              f"FULL JOIN r_{suffix} AS r ON l.k = r.column1")
-    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    session.sql(f"CREATE VIEW j_{suffix} AS {query}", **MZ)
+    handle = session.sql(f"SUBSCRIBE j_{suffix}", **MZ)  # a view that joins: its diffs
     try:
         assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "v", "rv"]
         first = _rows_until(handle, 4)
@@ -73,12 +74,13 @@ def test_full_join_of_append_only_sources_retracts_null_extended_rows(session, n
     retraction = rows.index((2000, -1, "a", "1", None))
     assert retraction < rows.index((2000, 1, "a", "1", "x"))  # the retraction comes first
     # what the diffs add up to is the snapshot of the same join
-    snapshot = session.sql(query, **MZ)
+    snapshot = session.sql(f"SELECT * FROM j_{suffix}", **MZ)
+    assert list(snapshot.columns) == ["k", "v", "rv"]
     assert _consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
                                           for r in snapshot.itertuples(index=False))
 
 
-def test_a_changelog_table_joined_retracts_its_old_rows(session, names):
+def test_a_changelog_table_through_a_view_retracts_its_old_rows(session, names):
     suffix, bootstrap = names
     orders, prices = f"mzjo_{suffix}", f"mzjp_{suffix}"
     produce(bootstrap, orders, [], create_partitions=1)
@@ -88,21 +90,49 @@ def test_a_changelog_table_joined_retracts_its_old_rows(session, names):
     session.sql(f"CREATE SOURCE ps_{suffix} FROM KAFKA CONNECTION k_{suffix} (TOPIC '{prices}')", **MZ)
     session.sql(f"CREATE TABLE p_{suffix} FROM SOURCE ps_{suffix} KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY "
                 "ENVELOPE UPSERT", **MZ)
+    session.sql(f"CREATE VIEW cheap_{suffix} AS SELECT key, text FROM p_{suffix} WHERE text <> '9'", **MZ)
     # the table first (Materialize joins in any order), preserved by the LEFT join
-    query = (f"SELECT p.key AS item, p.text AS price, o.column2 AS qty FROM p_{suffix} AS p "
-             f"LEFT JOIN o_{suffix} AS o ON p.key = o.column1 WHERE p.text <> '9'")
+    query = (f"SELECT p.key AS item, p.text AS price, o.column2 AS qty FROM cheap_{suffix} AS p "
+             f"LEFT JOIN o_{suffix} AS o ON p.key = o.column1")
     handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
     try:
         first = _rows_until(handle, 2)
         assert sorted(first) == [(1000, 1, "apple", "1", None), (1001, 1, "pear", "2", None)]
         produce(bootstrap, orders, _records([("apple", "apple,5", 2000), ("apple", "apple,5", 2001)]))
-        produce(bootstrap, prices, _records([("apple", "3", 2002), ("pear", None, 2003), ("fig", "9", 2004)]))
-        rows = _rows_until(handle, 2 + 6)
+        produce(bootstrap, prices, _records([("apple", "3", 2002), ("pear", None, 2003), ("apple", "9", 2004),
+                                             ("fig", "4", 2005)]))
+        rows = _rows_until(handle, 2 + 8)
     finally:
         handle.stop()
     # an update retracts the old row's joined rows (both duplicates: -2) and inserts the new
-    # ones; a delete retracts the row; a row the WHERE clause rejects never shows
+    # ones; a delete retracts the row, and so does an update the view's WHERE clause rejects
     assert rows[2:] == [(2000, -1, "apple", "1", None), (2000, 1, "apple", "1", "5"), (2001, 1, "apple", "1", "5"),
-                        (2002, -2, "apple", "1", "5"), (2002, 2, "apple", "3", "5"), (2003, -1, "pear", "2", None)]
+                        (2002, -2, "apple", "1", "5"), (2002, 2, "apple", "3", "5"), (2003, -1, "pear", "2", None),
+                        (2004, -2, "apple", "3", "5"), (2005, 1, "fig", "4", None)]
     snapshot = session.sql(query, **MZ)
-    assert _consolidated(rows) == Counter(map(tuple, snapshot.values.tolist())) == Counter({("apple", "3", "5"): 2})
+    assert _consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
+                                          for r in snapshot.itertuples(index=False)) == Counter({("fig", "4", None): 1})
+
+
+def test_an_upsert_source_inner_joined_follows_its_updates_and_deletes(session, names):
+    suffix, bootstrap = names
+    visits, cities = f"mzjv_{suffix}", f"mzjc_{suffix}"
+    produce(bootstrap, cities, _records([("ann", "Oslo", 1000)]), create_partitions=1)
+    produce(bootstrap, visits, _records([("ann", "ann,1", 1001), ("ann", "ann,skip", 1002), ("bob", "bob,2", 1003)]),
+            create_partitions=1)
+    session.sql(f"CREATE SOURCE v_{suffix} FROM KAFKA TOPIC '{visits}' FORMAT CSV WITH 2 COLUMNS", **MZ)
+    session.sql(f"CREATE SOURCE c_{suffix} FROM KAFKA TOPIC '{cities}' KEY FORMAT TEXT VALUE FORMAT TEXT "
+                "INCLUDE KEY AS who ENVELOPE UPSERT", **MZ)
+    query = (f"SELECT v.column1 AS who, v.column2 AS n, c.text AS city FROM v_{suffix} v JOIN c_{suffix} c "
+             "ON v.column1 = c.who WHERE v.column2 <> 'skip'")
+    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    try:
+        assert [row[1:] for row in _rows_until(handle, 1)] == [(1, "ann", "1", "Oslo")]
+        produce(bootstrap, cities, _records([("bob", "Rome", 2000), ("ann", "Bergen", 2001), ("ann", None, 2002)]))
+        rows = _rows_until(handle, 1 + 4)
+    finally:
+        handle.stop()
+    assert rows[1:] == [(2000, 1, "bob", "2", "Rome"), (2001, -1, "ann", "1", "Oslo"), (2001, 1, "ann", "1", "Bergen"),
+                        (2002, -1, "ann", "1", "Bergen")]
+    assert _consolidated(rows) == Counter(map(tuple, session.sql(query, **MZ).values.tolist())) == Counter(
+        {("bob", "2", "Rome"): 1})

@@ -83,3 +83,21 @@ def test_only_the_pseudocolumns_a_query_names_are_kept_in_its_rows():
     plain = subscribed("SELECT o.item FROM orders o JOIN events e ON o.item = e.text")
     assert referenced_pseudocolumns(plain.statement, plain.inputs[0]) == ()
     assert isinstance(plain.statement.joins[0].on, ast.BinaryOp)
+
+
+def test_a_view_that_joins_passes_its_diffs_through_a_projection():
+    cat = catalog()
+    cat.add(ViewDef("j", parse_statement("SELECT o.item, e.text FROM orders o LEFT JOIN events e "
+                                         "ON o.item = e.text", dialect="materialize"), dialect="materialize"))
+    assert subscribed("SELECT * FROM j", cat=cat).names == ["mz_timestamp", "mz_diff", "item", "text"]
+    plan = subscribed("SELECT item FROM j WHERE text IS NULL", cat=cat)
+    assert (plan.diffs, plan.names) == (True, ["mz_timestamp", "mz_diff", "item"])
+    # a snapshot of it has its columns only; mz_diff is no column of the query (as in Materialize)
+    assert analyse(parse_statement("SELECT * FROM j", dialect="materialize"), cat, "materialize").names == [
+        "item", "text"]
+    with pytest.raises(StatementError, match='column "mz_diff" does not exist'):
+        subscribed("SELECT item FROM j WHERE mz_diff > 0", cat=cat)
+    with pytest.raises(StatementError, match="^SUBSCRIBE over an aggregation of 'j' is not supported yet"):
+        subscribed("SELECT text, count(*) FROM j GROUP BY text", cat=cat)
+    with pytest.raises(StatementError, match="^SUBSCRIBE over a join of 'j' is not supported yet: the view joins"):
+        subscribed("SELECT j.item FROM j JOIN events e ON j.item = e.text", cat=cat)

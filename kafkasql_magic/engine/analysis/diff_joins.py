@@ -15,9 +15,20 @@ from .plan import TABLE, Input
 
 def joins_with_diffs(stmt: ast.Select, inputs: list[Input], dialect, aggregating: bool) -> bool:
     """True for a SUBSCRIBE (a push query of a dialect that joins with diffs) over a join of two
-    relations that does not aggregate; its inputs are checked (ksql's other joins are planned
-    elsewhere)."""
-    if not (dialect.joins_with_diffs and stmt.emit_changes and len(stmt.joins) == 1 and not aggregating):
+    relations that does not aggregate, or over a view that does (its diffs pass through a
+    projection and a filter); its inputs are checked (ksql's other joins are planned elsewhere)."""
+    if not (dialect.joins_with_diffs and stmt.emit_changes):
+        return False
+    if len(inputs) == 1:
+        view = inputs[0].view
+        if view is None or not view.diffs:
+            return False
+        if aggregating:
+            raise StatementError(f"SUBSCRIBE over an aggregation of '{inputs[0].qualifiers[0]}' is not supported "
+                                 "yet: the view joins, and its changes are diffs; aggregate over the relations it "
+                                 "joins instead.")
+        return True
+    if len(stmt.joins) != 1 or aggregating:
         return False
     for side in inputs:
         _check_input(side)
@@ -26,16 +37,20 @@ def joins_with_diffs(stmt: ast.Select, inputs: list[Input], dialect, aggregating
 
 
 def _check_input(side: Input) -> None:
-    """A view joins when it only projects and filters append-only records: an aggregating or
-    joining view, or one over a changelog, is not a multiset of records the join can keep yet."""
+    """A view joins when it only projects and filters: an aggregating or joining view is not a
+    multiset of records the join can keep yet, and a view over a changelog must select its key
+    (its rows are replaced by key)."""
     view = side.view
     if view is None:
         return
-    if view.aggregating or view.statement.joins or view.kind == TABLE:
-        what = ("aggregates" if view.aggregating else "joins" if view.statement.joins
-                else "reads a changelog (ENVELOPE UPSERT or a table)")
+    if view.aggregating or view.statement.joins or view.diffs:
+        what = "aggregates" if view.aggregating else "joins"
         raise StatementError(f"SUBSCRIBE over a join of '{side.qualifiers[0]}' is not supported yet: the view "
                              f"{what}; join the relations it reads, or subscribe to the view alone.")
+    if view.kind == TABLE and not view.keys:
+        keys = ", ".join(c.name for c in view.source.key_columns)
+        raise StatementError(f"SUBSCRIBE over a join of '{side.qualifiers[0]}' needs the view to select the key of "
+                             f"the changelog it reads ({keys}): its rows are replaced by key.")
 
 
 def equalities(on: ast.Expr, inputs) -> list[tuple[ast.Expr, ast.Expr]]:

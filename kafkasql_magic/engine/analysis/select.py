@@ -124,15 +124,20 @@ def _input(ref: ast.SourceRef | Subquery, catalog: Catalog, push: bool, dialect:
         inner = analyse(replace(ref.query, emit_changes=push), catalog, dialect)
         alias = ref.alias or ""
         return Input(ast.SourceRef(alias, None, line=ref.line, column=ref.column), alias, inner.source, inner.kind,
-                     tuple(inner.names), (), view=inner)
+                     _view_columns(inner), (), view=inner)
     relation = catalog.get(ref.name, dialect.name)
     if isinstance(relation, ViewDef):
         inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)
-        return Input(ref, relation.name, inner.source, inner.kind, tuple(inner.names), (), view=inner)
+        return Input(ref, relation.name, inner.source, inner.kind, _view_columns(inner), (), view=inner)
     columns = tuple(c.name for c in relation.star_columns)
     if window_of(relation) is not None:  # one row per key and window: the bounds are part of the key
         columns = star_columns(relation, columns)
     return Input(ref, relation.name, relation, relation.kind, columns, PSEUDOCOLUMNS)
+
+
+def _view_columns(inner: QueryPlan) -> tuple[str, ...]:
+    """A view's columns: its own (a view that joins with diffs carries mz_timestamp and mz_diff beside them)."""
+    return tuple(name for name, _ in inner.outputs)
 
 
 def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,

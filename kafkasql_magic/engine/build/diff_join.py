@@ -63,30 +63,38 @@ def diff_joined(plan: QueryPlan, raw: DataFrame, read, input_frame, without_erro
         kept = side.columns + referenced_pseudocolumns(plan.statement, side)
         columns = {name: f"__s{index}_{name}" for name in kept}
         row = F.struct(*[F.col(quoted(n)).alias(c) for n, c in columns.items()])
-        changelog = side.kind == TABLE
-        changes.append((frame, row, changelog))
+        changes.append((frame, row, _record_key(side) if side.kind == TABLE else None))
         sides.append((side.qualifiers, columns))
         schemas.append(frame.select(row.alias("r")).schema["r"].dataType)
     types = [changes[0][0].select(k.alias("k")).schema["k"].dataType for k in keys[0]]
-    messages = [_messages(index, frame, row, changelog, [k.cast(t) for k, t in zip(keys[index], types)])
-                for index, (frame, row, changelog) in enumerate(changes)]
-    one_group = any(changelog for _, _, changelog in changes)
+    messages = [_messages(index, frame, row, record_key, [k.cast(t) for k, t in zip(keys[index], types)])
+                for index, (frame, row, record_key) in enumerate(changes)]
+    one_group = any(record_key is not None for _, _, record_key in changes)
     group = F.lit(0) if one_group else F.pmod(F.xxhash64(F.coalesce("__jk", F.lit(""))), F.lit(BUCKETS))
     joined = messages[0].unionByName(messages[1]).withColumn("__group", group).groupBy("__group") \
         .applyInPandasWithState(_step(*PRESERVED[join.kind]), RESULT, STATE, "append", GroupStateTimeout.NoTimeout)
     return _rows(joined, schemas, sides, plan)
 
 
-def _messages(index: int, frame: DataFrame, row, changelog: bool, keys) -> DataFrame:
+def _record_key(side):
+    """What keys a changelog input's rows: the record's key, or a view's key columns (a view
+    over a changelog selects them: analysis.diff_joins)."""
+    if side.view is None:
+        return F.base64(F.col(RAW_KEY))
+    return F.to_json(F.struct(*[F.col(quoted(k)) for k in side.view.keys]))
+
+
+def _messages(index: int, frame: DataFrame, row, record_key, keys) -> DataFrame:
     """One input's records as changes: its side, join key (as JSON text; NULL when any part is
-    NULL), row (JSON), record time, where it was read (for order) and, for a changelog, its key
-    and whether it deletes."""
+    NULL), row (JSON), record time, where it was read (for order) and, for a changelog
+    (`record_key` set), its key and whether it deletes."""
+    changelog = record_key is not None
     null_key = F.greatest(*[k.isNull() for k in keys]) if len(keys) > 1 else keys[0].isNull()
     join_key = F.when(~null_key, F.to_json(F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)])))
     return frame.select(
         F.lit(index).alias("__side"), join_key.alias("__jk"), F.to_json(row).alias("__row"),
         F.unix_millis(F.col(RAW_TIMESTAMP)).alias("__t"), F.col(PARTITION).alias("__p"), F.col(OFFSET).alias("__o"),
-        (F.base64(F.col(RAW_KEY)) if changelog else F.lit(None).cast("string")).alias("__pk"),
+        (record_key if changelog else F.lit(None).cast("string")).alias("__pk"),
         (F.col(TOMBSTONE) if changelog else F.lit(False)).alias("__del"))
 
 

@@ -19,7 +19,7 @@ from ...errors import StatementError
 from ...sql import ast
 from ..analysis.select import side_of
 from ..analysis.table_joins import join_sides, tracks_table
-from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
+from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
                        ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
@@ -94,7 +94,7 @@ def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
            state: TableState | WindowState | None = None, changelog: bool = False,
-           batch_id: int | None = None) -> DataFrame:
+           batch_id: int | None = None, deletes_rejected: bool = False) -> DataFrame:
     stmt = plan.statement
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
@@ -102,7 +102,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors, batch_id)
     frame, scope = with_join_key(plan, *_from(plan, raw, read, captures))
-    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
+    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None or deletes_rejected)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
@@ -123,14 +123,18 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     return order.ordered(_projected(frame, scope, where_error, outputs, extra), extra, keys)
 
 
-def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
+def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures,
+                 deletes_rejected: bool = False) -> DataFrame:
     """One FROM item's rows: a source decoded (a keyed one as it is now, when read bounded),
-    or a view's planned rows named by its columns."""
+    or a view's planned rows named by its columns. `deletes_rejected`: a view over a changelog
+    keeps the rows its WHERE clause rejects, as deletes of their keys (a diff join's input)."""
     if side.view is not None:
-        planned = _frame(side.view, raw, read, captures)
+        planned = _frame(side.view, raw, read, captures, deletes_rejected=deletes_rejected)
         if side.view.limit is not None:  # a subquery's top-n (snapshots only: analysis refuses it in SUBSCRIBE)
             planned = planned.limit(side.view.limit)
-        return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
+        changes = len(MZ_COLUMNS) if side.view.diffs else 0  # a view joining with diffs: they come first
+        return planned.select(*[F.col(result_column(i + changes)).alias(n) for i, n in enumerate(side.columns)],
+                              *[F.col(result_column(i)).alias(n) for i, n in enumerate((MZ_TIMESTAMP, MZ_DIFF)[:changes])],
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
     if raw.isStreaming or not source.keyed:
@@ -144,8 +148,8 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     first = plan.inputs[0]
     if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
         return table_joined(plan, raw, read, captures.without_errors)
-    if plan.diffs and raw.isStreaming:  # both inputs whole, as multisets in Spark state
-        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures),
+    if plan.diffs and stmt.joins and raw.isStreaming:  # both inputs whole, as multisets in Spark state
+        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures, True),
                            captures.without_errors)
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
