@@ -101,3 +101,12 @@ def test_a_view_that_joins_passes_its_diffs_through_a_projection():
         subscribed("SELECT text, count(*) FROM j GROUP BY text", cat=cat)
     with pytest.raises(StatementError, match="^SUBSCRIBE over a join of 'j' is not supported yet: the view joins"):
         subscribed("SELECT j.item FROM j JOIN events e ON j.item = e.text", cat=cat)
+
+
+def test_more_than_two_relations_join_inner_over_append_only_sources_only():
+    three = "SELECT o.item FROM orders o JOIN events e ON o.item = e.text {} clicks c ON c.url = e.text"
+    assert not subscribed(three.format("JOIN")).diffs  # Spark's stream-stream joins, as before
+    with pytest.raises(StatementError, match="^SUBSCRIBE over more than two joined relations is not supported yet"):
+        subscribed(three.format("LEFT JOIN"))
+    with pytest.raises(StatementError, match="^SUBSCRIBE over more than two joined relations is not supported yet"):
+        subscribed("SELECT o.item FROM orders o JOIN events e ON o.item = e.text JOIN items i ON i.item = o.item")

@@ -28,6 +28,11 @@ def joins_with_diffs(stmt: ast.Select, inputs: list[Input], dialect, aggregating
                                  "yet: the view joins, and its changes are diffs; aggregate over the relations it "
                                  "joins instead.")
         return True
+    if len(stmt.joins) > 1 and not aggregating and (any(j.kind != "INNER" for j in stmt.joins)
+                                                    or any(i.kind == TABLE or i.view is not None for i in inputs)):
+        raise StatementError("SUBSCRIBE over more than two joined relations is not supported yet with an outer join, "
+                             "a changelog (ENVELOPE UPSERT or a table) or a view: join two per view and subscribe "
+                             "to their join.")
     if len(stmt.joins) != 1 or aggregating:
         return False
     for side in inputs:
