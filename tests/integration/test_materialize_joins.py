@@ -136,3 +136,56 @@ def test_an_upsert_source_inner_joined_follows_its_updates_and_deletes(session, 
                         (2002, -1, "ann", "1", "Bergen")]
     assert _consolidated(rows) == Counter(map(tuple, session.sql(query, **MZ).values.tolist())) == Counter(
         {("bob", "2", "Rome"): 1})
+
+
+def test_sinks_of_a_view_that_joins_write_its_changes(ksql, broker):
+    import json
+
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    suffix, bootstrap = uuid.uuid4().hex[:8], broker.bootstrap_servers
+    orders, prices = f"mzso_{suffix}", f"mzsp_{suffix}"
+    produce(bootstrap, prices, _records([("apple", "1", 900)]), create_partitions=1)
+    produce(bootstrap, orders, _records([("apple", "apple,5", 1000), ("pear", "pear,2", 1001)]), create_partitions=1)
+    ksql.sql(f"""CREATE SOURCE so_{suffix} FROM KAFKA TOPIC '{orders}' FORMAT CSV WITH 2 COLUMNS;
+                 CREATE SOURCE sp_{suffix} FROM KAFKA TOPIC '{prices}' KEY FORMAT TEXT VALUE FORMAT TEXT
+                   INCLUDE KEY AS item ENVELOPE UPSERT;
+                 CREATE MATERIALIZED VIEW priced_{suffix} AS SELECT o.column1 AS item, o.column2 AS qty,
+                   p.text AS price FROM so_{suffix} o JOIN sp_{suffix} p ON o.column1 = p.item""", **MZ)
+    into = f"INTO KAFKA BROKER '{bootstrap}'"
+    upsert = ksql.sql(f"CREATE SINK su_{suffix} FROM priced_{suffix} {into} (TOPIC 'su-{suffix}') "
+                      "KEY (item) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", **MZ)
+    debezium = ksql.sql(f"CREATE SINK sd_{suffix} FROM priced_{suffix} {into} (TOPIC 'sd-{suffix}') "
+                        "FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
+    try:
+        for sink in (upsert, debezium):  # the changes written so far: apple joined
+            assert sink.wait_for_records(1, 120), sink.failure
+        produce(bootstrap, prices, _records([("pear", "3", 2000), ("apple", "4", 2001)]))
+        for sink in (upsert, debezium):  # pear joins; apple's update is a retraction and an insert
+            assert sink.wait_for_records(4, 120), sink.failure
+        produce(bootstrap, prices, _records([("apple", None, 2002)]))
+        for sink in (upsert, debezium):  # apple's price goes: its joined row is retracted
+            assert sink.wait_for_records(5, 120), sink.failure
+    finally:
+        ksql.sql(f"DROP SINK su_{suffix}; DROP SINK sd_{suffix}", **MZ)
+
+    def written(topic, count):
+        got = fetch_records(bootstrap, topic, from_beginning=True, limit=count, timeout_s=30, until_end=False)
+        return [(None if r["key"] is None else json.loads(r["key"]), None if r["value"] is None
+                 else json.loads(r["value"])) for r in sorted(got, key=lambda r: r["offset"])]
+
+    # UPSERT: what each key holds after each batch, an update as one record, a key whose row went a tombstone
+    upserts = written(f"su-{suffix}", 4)
+    assert upserts[0] == ({"item": "apple"}, {"item": "apple", "qty": "5", "price": "1"})
+    assert sorted(upserts[1:3], key=str) == sorted([({"item": "pear"}, {"item": "pear", "qty": "2", "price": "3"}),
+                                                   ({"item": "apple"}, {"item": "apple", "qty": "5", "price": "4"})],
+                                                  key=str)
+    assert upserts[3] == ({"item": "apple"}, None)
+    # DEBEZIUM: each diff a record, a retraction's row as `before`
+    row = lambda qty, price, item="apple": {"item": item, "qty": qty, "price": price}  # noqa: E731
+    changes = [value for _, value in written(f"sd-{suffix}", 5)]
+    assert changes[0] == {"before": None, "after": row("5", "1")} and changes[4] == {"before": row("5", "4"),
+                                                                                     "after": None}
+    assert sorted(changes[1:4], key=str) == sorted([{"before": None, "after": row("2", "3", "pear")},
+                                                    {"before": row("5", "1"), "after": None},
+                                                    {"before": None, "after": row("5", "4")}], key=str)
