@@ -138,7 +138,7 @@ def test_an_upsert_source_inner_joined_follows_its_updates_and_deletes(session, 
         {("bob", "2", "Rome"): 1})
 
 
-def test_sinks_of_a_view_that_joins_write_its_changes(ksql, broker):
+def test_an_upsert_sink_of_a_view_that_joins_writes_what_each_key_holds(ksql, broker):
     import json
 
     from kafkasql_magic.kafka.peek import fetch_records
@@ -152,40 +152,71 @@ def test_sinks_of_a_view_that_joins_write_its_changes(ksql, broker):
                    INCLUDE KEY AS item ENVELOPE UPSERT;
                  CREATE MATERIALIZED VIEW priced_{suffix} AS SELECT o.column1 AS item, o.column2 AS qty,
                    p.text AS price FROM so_{suffix} o JOIN sp_{suffix} p ON o.column1 = p.item""", **MZ)
-    into = f"INTO KAFKA BROKER '{bootstrap}'"
-    upsert = ksql.sql(f"CREATE SINK su_{suffix} FROM priced_{suffix} {into} (TOPIC 'su-{suffix}') "
-                      "KEY (item) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", **MZ)
-    debezium = ksql.sql(f"CREATE SINK sd_{suffix} FROM priced_{suffix} {into} (TOPIC 'sd-{suffix}') "
-                        "FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
-    try:
-        for sink in (upsert, debezium):  # the changes written so far: apple joined
-            assert sink.wait_for_records(1, 120), sink.failure
+    sink = ksql.sql(f"CREATE SINK su_{suffix} FROM priced_{suffix} INTO KAFKA BROKER '{bootstrap}' "
+                    f"(TOPIC 'su-{suffix}') KEY (item) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", **MZ)
+    try:  # the sink counts the changes it reads
+        assert sink.wait_for_records(1, 120), sink.failure  # apple joined
         produce(bootstrap, prices, _records([("pear", "3", 2000), ("apple", "4", 2001)]))
-        for sink in (upsert, debezium):  # pear joins; apple's update is a retraction and an insert
-            assert sink.wait_for_records(4, 120), sink.failure
+        assert sink.wait_for_records(4, 120), sink.failure  # pear joins; apple: a retraction and an insert
         produce(bootstrap, prices, _records([("apple", None, 2002)]))
-        for sink in (upsert, debezium):  # apple's price goes: its joined row is retracted
-            assert sink.wait_for_records(5, 120), sink.failure
+        assert sink.wait_for_records(5, 120), sink.failure  # apple's price goes: its joined row is retracted
     finally:
-        ksql.sql(f"DROP SINK su_{suffix}; DROP SINK sd_{suffix}", **MZ)
-
-    def written(topic, count):
-        got = fetch_records(bootstrap, topic, from_beginning=True, limit=count, timeout_s=30, until_end=False)
-        return [(None if r["key"] is None else json.loads(r["key"]), None if r["value"] is None
-                 else json.loads(r["value"])) for r in sorted(got, key=lambda r: r["offset"])]
-
-    # UPSERT: what each key holds after each batch, an update as one record, a key whose row went a tombstone
-    upserts = written(f"su-{suffix}", 4)
+        ksql.sql(f"DROP SINK su_{suffix}", **MZ)
+    got = fetch_records(bootstrap, f"su-{suffix}", from_beginning=True, limit=4, timeout_s=30, until_end=False)
+    upserts = [(json.loads(r["key"]), None if r["value"] is None else json.loads(r["value"]))
+               for r in sorted(got, key=lambda r: r["offset"])]
+    # what each key holds after each batch: an update is one record, a key whose row went a tombstone
     assert upserts[0] == ({"item": "apple"}, {"item": "apple", "qty": "5", "price": "1"})
     assert sorted(upserts[1:3], key=str) == sorted([({"item": "pear"}, {"item": "pear", "qty": "2", "price": "3"}),
                                                    ({"item": "apple"}, {"item": "apple", "qty": "5", "price": "4"})],
                                                   key=str)
-    assert upserts[3] == ({"item": "apple"}, None)
-    # DEBEZIUM: each diff a record, a retraction's row as `before`
-    row = lambda qty, price, item="apple": {"item": item, "qty": qty, "price": price}  # noqa: E731
-    changes = [value for _, value in written(f"sd-{suffix}", 5)]
-    assert changes[0] == {"before": None, "after": row("5", "1")} and changes[4] == {"before": row("5", "4"),
-                                                                                     "after": None}
-    assert sorted(changes[1:4], key=str) == sorted([{"before": None, "after": row("2", "3", "pear")},
-                                                    {"before": row("5", "1"), "after": None},
-                                                    {"before": None, "after": row("5", "4")}], key=str)
+    assert upserts[3:] == [({"item": "apple"}, None)]
+
+
+def test_a_debezium_sink_of_a_join_resumes_with_its_join_state_after_a_restart(broker, spark, tmp_path):
+    """Both inputs' rows are Spark state in the sink's checkpoint: a new session (as after a
+    kernel restart) retracts the joined row an update replaces, though it never read that row.
+    ENVELOPE DEBEZIUM writes each change: an insert as `after`, a retraction as `before`."""
+    import json
+    import os
+
+    import kafkasql_magic as ks
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    suffix, bootstrap = uuid.uuid4().hex[:8], broker.bootstrap_servers
+    orders, prices, out = f"mzro_{suffix}", f"mzrp_{suffix}", f"mzrs-{suffix}"
+
+    def connect():
+        return ks.connect(bootstrap_servers=bootstrap, spark=spark, timeout=90, state_dir=str(tmp_path / "state"),
+                          service_id=f"mzj{suffix}")
+
+    produce(bootstrap, orders, _records([("apple", "apple,5", 1000)]), create_partitions=1)
+    produce(bootstrap, prices, _records([("apple", "1", 1001)]), create_partitions=1)
+    first = connect()
+    query = first.sql(f"""CREATE SOURCE ro FROM KAFKA TOPIC '{orders}' FORMAT CSV WITH 2 COLUMNS;
+        CREATE SOURCE rp FROM KAFKA TOPIC '{prices}' KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY AS item ENVELOPE UPSERT;
+        CREATE VIEW rj AS SELECT o.column2 AS qty, p.text AS price FROM ro o FULL JOIN rp p ON o.column1 = p.item;
+        CREATE SINK rs FROM rj INTO KAFKA BROKER '{bootstrap}' (TOPIC '{out}') FORMAT JSON ENVELOPE DEBEZIUM""",
+                      **MZ)
+    assert query.wait_for_records(3, 120), query.failure  # the order NULL-extended, then matched
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(query.checkpoint, "commits", "0")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    first.stop()
+
+    produce(bootstrap, prices, _records([("apple", "2", 2000)]))
+    second = connect()
+    try:
+        resumed = second.persistent.queries[query.id]
+        assert resumed.wait_for_records(2, 120), resumed.failure
+        got = fetch_records(bootstrap, out, from_beginning=True, limit=5, timeout_s=30, until_end=False)
+    finally:
+        second.sql("DROP SINK rs", **MZ)
+        second.stop()
+    values = [json.loads(r["value"]) for r in sorted(got, key=lambda r: r["offset"])]
+    row = lambda price: {"qty": "5", "price": price}  # noqa: E731
+    assert sorted(values[:3], key=str) == sorted([{"before": None, "after": row(None)},
+                                                  {"before": row(None), "after": None},
+                                                  {"before": None, "after": row("1")}], key=str)
+    assert sorted(values[3:], key=str) == sorted([{"before": row("1"), "after": None},
+                                                  {"before": None, "after": row("2")}], key=str)
