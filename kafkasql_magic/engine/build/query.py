@@ -149,7 +149,8 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
         return table_joined(plan, raw, read, captures.without_errors)
     if plan.diffs and stmt.joins and raw.isStreaming:  # both inputs whole, as multisets in Spark state
-        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures, True),
+        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures,
+                                                                            side.kind == "TABLE"),
                            captures.without_errors)
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
