@@ -20,6 +20,12 @@ baseline: push queries over the whole bench topic, timed until every record was 
                          one table
   table_fk_join          the bench table joined to bench_tags on its `tags` column (a foreign-key
                          join: both tables in one group, so one Spark task); rows/s per left record
+  mz_append_join         Materialize's SUBSCRIBE over the bench stream LEFT-joined with itself on id
+                         (both append-only: multisets with diffs in Spark state, join keys in hash
+                         buckets: engine/build/diff_join.py); rows/s per record of one side
+  mz_changelog_join      SUBSCRIBE over the bench stream LEFT-joined with the bench_rows table (a
+                         changelog input: both inputs in one group, so one Spark task); rows/s per
+                         stream record
 
 `python bench/ingest.py --records N` runs them (N small for a quick check: `--records 20000`).
 """
@@ -32,10 +38,11 @@ import time
 TAGS_TABLE = "bench-tags"
 
 
-def _until_read(session, text: str, n: int, timeout: float) -> float:  # n: records of every source read
-    """Seconds a push query takes to process n records (from its start to the batch that read the last)."""
+def _until_read(session, text: str, n: int, timeout: float, dialect: str = "ksql") -> float:
+    """Seconds a push query takes to process n records of every source it reads (from its start
+    to the batch that read the last)."""
     t0 = time.perf_counter()
-    handle = session.sql(text)
+    handle = session.sql(text, dialect=dialect)
     try:
         while handle.records_read < n:
             if handle.failure is not None:
@@ -75,7 +82,13 @@ def query_cases(session, bootstrap: str, n: int, timeout: float = 3600) -> dict:
              "LEFT JOIN bench_rows_c c ON a.k = c.k EMIT CHANGES;")
     foreign = ("SELECT a.k, a.amount, t.label FROM bench_rows a JOIN bench_tags t ON a.tags = t.tag "
                "EMIT CHANGES;")  # every left row points at the one tag row
+    # every record joined, none collected to the driver (amounts are positive)
+    mz_append = "SUBSCRIBE (SELECT a.id, b.amount FROM bench a LEFT JOIN bench b ON a.id = b.id WHERE a.amount < 0)"
+    mz_changelog = ("SUBSCRIBE (SELECT a.id, r.tags FROM bench a LEFT JOIN bench_rows r ON a.id::text = r.k "
+                    "WHERE a.amount < 0)")
     return {
+        "mz_append_join": lambda: n / _until_read(session, mz_append, 2 * n, timeout, "materialize"),
+        "mz_changelog_join": lambda: n / _until_read(session, mz_changelog, 2 * n, timeout, "materialize"),
         "windowed_aggregation": lambda: n / _until_read(session, windowed, n, timeout),
         "windowed_default_grace": lambda: n / _until_read(session, default_grace, n, timeout),
         "session_aggregation": lambda: n / _until_read(session, sessions, n, timeout),

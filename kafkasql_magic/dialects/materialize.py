@@ -28,6 +28,7 @@ class Materialize(Dialect):
     skips_stream_tombstones = False
     requires_included_headers = True
     fails_on_bad_records = True
+    joins_with_diffs = True
     upserts_null_keys = True
     has_source_tables = True
     absent_functions = frozenset()

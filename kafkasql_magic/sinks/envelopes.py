@@ -27,7 +27,7 @@ from ..catalog import KEY, VALUE, Column as CatalogColumn, SourceDef
 from ..dialects.materialize_sinks import RESERVED_HEADER_PREFIX, SinkSpec
 from ..engine.columns import RAW_TIMESTAMP, TOMBSTONE, result_column
 from ..formats import FormatSpec
-from . import mz_encode
+from . import diff_rows, mz_encode
 from .mz_encode import AvroWriter
 
 _BEFORE, _AFTER, _SEQ, _RANK = "__before", "__after", "__seq", "__rank"
@@ -110,6 +110,8 @@ class MaterializeSinkWrite:
     bootstrap: str
     kafka_conf: dict | None = None
     state: DebeziumState | None = field(default=None)
+    #: The relation's changes are diffs (a view that joins): mz_timestamp and mz_diff come first.
+    diffs: bool = False
 
     def __post_init__(self):
         if self.spec.envelope == "DEBEZIUM" and self.spec.relation_key and self.state is None:
@@ -123,6 +125,8 @@ class MaterializeSinkWrite:
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        if self.diffs:
+            rows = self._from_diffs(rows, names)
         row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
         after = F.when(~F.col(TOMBSTONE), row)
         if self.spec.envelope == "UPSERT":
@@ -134,15 +138,28 @@ class MaterializeSinkWrite:
                 headers = F.when(~F.col(TOMBSTONE), header_entries(column[self.spec.headers], value_type))
             return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
                                F.col(RAW_TIMESTAMP).alias("timestamp"))
-        return self._debezium(rows, column, after)
+        return self._debezium(rows, column, after, F.when(F.col(TOMBSTONE), row) if self.diffs else None)
 
-    def _debezium(self, rows: DataFrame, column: dict, after: Column) -> DataFrame:
+    def _from_diffs(self, rows: DataFrame, names: list[str]) -> DataFrame:
+        """A batch of diffs as rows with TOMBSTONE flags: per key what it holds after the batch
+        (UPSERT), or each change as its multiplicity of rows (DEBEZIUM)."""
+        time, diff = F.col(result_column(0)), F.col(result_column(1))
+        if self.spec.envelope != "UPSERT":
+            return diff_rows.expanded(rows, diff)
+        key_names = {f.name for f in self.spec.key}
+        columns = list(enumerate(names))[2:]
+        return diff_rows.upserts(rows, diff, time, [result_column(i) for i, n in columns if n in key_names],
+                                 [result_column(i) for i, n in columns if n not in key_names])
+
+    def _debezium(self, rows: DataFrame, column: dict, after: Column, retracted: Column | None = None) -> DataFrame:
+        """`retracted`: the row a change of diffs retracts, its `before` (no key pairs them)."""
         keys = self.state.keys if self.state is not None else ()
         staged = rows.select(*[column[k].alias(k) for k in keys], after.alias(_AFTER),
+                             *([retracted.alias(_BEFORE)] if retracted is not None else []),
                              F.col(RAW_TIMESTAMP).alias("timestamp"), F.monotonically_increasing_id().alias(_SEQ))
         if self.state is not None:
             staged = self.state.paired(staged)
-        else:
+        elif retracted is None:
             staged = staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
         before, after = F.col(_BEFORE), F.col(_AFTER)
         key_row = F.struct(*[F.coalesce(after[f.name], before[f.name]).alias(f.name) for f in self.spec.key])

@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import types
 from ..dialects.materialize_sinks import SinkSpec, plan_sink, qualified, with_endpoints
+from ..engine.analysis.plan import MZ_COLUMNS
 from ..engine.columns import result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -36,8 +37,11 @@ class Sink:
 
 
 def _relation_columns(prepared) -> list[Field]:
+    """The relation's columns (a relation of diffs: without mz_timestamp and mz_diff)."""
     schema = prepared.built.frame.schema
-    return [Field(n, types.from_spark(schema[result_column(i)].dataType)) for i, n in enumerate(prepared.plan.names)]
+    first = len(MZ_COLUMNS) if prepared.plan.diffs else 0
+    return [Field(n, types.from_spark(schema[result_column(i)].dataType))
+            for i, n in enumerate(prepared.plan.names) if i >= first]
 
 
 def _unique_keys(plan) -> list[tuple[str, ...]]:
@@ -77,7 +81,8 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     config = {"cleanup.policy": "compact"} if spec.envelope == "UPSERT" else None
     admin.create_topic(bootstrap, spec.topic, partitions, config=config, exist_ok=True)
     key_writer, value_writer = _writers(spec)
-    write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap)
+    write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap,
+                                 diffs=prepared.plan.diffs)
     running = session.persistent.start("SINK", spec.name, text, prepared, write, select,
                                        resume=resume, query_id=query_id)
     session.sinks[spec.name] = Sink(spec, running.id, text)

@@ -78,7 +78,9 @@ def check_windowed_keys(stmt: ast.Select, inputs: list[Input]) -> None:
                 raise StatementError(WINDOWED_REPARTITION)
 
 
-def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql_rules: bool) -> None:
+def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql_rules: bool,
+                  diffs: bool = False) -> None:
+    """`diffs`: a join over whole collections (Materialize's SUBSCRIBE), which any join order and kind may be."""
     if ksql_rules:
         check_functions(stmt)
         check_windowed_keys(stmt, inputs)
@@ -101,7 +103,7 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
     if stmt.having is not None and not aggregating:
         raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
     for join, right in zip(stmt.joins, inputs[1:]):
-        check_join(join, inputs[0], right, stmt.emit_changes, ksql_rules)
+        check_join(join, inputs[0], right, stmt.emit_changes and not diffs, ksql_rules)
 
 
 def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:

@@ -16,6 +16,9 @@ from .lookup import KeyLookup
 from .seek import Seek
 
 STREAM, TABLE = "STREAM", "TABLE"
+#: The columns SUBSCRIBE puts before a diff join's own (analysis.diff_joins): the change's time
+#: (epoch milliseconds) and its multiplicity (+1 an insert, -1 a retraction, n for n equal rows).
+MZ_COLUMNS = ("mz_timestamp", "mz_diff")
 
 #: How the records that fail before a join or an aggregation reach the processing log (they
 #: never reach the result frame): nothing to capture; per micro-batch as streaming metrics;
@@ -95,6 +98,9 @@ class QueryPlan:
     #: A join's key (analysis.join_key): the ON operands, the synthetic ROWKEY column if any, and
     #: the key columns the build fills with the join key where their own side is missing.
     join_key: JoinKey | None = None
+    #: A SUBSCRIBE over a join of two relations (analysis.diff_joins): both kept whole as
+    #: multisets in Spark state, the result's changes as rows after `mz_timestamp` and `mz_diff`.
+    diffs: bool = False
 
     @property
     def source(self) -> SourceDef:
@@ -102,7 +108,7 @@ class QueryPlan:
 
     @property
     def names(self) -> list[str]:
-        return [name for name, _ in self.outputs]
+        return [*(MZ_COLUMNS if self.diffs else ()), *(name for name, _ in self.outputs)]
 
     @property
     def key_names(self) -> list[str]:

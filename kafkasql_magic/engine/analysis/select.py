@@ -18,6 +18,7 @@ from ...sql.ast_materialize import Subquery
 from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from .checks import check_clauses, check_persistent
+from .diff_joins import joins_with_diffs
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
@@ -41,7 +42,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     written_in = _written_in(stmt.source, catalog, dialect)
     aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
                                              if isinstance(i, ast.SelectItem))
-    check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules)
+    diffs = joins_with_diffs(stmt, inputs, dialect, aggregating)
+    check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules, diffs)
     check_window_timing(stmt, aggregating)
     if not stmt.emit_changes and dialect.ksql_clause_rules:
         check_window_bounds(stmt, first.source if first.view is None else None)
@@ -53,29 +55,31 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
                                    inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
-    table_join = None if aggregating else table_join_kind(stmt, inputs)
+    table_join = None if aggregating or diffs else table_join_kind(stmt, inputs)
     check_lookup_join(stmt, inputs, aggregating)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
     per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
-                                            and all(i.kind == TABLE for i in inputs[1:]) and table_join is None)
+                                            and all(i.kind == TABLE for i in inputs[1:]) and table_join is None
+                                            and not diffs)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
-    keys = tuple(left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY and not (join and join.synthetic)
-                 else key_names(stmt, outputs, inputs, aggregating, join))
+    keys = () if diffs else tuple(
+        left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY and not (join and join.synthetic)
+        else key_names(stmt, outputs, inputs, aggregating, join))
     if join is not None and join.synthetic is None and not (
             aggregating or stmt.partition_by or (table_join == FOREIGN_KEY and len(stmt.joins) == 1)):
         join = replace(join, filled=keys)  # the key columns take the join key where their side is missing
     plan = QueryPlan(
         statement=stmt, inputs=tuple(inputs), outputs=tuple(outputs), keys=keys,
-        kind=TABLE if aggregating or table_join or (first.kind == TABLE and not stmt.joins) else STREAM,
+        kind=TABLE if not diffs and (aggregating or table_join or (first.kind == TABLE and not stmt.joins)) else STREAM,
         grouping=grouping, per_batch=per_batch, observed=observed,
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
         tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
-        table_join=table_join, join_key=join)
+        table_join=table_join, join_key=join, diffs=diffs)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)
@@ -121,15 +125,20 @@ def _input(ref: ast.SourceRef | Subquery, catalog: Catalog, push: bool, dialect:
         inner = analyse(replace(ref.query, emit_changes=push), catalog, dialect)
         alias = ref.alias or ""
         return Input(ast.SourceRef(alias, None, line=ref.line, column=ref.column), alias, inner.source, inner.kind,
-                     tuple(inner.names), (), view=inner)
+                     _view_columns(inner), (), view=inner)
     relation = catalog.get(ref.name, dialect.name)
     if isinstance(relation, ViewDef):
         inner = analyse(replace(relation.query, emit_changes=push, limit=None), catalog, dialect)
-        return Input(ref, relation.name, inner.source, inner.kind, tuple(inner.names), (), view=inner)
+        return Input(ref, relation.name, inner.source, inner.kind, _view_columns(inner), (), view=inner)
     columns = tuple(c.name for c in relation.star_columns)
     if window_of(relation) is not None:  # one row per key and window: the bounds are part of the key
         columns = star_columns(relation, columns)
     return Input(ref, relation.name, relation, relation.kind, columns, PSEUDOCOLUMNS)
+
+
+def _view_columns(inner: QueryPlan) -> tuple[str, ...]:
+    """A view's columns: its own (a view that joins with diffs carries mz_timestamp and mz_diff beside them)."""
+    return tuple(name for name, _ in inner.outputs)
 
 
 def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,

@@ -19,7 +19,7 @@ from ...errors import StatementError
 from ...sql import ast
 from ..analysis.select import side_of
 from ..analysis.table_joins import join_sides, tracks_table
-from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, Input, QueryPlan
+from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
                        ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
@@ -31,6 +31,7 @@ from .timed_join import watermarked
 from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
+from .diff_join import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
 
@@ -93,7 +94,7 @@ def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
            state: TableState | WindowState | None = None, changelog: bool = False,
-           batch_id: int | None = None) -> DataFrame:
+           batch_id: int | None = None, deletes_rejected: bool = False) -> DataFrame:
     stmt = plan.statement
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
@@ -101,7 +102,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors, batch_id)
     frame, scope = with_join_key(plan, *_from(plan, raw, read, captures))
-    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None)
+    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None or deletes_rejected)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
     sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
@@ -116,17 +117,24 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     outputs = keyed_outputs(plan, plan.outputs)
     if plan.table_join is not None:
         return tombstoned(plan, _projected(frame, scope, where_error, outputs))
+    if plan.diffs and raw.isStreaming:
+        changes = [(n, F.col(n)) for n in (MZ_TIMESTAMP, MZ_DIFF)]
+        return with_diff_columns(_projected(frame, scope, where_error, outputs, changes), len(outputs))
     return order.ordered(_projected(frame, scope, where_error, outputs, extra), extra, keys)
 
 
-def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures) -> DataFrame:
+def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures,
+                 deletes_rejected: bool = False) -> DataFrame:
     """One FROM item's rows: a source decoded (a keyed one as it is now, when read bounded),
-    or a view's planned rows named by its columns."""
+    or a view's planned rows named by its columns. `deletes_rejected`: a view over a changelog
+    keeps the rows its WHERE clause rejects, as deletes of their keys (a diff join's input)."""
     if side.view is not None:
-        planned = _frame(side.view, raw, read, captures)
+        planned = _frame(side.view, raw, read, captures, deletes_rejected=deletes_rejected)
         if side.view.limit is not None:  # a subquery's top-n (snapshots only: analysis refuses it in SUBSCRIBE)
             planned = planned.limit(side.view.limit)
-        return planned.select(*[F.col(result_column(i)).alias(n) for i, n in enumerate(side.view.names)],
+        changes = len(MZ_COLUMNS) if side.view.diffs else 0  # a view joining with diffs: they come first
+        return planned.select(*[F.col(result_column(i + changes)).alias(n) for i, n in enumerate(side.columns)],
+                              *[F.col(result_column(i)).alias(n) for i, n in enumerate((MZ_TIMESTAMP, MZ_DIFF)[:changes])],
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
     if raw.isStreaming or not source.keyed:
@@ -140,6 +148,10 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
     first = plan.inputs[0]
     if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
         return table_joined(plan, raw, read, captures.without_errors)
+    if plan.diffs and stmt.joins and raw.isStreaming:  # both inputs whole, as multisets in Spark state
+        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures,
+                                                                            side.kind == "TABLE"),
+                           captures.without_errors)
     frame = _input_frame(first, raw, read, captures)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
@@ -211,8 +223,9 @@ NULL_JOIN_KEY = "Skipping record due to null join key or value."
 def _null_join_keys(plan: QueryPlan, index: int, side: Input, frame: DataFrame) -> DataFrame:
     """A stream record whose join key (its side of an ON equality) is NULL fails with Kafka
     Streams' message, so it is logged and left out: on the right of any join, and on the left
-    of an INNER one (a LEFT join keeps it, unmatched, as Kafka Streams does since KIP-962)."""
-    if side.kind != "STREAM":
+    of an INNER one (a LEFT join keeps it, unmatched, as Kafka Streams does since KIP-962).
+    A dialect that joins whole collections (Materialize) has SQL's rule: NULL matches nothing."""
+    if side.kind != "STREAM" or plan.dialect.joins_with_diffs:
         return frame  # a table's NULL keys are its envelope's concern
     scope = Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect)
     nulls = []
