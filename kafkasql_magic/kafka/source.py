@@ -63,7 +63,7 @@ from pyspark.sql.types import (
 )
 
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
-from kafkasql_magic.kafka import identity
+from kafkasql_magic.kafka import admin, identity
 from kafkasql_magic.kafka.arrow_batch import KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
     EARLIEST,
@@ -113,15 +113,15 @@ class _Planner:
         return self._offsets
 
     def topic_partitions(self, position: Mapping[int, int] | None = None) -> list[int]:
-        """The partitions to read; KafkaError when the topic was deleted and re-created since
-        it was first described and records were read (`position`, the offsets read so far,
-        goes into the message). At offset 0 everywhere nothing can be skipped: the stream
-        goes on with the new topic from its start."""
-        found = identity.describe(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
-        if self._topic_id is not None and found.topic_id is not None and found.topic_id != self._topic_id:
-            if position is None or any(offset > 0 for offset in position.values()):
-                raise identity.recreated(self.opts.topic, self.opts.bootstrap, self._topic_id, found.topic_id,
-                                         position)
+        """The partitions to read; `identity.deleted` when the topic was deleted (and maybe
+        re-created) since it was first described and records were read (`position`, the
+        offsets read so far, goes into the message). At offset 0 everywhere nothing can be
+        skipped: the stream goes on with the new topic from its start."""
+        found = identity.lookup(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
+        if identity.replaced(self._topic_id, found) and (position is None or _read_some(position)):
+            raise identity.deleted(self.opts.topic, self.opts.bootstrap, _read_some(position or {}))
+        if found is None:
+            raise admin.missing_topic(self.opts.topic, self.opts.bootstrap)
         self._topic_id = found.topic_id if found.topic_id is not None else self._topic_id
         parts = list(found.partitions)
         if self.opts.partitions is None:
@@ -131,6 +131,12 @@ class _Planner:
             raise KafkaError(f"Topic {self.opts.topic!r} has no partition {missing} "
                              f"(it has {len(parts)}; bootstrap {self.opts.bootstrap})")
         return list(self.opts.partitions)
+
+    def confirm(self, position: Mapping[int, int]) -> None:
+        """After a planning step failed: `identity.deleted` when the reason is that the topic
+        was deleted or re-created (the topic is described again), else nothing."""
+        if self._topic_id is not None and _read_some(position):
+            self.topic_partitions(position)
 
     def check_named(self, parts) -> None:
         """JSON startingOffsets/endingOffsets may only name partitions that exist."""
@@ -152,10 +158,16 @@ class _Planner:
         out = []
         for p in sorted(end):
             for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
-                out.append(KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf,
-                                      o.batch_rows, o.idle_timeout, o.include_headers, o.header_keys,
-                                      o.decoding))
+                rng = KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf, o.batch_rows, o.idle_timeout,
+                                 o.include_headers, o.header_keys, o.decoding)
+                rng.topic_id = self._topic_id  # checked after the read (identity.verified)
+                out.append(rng)
         return out
+
+
+def _read_some(position: Mapping[int, int]) -> dict[int, int]:
+    """The partitions of `position` that records were read from, with their offsets."""
+    return {p: o for p, o in position.items() if o > 0}
 
 
 class KafkaBatchReader(DataSourceReader):
@@ -181,7 +193,8 @@ class KafkaBatchReader(DataSourceReader):
         return self.planner.ranges(start, end)
 
     def read(self, partition):
-        return read_range(partition if isinstance(partition, KafkaRange) else None)
+        rng = partition if isinstance(partition, KafkaRange) else None
+        return identity.verified(rng, read_range(rng))
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -235,6 +248,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except BrokerUnreachable as exc:
             self.outage.tolerate(exc)  # raises once the outage outlasts its limit
             return start  # nothing new while the broker does not answer
+        except KafkaError:  # lost partitions, offsets gone back, a failed listing: a re-created topic?
+            self.planner.confirm(from_json(start))
+            raise
         self.outage.clear()
         return end
 
@@ -287,12 +303,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = from_json(start)
         finish = from_json(end)
         fresh = [p for p in finish if p not in begin]
-        lows = self.planner.earliest(fresh)
+        try:
+            lows = self.planner.earliest(fresh)
+        except KafkaError:
+            self.planner.confirm(begin)
+            raise
         first = {p: begin.get(p, lows.get(p, 0)) for p in finish}
         return self.planner.ranges(first, finish)
 
     def read(self, partition):
-        return read_range(partition)
+        return identity.verified(partition, read_range(partition))
 
     def commit(self, end: dict) -> None:
         pass

@@ -108,6 +108,20 @@ class MapLookup(Expr):
 
 
 @dataclass(frozen=True)
+class JsonPath(Expr):
+    """jsonb's `doc #> '{a,0}'`: the member at a path (names and array indexes, negative from
+    the end) as jsonb, and `doc #>> ...` (`as_text`) as text; `path` is a text array literal."""
+
+    base: Expr
+    path: Expr
+    as_text: bool = False
+
+    @property
+    def op(self) -> str:
+        return "#>>" if self.as_text else "#>"
+
+
+@dataclass(frozen=True)
 class OrderedCall(Expr):
     """`name(args ORDER BY keys)`: an aggregate whose input order the keys decide
     (map_agg's last value per key, list_agg's order)."""

@@ -268,6 +268,12 @@ class MaterializeBuilder(MaterializeDdlRules):
     def json_text_lookup(self, meta, base, key):
         return mz_ast.MapLookup(base, key, as_text=True, **_pos(meta))
 
+    def json_path(self, meta, base, path):
+        return mz_ast.JsonPath(base, path, **_pos(meta))
+
+    def json_text_path(self, meta, base, path):
+        return mz_ast.JsonPath(base, path, as_text=True, **_pos(meta))
+
 
 class MaterializeDialect(Dialect):
     """materialize.lark with Materialize's tables and error wording."""

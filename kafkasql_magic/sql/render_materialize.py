@@ -144,7 +144,8 @@ class MaterializeWriter(StatementWriter):
 
     statements = MATERIALIZE_STATEMENTS
     table = {**RENDERERS, ast.Dereference: _dereference,
-             mz.MapLookup: lambda w, e: f"({w(e.base)} {e.op} {w(e.key)})"}
+             mz.MapLookup: lambda w, e: f"({w(e.base)} {e.op} {w(e.key)})",
+             mz.JsonPath: lambda w, e: f"({w(e.base)} {e.op} {w(e.path)})"}
 
     @property
     def reserved(self) -> frozenset[str]:

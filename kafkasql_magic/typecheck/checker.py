@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import ExpressionTypeError
-from ..sql import ast
+from ..sql import ast, text_array
 from ..sql.names import match
 from ..sql.render import render
 from ..sql.split import excerpt
@@ -21,6 +21,10 @@ from .signatures import is_numeric, widen
 #: Columns every windowed aggregation can name (window bounds, epoch milliseconds).
 #: key types of jsonb's `->` / `->>`: an object's member name, an array's (0-based) index
 _JSONB_KEYS = frozenset({"STRING", "INT", "BIGINT"})
+
+
+def _is_text_literal(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Literal) and e.kind == "STRING"
 WINDOW_COLUMNS = {"WINDOWSTART": ast.Type("BIGINT"), "WINDOWEND": ast.Type("BIGINT")}
 
 
@@ -130,6 +134,20 @@ class Checker:
             shown = [self.messages.type_name(t) if t is not None else "unknown" for t in (base, key)]
             raise self.error(e, f"operator does not exist: {shown[0]} {e.op} {shown[1]}")
         return base.value
+
+    def _JsonPath(self, e) -> ast.Type | None:
+        """jsonb's `#>` / `#>>` (jsonb is JSON text here): text, the path a text array literal."""
+        base, path = self.type_of(e.base), self.type_of(e.path)
+        if base is None:
+            return None
+        if base.name != "STRING" or not _is_text_literal(e.path):
+            shown = [self.messages.type_name(t) if t is not None else "unknown" for t in (base, path)]
+            raise self.error(e, f"operator does not exist: {shown[0]} {e.op} {shown[1]}")
+        try:
+            text_array.parse(e.path.value)
+        except text_array.MalformedArray as exc:
+            raise self.error(e.path, str(exc)) from None
+        return base
 
     def _Subscript(self, e: ast.Subscript) -> ast.Type | None:
         base, index = self.type_of(e.base), self.type_of(e.index)

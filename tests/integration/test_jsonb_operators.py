@@ -40,3 +40,36 @@ def test_arrows_over_json_documents_in_a_snapshot_and_a_subscribe(session, broke
     live = session.sql("SUBSCRIBE (SELECT data->>'id' AS id, (data->>'n')::int + 1 AS m FROM docs "
                        "WHERE data->'nested'->>'x' = '5' LIMIT 1)", timeout=60, **MZ)
     assert live.to_dict("records") == [{"id": "8", "m": 5}]
+
+
+PATH_DOCUMENTS = [
+    {"a": {"b": ["x", {"c": "deep"}, None], "k": 1}, "1": "one", "s": "str"},
+    [[10, 20], {"1": "obj"}],
+    "text",
+]
+
+
+def test_path_operators_over_json_documents(session, broker, new_topic):
+    """`#>` / `#>>`: names and indexes (negative from the end) as the value at each step
+    decides, the empty path, and NULL for a missing step, a step into a scalar or a NULL step."""
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": json.dumps(d)} for d in PATH_DOCUMENTS])
+    session.sql(f"CREATE SOURCE path_docs FROM KAFKA TOPIC '{topic}' FORMAT JSON INCLUDE OFFSET", **MZ)
+    rows = session.sql(
+        "SELECT data #> '{a,b}' AS b, data #>> '{a,b,0}' AS first, data #>> '{a, b, 1, c}' AS deep, "
+        "data #> '{a,b,-1}' AS last_json, data #>> '{a,b,-1}' AS last_text, data #> '{a,b,-2}' AS second_last, "
+        "data #>> '{a,k}' AS k, data #>> '{1}' AS one, data #>> '{0,1}' AS twenty, data #>> '{1,1}' AS obj, "
+        "data #> '{}' AS whole, data #>> '{}' AS whole_text, data #>> '{a,missing}' AS missing, "
+        "data #>> '{s,x}' AS into_scalar, data #>> '{a,b,5}' AS past_end, data #>> '{a,NULL}' AS null_step, "
+        "data -> 'a' #>> '{b,1,c}' AS after_arrow FROM path_docs ORDER BY \"offset\"", **MZ)
+    absent = dict.fromkeys(["b", "first", "deep", "last_json", "last_text", "second_last", "k", "one", "twenty",
+                            "obj", "missing", "into_scalar", "past_end", "null_step", "after_arrow"])
+    assert rows.to_dict("records") == [
+        {**absent, "b": '["x",{"c":"deep"},null]', "first": "x", "deep": "deep", "last_json": "null",
+         "second_last": '{"c":"deep"}', "k": "1", "one": "one", "after_arrow": "deep",
+         "whole": '{"1":"one","a":{"b":["x",{"c":"deep"},null],"k":1},"s":"str"}',
+         "whole_text": '{"1":"one","a":{"b":["x",{"c":"deep"},null],"k":1},"s":"str"}'},
+        {**absent, "one": '{"1":"obj"}', "twenty": "20", "obj": "obj",
+         "whole": '[[10,20],{"1":"obj"}]', "whole_text": '[[10,20],{"1":"obj"}]'},
+        {**absent, "whole": '"text"', "whole_text": "text"},
+    ]

@@ -1,4 +1,4 @@
-"""Materialize's jsonb operators `->` and `->>` (jsonb is JSON text here): parsing with
+"""Materialize's jsonb operators `->`, `->>`, `#>` and `#>>` (jsonb is JSON text here): parsing with
 PostgreSQL's precedence, rendering back, and types. No Spark; the values are checked in
 tests/integration/test_jsonb_operators.py."""
 
@@ -9,7 +9,8 @@ import pytest
 from kafkasql_magic.errors import ExpressionTypeError, SqlSyntaxError
 from kafkasql_magic.sql import ast, parse_statement
 from kafkasql_magic.sql.ast import BinaryOp, Cast, ColumnRef, Literal
-from kafkasql_magic.sql.ast_materialize import MapLookup
+from kafkasql_magic.sql import text_array
+from kafkasql_magic.sql.ast_materialize import JsonPath, MapLookup
 from kafkasql_magic.sql.render_materialize import MATERIALIZE_WRITER
 from kafkasql_magic.typecheck import check_select
 
@@ -72,3 +73,58 @@ def test_arrows_refused_on_other_types(select, message):
     with pytest.raises(ExpressionTypeError) as caught:
         check_select(parse_statement(select, dialect="materialize"), COLUMNS, "materialize", select)
     assert caught.value.reason == message
+
+
+# ---------------------------------------------------------------- #> and #>> (a path)
+def test_path_operators_parse_beside_the_arrows():
+    assert expr("data #> '{a,b}'") == JsonPath(DATA, text_key("{a,b}"))
+    assert expr("data#>>'{a,0}'") == JsonPath(DATA, text_key("{a,0}"), as_text=True)
+    assert expr("data->'a' #>> '{b}' = 'x'") == BinaryOp(
+        "=", JsonPath(MapLookup(DATA, text_key("a")), text_key("{b}"), as_text=True), text_key("x"))
+    assert expr("(data #>> '{n}')::int") == Cast(JsonPath(DATA, text_key("{n}"), as_text=True), INT)
+    got = expr("data  #>> '{id}'")
+    assert (got.line, got.column) == (1, 8)
+
+
+@pytest.mark.parametrize("text, rendered", [
+    ("data #> '{a,b}'", "(data #> '{a,b}')"),
+    ("data->'a' #>> '{b, 0}'", "((data -> 'a') #>> '{b, 0}')"),
+])
+def test_path_operators_render_back(text, rendered):
+    assert MATERIALIZE_WRITER(expr(text)) == rendered
+    assert expr(rendered) == expr(text)
+
+
+def test_path_operators_give_text():
+    assert types_of("SELECT data #> '{a}', data #>> '{a,0}', (data #>> '{n}')::int, data #> '{}' FROM s") == \
+        (STRING, STRING, INT, STRING)
+
+
+@pytest.mark.parametrize("select, message, column", [
+    ("SELECT data #> 'a' FROM s", 'invalid input syntax for type array: malformed array literal: '
+                                  'missing opening left brace: "a"', 16),
+    ("SELECT data #>> '{a' FROM s", 'invalid input syntax for type array: malformed array literal: '
+                                    'unexpected end of input: "{a"', 17),
+    ("SELECT data #> '{a}x' FROM s", 'invalid input syntax for type array: malformed array literal: '
+                                     'junk after closing right brace: "{a}x"', 16),
+    ("SELECT data #> 1 FROM s", "operator does not exist: text #> integer", 8),
+    ("SELECT data #>> id FROM s", "operator does not exist: text #>> integer", 8),
+    ("SELECT id #> '{a}' FROM s", "operator does not exist: integer #> text", 8),
+    ("SELECT m #>> '{a}' FROM s", "operator does not exist: map[text=>integer] #>> text", 8),
+])
+def test_a_path_must_be_a_text_array_literal(select, message, column):
+    with pytest.raises(ExpressionTypeError) as caught:
+        check_select(parse_statement(select, dialect="materialize"), COLUMNS, "materialize", select)
+    assert caught.value.reason == message
+    assert (caught.value.line, caught.value.column) == (1, column)
+    assert "^" in str(caught.value)
+
+
+@pytest.mark.parametrize("text, elements", [
+    ("{a,b}", ("a", "b")),
+    ("{}", ()),
+    (' { a , "b c" , NULL, -1 } ', ("a", "b c", None, "-1")),
+    ('{"x\\"y", "{,}"}', ('x"y', "{,}")),
+])
+def test_text_array_literals(text, elements):
+    assert text_array.parse(text) == elements

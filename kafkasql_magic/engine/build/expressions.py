@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from ... import types
 from ...dialects import KSQL, Dialect
 from ...errors import StatementError
-from ...sql import ast
+from ...sql import ast, text_array
 from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.signatures_more import time_unit
@@ -196,6 +196,11 @@ class Compiler:
             by_index = isinstance(self.spark_type(e.key, key), _INTEGRAL)
             return jsonb.jsonb_get(base, key, by_index=by_index, as_text=e.as_text)
         return F.try_element_at(base, key)
+
+    def _JsonPath(self, e) -> Column:
+        """jsonb's `#>` / `#>>` over JSON text (jsonb.py); the path, a text array literal, was
+        checked by the type checker."""
+        return jsonb.jsonb_path(self.compile(e.base), text_array.parse(e.path.value), as_text=e.as_text)
 
     def _OrderedCall(self, e) -> Column:
         return self._FunctionCall(e.call)  # an aggregate: refused where the build did not replace it
