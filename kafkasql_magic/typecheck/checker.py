@@ -7,24 +7,18 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import ExpressionTypeError
-from ..sql import ast, text_array
+from ..sql import ast
 from ..sql.names import match
 from ..sql.render import render
 from ..sql.split import excerpt
 from ..sql.typetext import display
-from . import lambdas, signatures, signatures_more
+from . import jsonb, lambdas, signatures, signatures_more
 from .messages import COMPARISONS, MESSAGES, Messages
 from .rules import (BOOLEAN, CASTS, COMPARABLE, EQUALITY, LITERAL_TYPES, arithmetic_type, decimal_literal_type,
                     decimal_problem)
 from .signatures import is_numeric, widen
 
 #: Columns every windowed aggregation can name (window bounds, epoch milliseconds).
-#: key types of jsonb's `->` / `->>`: an object's member name, an array's (0-based) index
-_JSONB_KEYS = frozenset({"STRING", "INT", "BIGINT"})
-
-
-def _is_text_literal(e: ast.Expr) -> bool:
-    return isinstance(e, ast.Literal) and e.kind == "STRING"
 WINDOW_COLUMNS = {"WINDOWSTART": ast.Type("BIGINT"), "WINDOWEND": ast.Type("BIGINT")}
 
 
@@ -123,31 +117,10 @@ class Checker:
         return names[found]
 
     def _MapLookup(self, e) -> ast.Type | None:
-        """Materialize's `map -> key`: the map's value type; jsonb (JSON text) `-> key`,
-        `-> index`, `->> key`, `->> index`: text (jsonb is text here)."""
-        base, key = self.type_of(e.base), self.type_of(e.key)
-        if base is None:
-            return None
-        if base.name == "STRING" and (key is None or key.name in _JSONB_KEYS):
-            return base
-        if base.name != "MAP" or e.as_text or widen(base.key, key) is False:
-            shown = [self.messages.type_name(t) if t is not None else "unknown" for t in (base, key)]
-            raise self.error(e, f"operator does not exist: {shown[0]} {e.op} {shown[1]}")
-        return base.value
+        return jsonb.map_lookup_type(self, e)
 
     def _JsonPath(self, e) -> ast.Type | None:
-        """jsonb's `#>` / `#>>` (jsonb is JSON text here): text, the path a text array literal."""
-        base, path = self.type_of(e.base), self.type_of(e.path)
-        if base is None:
-            return None
-        if base.name != "STRING" or not _is_text_literal(e.path):
-            shown = [self.messages.type_name(t) if t is not None else "unknown" for t in (base, path)]
-            raise self.error(e, f"operator does not exist: {shown[0]} {e.op} {shown[1]}")
-        try:
-            text_array.parse(e.path.value)
-        except text_array.MalformedArray as exc:
-            raise self.error(e.path, str(exc)) from None
-        return base
+        return jsonb.json_path_type(self, e)
 
     def _Subscript(self, e: ast.Subscript) -> ast.Type | None:
         base, index = self.type_of(e.base), self.type_of(e.index)
