@@ -66,6 +66,7 @@ class PersistentQueries:
         """Plan, create the sink (catalog entry, topic, schemas) and start the query; a replay
         passes the logged `query_id`, and `start=False` for a query terminated since."""
         from ..engine.analysis import check_result_kind
+        from ..engine.analysis.key_projection import check_key_projected
 
         catalog = self.session.catalog
         if stmt.name in catalog and not stmt.or_replace:
@@ -79,7 +80,7 @@ class PersistentQueries:
         query, prepared, outputs, window = self._planned(stmt.query, stmt.kind)
         plan = prepared.plan
         leftmost = plan.source
-        sink_plan.check_key_projected(stmt.name, outputs, leftmost, stmt.query, plan.join_key)
+        check_key_projected(stmt.name, plan)
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
@@ -108,11 +109,15 @@ class PersistentQueries:
 
     def insert_select(self, stmt: ast.InsertSelect, text: str, *, resume: bool = False,
                       query_id: str | None = None) -> PersistentQuery:
+        from ..engine.analysis import check_insert_kind
+        from ..engine.analysis.key_projection import check_key_projected
         from ..statements.records import check_insert_select
 
         target = self.session.catalog.get(stmt.target, self.session.dialect_now.name)
         check_insert_select(target)
         query, prepared, outputs, window = self._planned(stmt.query)
+        check_key_projected(target.name, prepared.plan)
+        check_insert_kind(target, prepared.plan)
         sink_plan.check_insert(target, outputs)
         registered = {role: schemas.register(self.session.schema_registry_url, target.topic, fields, spec, role)
                       for role, fields, spec in self._roles(target, window)}
@@ -129,7 +134,7 @@ class PersistentQueries:
 
     def _planned(self, select: ast.Select, kind: str | None = None):
         from ..engine.analysis import check_persistent
-        from ..engine.analysis.join_key import check_key_selected_once
+        from ..engine.analysis.key_projection import check_key_selected_once
         from ..statements.queries import prepare
 
         check_persistent(select, kind)

@@ -9,7 +9,7 @@ be able to hold the key (ksqlDB's messages).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from .. import formats, types
 from ..catalog import KEY, VALUE, Column, SourceDef
@@ -18,17 +18,10 @@ from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
 
-if TYPE_CHECKING:
-    from ..engine.analysis.join_key import JoinKey
-
 #: Format options a sink inherits with the format itself (schema ids belong to the source's topic).
 INHERITED_OPTIONS = {"key": ("KEY_DELIMITER",), "value": ("VALUE_DELIMITER", "WRAP_SINGLE_VALUE")}
 #: Statement kind -> ksqlDB's query id prefix.
 QUERY_PREFIXES = {"STREAM": "CSAS", "TABLE": "CTAS", "INSERT": "INSERTQUERY", "SINK": "SINK"}
-#: ksqlDB's first line of a key-missing message; its link (to the synthetic key's docs) and the
-#: space before the line break are ksqlDB's too.
-KEY_MISSING = "Key missing from projection (ie, SELECT). "
-SYNTHETIC_KEY_DOCS = "See https://cnfl.io/2LV7ouS."
 
 
 @dataclass(frozen=True)
@@ -65,47 +58,6 @@ def check_value_columns(outputs: Sequence[Output]) -> None:
     """A persistent query writes a value: selecting only key columns is refused (ksqlDB's words)."""
     if all(o.key for o in outputs):
         raise StatementError("The projection contains no value columns.")
-
-
-def check_key_projected(sink: str, outputs: Sequence[Output], leftmost: SourceDef, stmt: ast.Select,
-                        join: JoinKey | None = None) -> None:
-    """ksqlDB requires a persistent query to keep the key: the source's key, the grouping, or a
-    join's key (`join`, engine/analysis/join_key.py: any column the chain of ON clauses makes
-    equivalent to it, or its synthetic key column)."""
-    if any(o.key for o in outputs):
-        return
-    if stmt.joins:
-        if join is not None:
-            raise StatementError(join_key_missing(sink, join))
-        return
-    if stmt.group_by:
-        from ..sql.render import render
-
-        missing = render(stmt.group_by[0])
-        raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the grouping "
-                             f"expression {missing} in its projection (eg, SELECT {missing}...).")
-    if leftmost.key_columns and not stmt.partition_by:
-        missing = leftmost.key_columns[0].name
-        raise StatementError(f"{KEY_MISSING}\nThe query used to build `{sink}` must include the key column "
-                             f"{missing} in its projection (eg, SELECT {missing}...).")
-
-
-def join_key_missing(sink: str, join: JoinKey) -> str:
-    """ksqlDB's message for a join whose key is not selected: every viable key column, in its
-    order (`S1.ID, T2.ID or T3.ID`), or the synthetic key column with why it exists."""
-    from ..sql.render import render
-
-    if join.synthetic is not None:
-        key = join.synthetic
-        return (f"{KEY_MISSING}{SYNTHETIC_KEY_DOCS}\nThe query used to build `{sink}` must include the join "
-                f"expression {key} in its projection (eg, SELECT {key}...).\n{key} was added as a synthetic key "
-                "column because the join criteria did not match any source column. This expression must be "
-                "included in the projection and may be aliased. ")
-    names = [render(c) for c in join.viable]
-    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-    which = "expression" if len(names) == 1 else "expressions"
-    return (f"{KEY_MISSING}\nThe query used to build `{sink}` must include the join {which} {listed} "
-            f"in its projection (eg, SELECT {names[0]}...).")
 
 
 def _listed(fields: Sequence[Field], key: bool) -> str:
@@ -186,10 +138,12 @@ def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], le
 
 
 def check_insert(target: SourceDef, outputs: Sequence[Output]) -> None:
-    """INSERT INTO ... SELECT: the result must have the target's columns, names and types."""
+    """INSERT INTO ... SELECT: the result's schema must be the target's, key columns first, then
+    the value columns in order, each with its name and type (ksqlDB's `compatibleSchema`)."""
     want = [(c.name, types.display(c.type), c.role == KEY) for c in target.star_columns]
-    got = [(o.name, types.display(o.type), o.key) for o in outputs]
-    if sorted(want) != sorted(got):
+    got = [(o.name, types.display(o.type), o.key) for o in [*(o for o in outputs if o.key),
+                                                              *(o for o in outputs if not o.key)]]
+    if got != want:
         def schema(cols):
             return ", ".join(f"`{n}` {t}{' KEY' if k else ''}" for n, t, k in cols)
         raise StatementError(

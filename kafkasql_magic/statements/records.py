@@ -27,6 +27,9 @@ COERCIONS = {
 
 
 def check_insert_select(target: SourceDef) -> None:
+    """What ksqlDB refuses of an INSERT INTO ... SELECT target before it plans the query."""
+    if target.kind == "TABLE":
+        raise StatementError(f"INSERT INTO can only be used to insert into a stream. {target.name} is a table.")
     if target.header_columns:
         raise StatementError(f"Cannot insert into {target.name} because it has header columns")
 

@@ -4,13 +4,15 @@ its type, the key columns an outer join fills, and the persistent query's messag
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.analysis.join_key import synthetic_name
+from kafkasql_magic.engine.analysis.key_projection import check_key_projected
 from kafkasql_magic.engine.analysis.types import check_types
 from kafkasql_magic.errors import ExpressionTypeError, StatementError
-from kafkasql_magic.sinks import plan as sink_plan
 from kafkasql_magic.sql import ast, parse_statement
 
 from test_analysis import SETTINGS, catalog, plan_of
@@ -114,9 +116,7 @@ def test_the_materialize_dialect_has_no_synthetic_key():
 
 def key_check(text: str):
     """The persistent query's key check over the plan of `text` (its outputs typed INT)."""
-    plan = plan_of(text, cat=sources())
-    outputs = [sink_plan.Output(n, ast.Type("INT"), n in plan.key_names) for n in plan.names]
-    sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement, plan.join_key)
+    check_key_projected("OUTPUT", plan_of(text, cat=sources()))
 
 
 SYNTHETIC_MISSING = (  # ksqlDB's text, its trailing space included
@@ -151,10 +151,9 @@ def test_a_rowkey_column_of_a_source_moves_the_synthetic_key_in_the_message():
     plan = plan_of("SELECT s1.rowkey, v0, c FROM s1 JOIN r WITHIN 1 SECOND ON ABS(s1.rowkey) = ABS(r.a) "
                    "EMIT CHANGES;", cat=cat)
     assert plan.key_names == []  # the source's ROWKEY is not the synthetic ROWKEY_1
-    outputs = [sink_plan.Output(n, ast.Type("INT")) for n in plan.names]
     with pytest.raises(StatementError, match=r"must include the join expression ROWKEY_1 in its projection "
                                              r"\(eg, SELECT ROWKEY_1\.\.\.\)\.\nROWKEY_1 was added"):
-        sink_plan.check_key_projected("OUTPUT", outputs, plan.source, plan.statement, plan.join_key)
+        check_key_projected("OUTPUT", plan)
 
 
 def test_the_build_fills_only_the_key_columns_the_plan_names():
@@ -291,9 +290,9 @@ def test_a_chain_gets_rowkey_only_when_its_last_join_leaves_no_equivalent_column
 
 
 def chain_key_check(text: str):
-    names, keys, key = chain(text)
-    outputs = [sink_plan.Output(n, ast.Type("INT"), n in keys) for n in names]
-    sink_plan.check_key_projected("OUTPUT", outputs, None, parse_statement(text), key)
+    _, keys, key = chain(text)  # the key check reads only these of a plan
+    check_key_projected("OUTPUT", SimpleNamespace(statement=parse_statement(text), aggregating=False,
+                                                  keys=tuple(keys), join_key=key))
 
 
 def missing(which: str, first: str) -> str:

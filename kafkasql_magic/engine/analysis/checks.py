@@ -175,7 +175,20 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
 def check_result_kind(statement_kind: str, plan) -> None:
     """CREATE STREAM AS SELECT needs a query that produces a stream, CREATE TABLE AS SELECT one
     that produces a table (an aggregation, or tables only), in ksqlDB's words."""
-    produces = "TABLE" if plan.aggregating or all(i.kind == "TABLE" for i in plan.inputs) else "STREAM"
+    produces = _produces(plan)
     if produces != statement_kind:
         raise StatementError(f"Invalid result type. Your SELECT query produces a {produces}. "
                              f"Please use CREATE {produces} AS SELECT statement instead.")
+
+
+def _produces(plan) -> str:
+    return "TABLE" if plan.aggregating or all(i.kind == "TABLE" for i in plan.inputs) else "STREAM"
+
+
+def check_insert_kind(target, plan) -> None:
+    """INSERT INTO (a stream: statements/records.py refuses a table) needs a query that produces
+    a stream; ksqlDB checks the result's kind before its schema."""
+    produces = _produces(plan)
+    if produces != "STREAM":
+        raise StatementError(f"Incompatible data sink and query result. Data sink ({target.name}) type is "
+                             f"K{target.kind} but select query result is K{produces}.")

@@ -39,6 +39,38 @@ def substitute(node, table: dict):
                             if f.name not in ("line", "column")})
 
 
+def qualified(expr: ast.Expr, inputs) -> ast.Expr:
+    """`expr` with every column of a FROM item qualified by its alias (or name) and spelled as
+    declared, so that `id`, `input.id` and `i.id` compare equal, as ksqlDB compares them."""
+    table = {}
+    for ref in (n for n in ast.walk(expr) if isinstance(n, ast.ColumnRef)):
+        side = _side(ref, inputs)
+        if side is not None:
+            name = next(c for c in side.visible if c.lower() == ref.name.lower())
+            table[ref] = ast.ColumnRef(name, side.qualifiers[0])
+    return substitute(expr, table)
+
+
+def _side(ref: ast.ColumnRef, inputs):
+    """The one FROM item `ref` names a column of (None: none, several, or not its column)."""
+    if ref.qualifier is not None:
+        found = [s for s in inputs if ref.qualifier.lower() in {q.lower() for q in s.qualifiers}]
+    else:
+        found = [s for s in inputs if ref.name.lower() in {c.lower() for c in s.visible}]
+    if len(found) != 1 or ref.name.lower() not in {c.lower() for c in found[0].visible}:
+        return None
+    return found[0]
+
+
+def aligned(expr: ast.Expr, keys, inputs) -> ast.Expr:
+    """`expr` with each sub-expression that is one of `keys`, however qualified (`p.name` for a
+    key `name`), written as that key is: what GROUP BY keys and SELECT share is found by equality."""
+    wanted = {qualified(k, inputs): k for k in keys}
+    table = {n: wanted[q] for n in ast.walk(expr) if isinstance(n, ast.Expr)
+             and (q := qualified(n, inputs)) in wanted and n != wanted[q]}
+    return substitute(expr, table) if table else expr
+
+
 def _columns(node, bound: frozenset = frozenset()):
     """The column references under `node`, a lambda's parameters (in its body) left out."""
     if isinstance(node, ast.Lambda):
@@ -58,7 +90,9 @@ def check_grouped(grouped: ast.Expr, what: str) -> None:
                              + ", ".join(dict.fromkeys(render(n) for n in loose)))
 
 
-def grouping_of(stmt: ast.Select, outputs) -> Grouping:
+def grouping_of(stmt: ast.Select, outputs, inputs=()) -> Grouping:
+    """`inputs`: the FROM items, against which a selected `p.name` is the grouping key `name`."""
+    outputs = [(name, aligned(expr, stmt.group_by, inputs)) for name, expr in outputs]
     table = {expr: ast.ColumnRef(f"__g{i}") for i, expr in enumerate(stmt.group_by)}
     if stmt.window is not None:
         table.update(WINDOW_BOUNDS)
@@ -67,7 +101,7 @@ def grouping_of(stmt: ast.Select, outputs) -> Grouping:
     for index, call in enumerate(calls):
         aggregates.lookup(call.name, len(call.args), call.star)
         table[call] = ast.ColumnRef(f"__agg{index}")
-    having = substitute(stmt.having, table) if stmt.having is not None else None
+    having = substitute(aligned(stmt.having, stmt.group_by, inputs), table) if stmt.having is not None else None
     if having is not None:
         check_grouped(having, "HAVING expression")
     grouped = tuple(substitute(expr, table) for _, expr in outputs)

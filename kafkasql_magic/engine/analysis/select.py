@@ -19,7 +19,7 @@ from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from .checks import check_clauses, check_persistent
 from .diff_joins import joins_with_diffs
-from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of
+from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of, qualified
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
 from .join_key import JoinKey, is_synthetic_ref, join_key_of, key_output
@@ -53,7 +53,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
                                    inputs if stmt.joins else None)
-    grouping = grouping_of(stmt, outputs) if aggregating else None
+    grouping = grouping_of(stmt, outputs, inputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     table_join = None if aggregating or diffs else table_join_kind(stmt, inputs)
     check_lookup_join(stmt, inputs, aggregating)
@@ -203,8 +203,9 @@ def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool, join: JoinKe
     """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's key column
     (one the chain's ON clauses make equivalent, or its synthetic key column), else the source's key."""
     keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
-    if keys:
-        return [n for n, e in outputs if e in keys]
+    if keys:  # selected with or without the source's qualifier
+        wanted = {qualified(k, inputs) for k in keys}
+        return [n for n, e in outputs if qualified(e, inputs) in wanted]
     if join is not None and join.synthetic is not None:
         return [n for n, e in outputs if is_synthetic_ref(e, join)]
     if join is not None:
