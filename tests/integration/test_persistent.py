@@ -69,7 +69,8 @@ def test_ctas_group_by_writes_a_compacted_changelog(ksql, broker):
     produce(broker.bootstrap_servers, topic, [
         {"key": struct.pack(">i", i), "value": json.dumps({"COLOR": c}).encode(), "timestamp": BASE + i}
         for i, c in enumerate(["red", "blue", "red"])])
-    query = ksql.sql(f"CREATE TABLE {out} AS SELECT COLOR, COUNT(*) AS N FROM {src} GROUP BY COLOR;")
+    # the grouping key selected with its source's qualifier is the key all the same
+    query = ksql.sql(f"CREATE TABLE {out} AS SELECT s.COLOR, COUNT(*) AS N FROM {src} s GROUP BY COLOR;")
     assert query.id == f"CTAS_{out}_1"
     assert query.wait_for_records(2, 90), query.failure
     got = read_back(broker, out, 2)
@@ -143,6 +144,31 @@ def test_ksqldb_messages(ksql, statement, message):
     with pytest.raises(StatementError) as refused:
         ksql.sql(statement.format(src=src, tag=tag))
     assert str(refused.value) == message.format(tag=tag)
+    assert ksql.sql("SHOW QUERIES;").empty
+
+
+def test_key_columns_are_selected_once_and_every_key_is_selected(ksql):
+    """ksqlDB's key rules reach CSAS and INSERT INTO (tests/unit/test_key_projection.py has the rest)."""
+    src, topic = names()
+    out, table = f"C_{src}", f"T_{src}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    ksql.sql(f"CREATE STREAM {out} (ID INT KEY, COPY INT, V STRING) WITH (kafka_topic='{topic}-c', value_format='JSON', "
+             "partitions=1);")
+    ksql.sql(f"CREATE TABLE {table} (ID INT PRIMARY KEY, V STRING) WITH (kafka_topic='{topic}-t', value_format='JSON', "
+             "partitions=1);")
+    for statement, message in (
+            (f"CREATE STREAM X_{src} AS SELECT ID, ID AS ID2, V FROM {src};",
+             "The projection contains a key column (`ID`) more than once, aliased as: ID and ID2.\nEach key column "
+             "must only be in the projection once. If you intended to copy the key into the value, then consider "
+             "using the AS_VALUE function to indicate which key reference should be copied."),
+            (f"INSERT INTO {out} SELECT AS_VALUE(ID) AS COPY, V FROM {src};",
+             f"Key missing from projection (ie, SELECT). \nThe query used to build `{out}` must include the key "
+             "column ID in its projection (eg, SELECT ID...)."),
+            (f"INSERT INTO {table} SELECT * FROM {src};",
+             f"INSERT INTO can only be used to insert into a stream. {table} is a table.")):
+        with pytest.raises(StatementError) as refused:
+            ksql.sql(statement)
+        assert str(refused.value) == message
     assert ksql.sql("SHOW QUERIES;").empty
 
 
