@@ -292,7 +292,7 @@ def test_a_chain_gets_rowkey_only_when_its_last_join_leaves_no_equivalent_column
 def chain_key_check(text: str):
     _, keys, key = chain(text)  # the key check reads only these of a plan
     check_key_projected("OUTPUT", SimpleNamespace(statement=parse_statement(text), aggregating=False,
-                                                  keys=tuple(keys), join_key=key))
+                                                  keys=tuple(keys), join_key=key, table_join=None))
 
 
 def missing(which: str, first: str) -> str:

@@ -136,6 +136,17 @@ def test_every_key_must_be_selected(text, message):
     assert missing(text) == message
 
 
+def test_a_foreign_key_join_must_select_the_left_tables_primary_key():
+    with pytest.raises(StatementError) as info:
+        check_key_projected("OUTPUT", plan("SELECT city, pet_ref, kind FROM owners o JOIN kinds ON pet_ref = pet_id "
+                                           "EMIT CHANGES;"))
+    assert str(info.value) == ("Primary key column missing in projection. For foreign-key table-table joins, the "
+                               "projection must include all primary key columns from the left input table (`O`). "
+                               "Missing column: `OWNER_ID`.")
+    check_key_projected("OUTPUT", plan("SELECT o.owner_id AS id, kind FROM owners o LEFT JOIN kinds "
+                                       "ON pet_ref = pet_id EMIT CHANGES;"))
+
+
 def test_the_message_names_the_sink_an_insert_writes():
     assert missing("SELECT name FROM pets EMIT CHANGES;", "ALL_PETS") == one("key column", "ID", "ID", "ALL_PETS")
 

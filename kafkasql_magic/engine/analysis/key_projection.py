@@ -44,6 +44,11 @@ def _partitioned(plan) -> tuple[ast.Expr, ...]:
     return tuple(e for e in plan.statement.partition_by if not (isinstance(e, ast.Literal) and e.kind == "NULL"))
 
 
+def _foreign_key(plan) -> bool:
+    """A foreign-key table-table join: keyed by the left table's primary key."""
+    return plan.table_join == FOREIGN_KEY and not (plan.join_key and plan.join_key.synthetic)
+
+
 # ---------------------------------------------------------------- each key column once
 def check_key_selected_once(plan) -> None:
     """ksqlDB refuses a persistent query that selects a key column twice (`SELECT id, id AS
@@ -61,7 +66,7 @@ def check_key_selected_once(plan) -> None:
         for expr in _partitioned(plan):
             _refuse_twice(_partition_column(expr, plan), _selecting(expr, plan))
         return
-    if stmt.joins and plan.table_join == FOREIGN_KEY and not (plan.join_key and plan.join_key.synthetic):
+    if _foreign_key(plan):
         left = plan.inputs[0]
         for column in left.source.key_columns:
             _refuse_twice(f"{left.qualifiers[0]}_{column.name}",
@@ -96,7 +101,8 @@ def _refuse_twice(column: str, names: list[str]) -> None:
 def check_key_projected(sink: str, plan) -> None:
     """ksqlDB requires a persistent query to select its key: every grouping expression (the
     message names those missing), every partitioning expression and every key column of the
-    source (the message names them all), or one of a join's key columns (join_key.py)."""
+    source (the message names them all), one of a join's key columns (join_key.py), or every
+    primary key column of a foreign-key join's left table (the message names those missing)."""
     stmt = plan.statement
     if plan.aggregating:
         missing = [e for e in stmt.group_by if not _selecting(e, plan)]
@@ -108,6 +114,17 @@ def check_key_projected(sink: str, plan) -> None:
         if any(not _selecting(e, plan) for e in keys):
             raise StatementError(key_missing(sink, "partitioning expression",
                                              [render(qualified(e, plan.inputs)) for e in keys]))
+        return
+    if _foreign_key(plan):
+        left = plan.inputs[0]
+        missing = [c.name for c in left.source.key_columns
+                   if not _selecting(ast.ColumnRef(c.name, left.qualifiers[0]), plan)]
+        if missing:
+            column = "column" if len(missing) == 1 else "columns"
+            raise StatementError(
+                f"Primary key {column} missing in projection. For foreign-key table-table joins, the projection must "
+                f"include all primary key columns from the left input table (`{left.qualifiers[0]}`). Missing "
+                f"{column}: {', '.join(f'`{name}`' for name in missing)}.")
         return
     if stmt.joins:
         if not plan.keys and plan.join_key is not None:
