@@ -66,7 +66,8 @@ def aligned(expr: ast.Expr, keys, inputs) -> ast.Expr:
     """`expr` with each sub-expression that is one of `keys`, however qualified (`p.name` for a
     key `name`), written as that key is: what GROUP BY keys and SELECT share is found by equality."""
     wanted = {qualified(k, inputs): k for k in keys}
-    table = {n: wanted[q] for n in ast.walk(expr) if isinstance(n, ast.Expr)
+    kinds = tuple({type(k) for k in keys})  # only nodes of a key's kind can be it: no quadratic walk
+    table = {n: wanted[q] for n in ast.walk(expr) if isinstance(n, kinds)
              and (q := qualified(n, inputs)) in wanted and n != wanted[q]}
     return substitute(expr, table) if table else expr
 
