@@ -17,6 +17,7 @@ after the batch before the one it runs.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -94,6 +95,18 @@ class DebeziumState:
         return paired
 
 
+def _split_across_keys(paired: DataFrame, key: list[str]) -> DataFrame:
+    """Materialize pairs a sink's changes by its KEY: an update whose old and new row differ in
+    a KEY column (the relation keyed otherwise) is a delete under the old key, then an insert."""
+    before, after = F.col(_BEFORE), F.col(_AFTER)
+    same_key = functools.reduce(lambda a, b: a & b, [before[k].eqNullSafe(after[k]) for k in key])
+    moved = before.isNotNull() & after.isNotNull() & ~same_key
+    part = F.explode(F.when(moved, F.array(F.lit(0), F.lit(1))).otherwise(F.array(F.lit(2))))
+    split = paired.withColumn("__part", part)
+    return (split.withColumn(_BEFORE, F.when(F.col("__part") != 1, before))
+            .withColumn(_AFTER, F.when(F.col("__part") != 0, F.col(_AFTER))).drop("__part"))
+
+
 def _saved_batches(folder: str, below: int) -> list[int]:
     """Batch ids below `below` whose rows were saved completely, in order."""
     if not os.path.isdir(folder):
@@ -161,9 +174,11 @@ class MaterializeSinkWrite:
         keys = self.state.keys if self.state is not None else ()
         staged = rows.select(*[column[k].alias(k) for k in keys], after.alias(_AFTER),
                              F.col(RAW_TIMESTAMP).alias("timestamp"), F.monotonically_increasing_id().alias(_SEQ))
-        if self.state is not None:
-            return self.state.paired(staged)
-        return staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
+        if self.state is None:
+            return staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
+        paired = self.state.paired(staged)
+        key = [f.name for f in self.spec.key]
+        return paired if not key or set(key) == set(self.state.keys) else _split_across_keys(paired, key)
 
     def _debezium(self, staged: DataFrame) -> DataFrame:
         """`staged` (_BEFORE, _AFTER, timestamp) as records: the KEY from whichever row there is."""

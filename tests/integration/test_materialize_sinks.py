@@ -96,6 +96,26 @@ def test_debezium_sink_pairs_before_and_after_by_the_relations_key(mz, broker, n
     assert {"before": None, "after": {"id": "k2", "text": "x"}} in values
 
 
+def test_a_debezium_sink_pairs_by_its_key_when_the_key_is_not_the_relations(mz, broker, new_topic):
+    """Materialize pairs a sink's changes by its KEY: an update that changes a KEY column is a
+    delete under the old key and an insert under the new one, not one record."""
+    src = upsert_source(mz, broker, new_topic, [("k1", "a"), ("k2", "x"), ("k1", "b"), ("k1", None)])
+    out = f"dbk-{tag()}"
+    query = mz.sql(f"CREATE SINK dbk_{out[4:]} FROM {src} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (text) FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(4, 120), query.failure
+    got = read_back(broker, out, 5)
+    records = [(json.loads(r["key"]), json.loads(r["value"])) for r in got]
+    a, b, x = ({"id": k, "text": t} for k, t in (("k1", "a"), ("k1", "b"), ("k2", "x")))
+    assert sorted(records, key=str) == sorted([({"text": "a"}, {"before": None, "after": a}),
+                                               ({"text": "a"}, {"before": a, "after": None}),  # a -> b: a delete
+                                               ({"text": "b"}, {"before": None, "after": b}),  # and an insert
+                                               ({"text": "b"}, {"before": b, "after": None}),
+                                               ({"text": "x"}, {"before": None, "after": x})], key=str)
+    for key in ({"text": "a"}, {"text": "b"}):  # each key's records in order: inserted, then deleted
+        assert [v["after"] is None for k, v in records if k == key] == [False, True]
+
+
 def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic, registry):
     topic = new_topic()
     produce(broker.bootstrap_servers, topic, [
