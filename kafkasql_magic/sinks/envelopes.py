@@ -169,8 +169,9 @@ class MaterializeSinkWrite:
                                  [result_column(i) for i, n in columns if n not in key_names])
 
     def _paired_by_state(self, rows: DataFrame, column: dict, after: Column) -> DataFrame:
-        """A changelog's rows with their `before`: the key's previous row, from the state (a
-        relation without a unique key, a stream, only inserts)."""
+        """The relation's rows with their `before`: the key's previous row, from the state (a
+        relation without a unique key, a stream, only inserts), split in two where the sink's
+        KEY is not the relation's and the update changes it."""
         keys = self.state.keys if self.state is not None else ()
         staged = rows.select(*[column[k].alias(k) for k in keys], after.alias(_AFTER),
                              F.col(RAW_TIMESTAMP).alias("timestamp"), F.monotonically_increasing_id().alias(_SEQ))
