@@ -89,7 +89,7 @@ def spreads_over_buckets(on: ast.Expr, inputs) -> bool:
     for index, side in enumerate(inputs):
         if side.kind != TABLE:
             continue
-        keys = {k.lower() for k in record_key_columns(side)}
+        keys = {k.lower() for k in _record_key_columns(side)}
         named = {side_of(ref, inputs)[1] for pair in pairs for ref in ast.walk(pair[index])
                  if isinstance(ref, ast.ColumnRef)}
         if not named <= keys:
@@ -97,7 +97,7 @@ def spreads_over_buckets(on: ast.Expr, inputs) -> bool:
     return True
 
 
-def record_key_columns(side: Input) -> tuple[str, ...]:
+def _record_key_columns(side: Input) -> tuple[str, ...]:
     """The columns a changelog input's record key determines: a view's key columns (it selects
     them: `_check_input`), else the source's key columns."""
     if side.view is not None:
