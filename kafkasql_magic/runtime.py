@@ -21,6 +21,7 @@ from .errors import KafkaError, KStreamError, QueryTimeout
 from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
+from .engine.columns import result_column
 from .checkpoints import remove_when_stopped, wait_for_stream_thread
 from .progress import ProgressTally
 from .results import ProcessingLog, collectable, located_message, observed_errors, split_batch, to_pandas
@@ -212,8 +213,10 @@ class PushQuery:
         built = self._build_batch(batch) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
-        collected = split_batch(collectable(batch, len(self.names)).toArrow(), len(self.names), self.id,
-                                self.plan.source.name)
+        table = collectable(batch, len(self.names)).toArrow()
+        if self.plan.diffs:  # a diff join's buckets emit one after another: changes are shown in time order
+            table = table.sort_by(result_column(0))  # (a stable sort: one time's changes keep their order)
+        collected = split_batch(table, len(self.names), self.id, self.plan.source.name)
         if built is not None:
             failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
             collected.errors += self._first_seen(observed_errors(failed, self.plan.observed_sources, self.id,

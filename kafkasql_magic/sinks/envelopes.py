@@ -2,7 +2,9 @@
 
 UPSERT writes a changed row under its KEY, and a deleted row (a tombstone of the relation's
 changelog) as a record with the key and a NULL value. DEBEZIUM writes `{"before": old,
-"after": new}`: an insert has no before, a delete no after. For a relation with a unique key
+"after": new}`: an insert has no before, a delete no after (and no tombstone follows it, as in
+Materialize). A relation of diffs (a view that joins) pairs a retraction and an insertion of
+one KEY at one time into an update (`diff_rows.debezium_pairs`). For a relation with a unique key
 (a table, a GROUP BY) the old row is the key's previous row: kept between micro-batches as a
 Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows. Each
 micro-batch saves that frame (Parquet) beside the query's checkpoint, under its batch id, so a
@@ -15,6 +17,7 @@ after the batch before the one it runs.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -30,7 +33,8 @@ from ..formats import FormatSpec
 from . import diff_rows, mz_encode
 from .mz_encode import AvroWriter
 
-_BEFORE, _AFTER, _SEQ, _RANK = "__before", "__after", "__seq", "__rank"
+_BEFORE, _AFTER = diff_rows.BEFORE, diff_rows.AFTER
+_SEQ, _RANK = "__seq", "__rank"
 
 
 def header_entries(column: Column, value_type: str) -> Column:
@@ -91,6 +95,18 @@ class DebeziumState:
         return paired
 
 
+def _split_across_keys(paired: DataFrame, key: list[str]) -> DataFrame:
+    """Materialize pairs a sink's changes by its KEY: an update whose old and new row differ in
+    a KEY column (the relation keyed otherwise) is a delete under the old key, then an insert."""
+    before, after = F.col(_BEFORE), F.col(_AFTER)
+    same_key = functools.reduce(lambda a, b: a & b, [before[k].eqNullSafe(after[k]) for k in key])
+    moved = before.isNotNull() & after.isNotNull() & ~same_key
+    part = F.explode(F.when(moved, F.array(F.lit(0), F.lit(1))).otherwise(F.array(F.lit(2))))
+    split = paired.withColumn("__part", part)
+    return (split.withColumn(_BEFORE, F.when(F.col("__part") != 1, before))
+            .withColumn(_AFTER, F.when(F.col("__part") != 0, F.col(_AFTER))).drop("__part"))
+
+
 def _saved_batches(folder: str, below: int) -> list[int]:
     """Batch ids below `below` whose rows were saved completely, in order."""
     if not os.path.isdir(folder):
@@ -125,9 +141,13 @@ class MaterializeSinkWrite:
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
-        if self.diffs:
-            rows = self._from_diffs(rows, names)
         row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
+        if self.diffs and self.spec.envelope == "DEBEZIUM":
+            key = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key]) if self.spec.key else None
+            pairs = diff_rows.debezium_pairs(rows, F.col(result_column(1)), F.col(result_column(0)), row, key)
+            return self._debezium(pairs.withColumnRenamed(RAW_TIMESTAMP, "timestamp"))
+        if self.diffs:
+            rows = self._upserts_from_diffs(rows, names)
         after = F.when(~F.col(TOMBSTONE), row)
         if self.spec.envelope == "UPSERT":
             key_row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key])
@@ -138,29 +158,31 @@ class MaterializeSinkWrite:
                 headers = F.when(~F.col(TOMBSTONE), header_entries(column[self.spec.headers], value_type))
             return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
                                F.col(RAW_TIMESTAMP).alias("timestamp"))
-        return self._debezium(rows, column, after, F.when(F.col(TOMBSTONE), row) if self.diffs else None)
+        return self._debezium(self._paired_by_state(rows, column, after))
 
-    def _from_diffs(self, rows: DataFrame, names: list[str]) -> DataFrame:
-        """A batch of diffs as rows with TOMBSTONE flags: per key what it holds after the batch
-        (UPSERT), or each change as its multiplicity of rows (DEBEZIUM)."""
+    def _upserts_from_diffs(self, rows: DataFrame, names: list[str]) -> DataFrame:
+        """A batch of diffs as rows with TOMBSTONE flags: per key what it holds after the batch."""
         time, diff = F.col(result_column(0)), F.col(result_column(1))
-        if self.spec.envelope != "UPSERT":
-            return diff_rows.expanded(rows, diff)
         key_names = {f.name for f in self.spec.key}
         columns = list(enumerate(names))[2:]
         return diff_rows.upserts(rows, diff, time, [result_column(i) for i, n in columns if n in key_names],
                                  [result_column(i) for i, n in columns if n not in key_names])
 
-    def _debezium(self, rows: DataFrame, column: dict, after: Column, retracted: Column | None = None) -> DataFrame:
-        """`retracted`: the row a change of diffs retracts, its `before` (no key pairs them)."""
+    def _paired_by_state(self, rows: DataFrame, column: dict, after: Column) -> DataFrame:
+        """The relation's rows with their `before`: the key's previous row, from the state (a
+        relation without a unique key, a stream, only inserts), split in two where the sink's
+        KEY is not the relation's and the update changes it."""
         keys = self.state.keys if self.state is not None else ()
         staged = rows.select(*[column[k].alias(k) for k in keys], after.alias(_AFTER),
-                             *([retracted.alias(_BEFORE)] if retracted is not None else []),
                              F.col(RAW_TIMESTAMP).alias("timestamp"), F.monotonically_increasing_id().alias(_SEQ))
-        if self.state is not None:
-            staged = self.state.paired(staged)
-        elif retracted is None:
-            staged = staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
+        if self.state is None:
+            return staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
+        paired = self.state.paired(staged)
+        key = [f.name for f in self.spec.key]
+        return paired if not key or set(key) == set(self.state.keys) else _split_across_keys(paired, key)
+
+    def _debezium(self, staged: DataFrame) -> DataFrame:
+        """`staged` (_BEFORE, _AFTER, timestamp) as records: the KEY from whichever row there is."""
         before, after = F.col(_BEFORE), F.col(_AFTER)
         key_row = F.struct(*[F.coalesce(after[f.name], before[f.name]).alias(f.name) for f in self.spec.key])
         fields = self.spec.columns

@@ -96,6 +96,26 @@ def test_debezium_sink_pairs_before_and_after_by_the_relations_key(mz, broker, n
     assert {"before": None, "after": {"id": "k2", "text": "x"}} in values
 
 
+def test_a_debezium_sink_pairs_by_its_key_when_the_key_is_not_the_relations(mz, broker, new_topic):
+    """Materialize pairs a sink's changes by its KEY: an update that changes a KEY column is a
+    delete under the old key and an insert under the new one, not one record."""
+    src = upsert_source(mz, broker, new_topic, [("k1", "a"), ("k2", "x"), ("k1", "b"), ("k1", None)])
+    out = f"dbk-{tag()}"
+    query = mz.sql(f"CREATE SINK dbk_{out[4:]} FROM {src} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (text) FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(4, 120), query.failure
+    got = read_back(broker, out, 5)
+    records = [(json.loads(r["key"]), json.loads(r["value"])) for r in got]
+    a, b, x = ({"id": k, "text": t} for k, t in (("k1", "a"), ("k1", "b"), ("k2", "x")))
+    assert sorted(records, key=str) == sorted([({"text": "a"}, {"before": None, "after": a}),
+                                               ({"text": "a"}, {"before": a, "after": None}),  # a -> b: a delete
+                                               ({"text": "b"}, {"before": None, "after": b}),  # and an insert
+                                               ({"text": "b"}, {"before": b, "after": None}),
+                                               ({"text": "x"}, {"before": None, "after": x})], key=str)
+    for key in ({"text": "a"}, {"text": "b"}):  # each key's records in order: inserted, then deleted
+        assert [v["after"] is None for k, v in records if k == key] == [False, True]
+
+
 def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic, registry):
     topic = new_topic()
     produce(broker.bootstrap_servers, topic, [
@@ -213,3 +233,27 @@ def test_a_debezium_sink_pairs_before_images_across_a_restart(broker, spark, new
     saved = sorted(int(n) for n in os.listdir(os.path.join(query.checkpoint, "debezium_rows")))
     assert len(saved) == 2 and saved[1] == saved[0] + 1  # the last two batches' rows only
     second.stop()
+
+
+def test_debezium_pairs_consolidate_then_zip_a_keys_retractions_with_its_insertions(spark):
+    """Materialize's pairing on a batch of diffs: equal rows at one time summed (bob's -1 and +1
+    vanish), then per key and time the n-th retraction with the n-th insertion in the rows'
+    order; a diff of 2 is two records (without a key nothing pairs: the join sink tests)."""
+    from pyspark.sql import functions as F
+
+    from kafkasql_magic.engine.columns import RAW_TIMESTAMP
+    from kafkasql_magic.sinks.diff_rows import AFTER, BEFORE, debezium_pairs
+
+    rows = spark.createDataFrame(
+        [(2000, -1, "ann", "Oslo"), (2000, 1, "ann", "Rome"), (2000, 1, "ann", "Bergen"), (2001, -1, "ann", "Rome"),
+         (2001, 1, "bob", "X"), (2001, -1, "bob", "X"), (2002, 2, "cy", "Y")],
+        "t long, d long, who string, city string").withColumn(RAW_TIMESTAMP, F.timestamp_millis("t"))
+    row = F.struct(F.col("who").alias("who"), F.col("city").alias("city"))
+
+    key = F.struct(F.col("who").alias("who"))
+    got = [tuple(r) for r in debezium_pairs(rows, F.col("d"), F.col("t"), row, key).select(
+        F.unix_millis(RAW_TIMESTAMP), F.col(BEFORE)["city"], F.col(AFTER)["city"]).collect()]
+    assert sorted(got, key=str) == sorted([(2000, None, "Rome"), (2000, "Oslo", "Bergen"), (2001, "Rome", None),
+                                           (2002, None, "Y"), (2002, None, "Y")], key=str)
+    ann = [t for t, before, after in got if (before or after) != "Y"]
+    assert ann == sorted(ann)  # a key's records in time order

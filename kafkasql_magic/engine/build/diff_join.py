@@ -14,9 +14,12 @@ outer join's preserved input has a row without a match emitted NULL-extended; wh
 gets its first match there, the NULL-extended rows are retracted and the matched rows inserted,
 and back when the last match goes. A NULL join key never matches (SQL's NULL is never equal).
 
-Append-only inputs are spread over hash buckets of join keys (Spark's cost is per group, as in
-table_join.py); with a changelog input both inputs meet in one group, since a key's new row may
-move to another join key and must leave the old one (one task's work and state).
+The state is spread over hash buckets of join keys (Spark's cost is per group, as in
+table_join.py; each bucket a group, its own task's work) when every change of a row stays under
+one join key: always for append-only inputs, and for a changelog whose join key its record key
+determines (the ON names only its key columns: analysis.diff_joins.spreads_over_buckets). A
+changelog joined on a value column may move a key's row to another join key, whose retraction
+belongs with the old row: then both inputs meet in one group (one task's work and state).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from ..analysis.diff_joins import equalities, referenced_pseudocolumns
+from ..analysis.diff_joins import equalities, referenced_pseudocolumns, spreads_over_buckets
 from ..analysis.plan import TABLE, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP,
                        RAW_VALUE, TOMBSTONE, TOPIC, result_column)
@@ -41,8 +44,7 @@ RESULT = T.StructType([T.StructField("__l", T.StringType()), T.StructField("__r"
                        T.StructField("__t", T.LongType()), T.StructField("__d", T.LongType())])
 #: The state: each input's rows per join key with counts, and a changelog's row per key (JSON).
 STATE = "sides string"
-#: Hash buckets of join keys for append-only inputs (part of the state's layout: never changed
-#: for a running query).
+#: Hash buckets of join keys (part of the state's layout: never changed for a running query).
 BUCKETS = 64
 #: Join kind -> whether the (left, right) input's rows are kept when unmatched.
 PRESERVED = {"INNER": (False, False), "LEFT": (True, False), "RIGHT": (False, True), "FULL": (True, True)}
@@ -69,11 +71,15 @@ def diff_joined(plan: QueryPlan, raw: DataFrame, read, input_frame, without_erro
     types = [changes[0][0].select(k.alias("k")).schema["k"].dataType for k in keys[0]]
     messages = [_messages(index, frame, row, record_key, [k.cast(t) for k, t in zip(keys[index], types)])
                 for index, (frame, row, record_key) in enumerate(changes)]
-    one_group = any(record_key is not None for _, _, record_key in changes)
-    group = F.lit(0) if one_group else F.pmod(F.xxhash64(F.coalesce("__jk", F.lit(""))), F.lit(BUCKETS))
+    group = _bucket() if spreads_over_buckets(join.on, plan.inputs) else F.lit(0)
     joined = messages[0].unionByName(messages[1]).withColumn("__group", group).groupBy("__group") \
         .applyInPandasWithState(_step(*PRESERVED[join.kind]), RESULT, STATE, "append", GroupStateTimeout.NoTimeout)
     return _rows(joined, schemas, sides, plan)
+
+
+def _bucket():
+    """A change's group: the hash bucket of its join key (a NULL join key's bucket is that of '')."""
+    return F.pmod(F.xxhash64(F.coalesce("__jk", F.lit(""))), F.lit(BUCKETS))
 
 
 def _record_key(side):
