@@ -86,7 +86,7 @@ def test_offsets_that_went_back_are_told_apart_from_a_recreated_topic(monkeypatc
     reader = stream_over(monkeypatch, ["old", "old", "old", then], [{0: 100, 1: 0}] * 2 + [{0: 0, 1: 0}])
     start = reader.initialOffset()
     end = reader.latestOffset(start)
-    assert end == {"0": 100, "1": 0}
+    assert end == {"0": 100, "1": 0, "topicId": "old"}
     with pytest.raises(KafkaError) as info:
         reader.latestOffset(end)
     assert str(info.value) == DELETED.format(where="partition 0 at offset 100")
