@@ -13,14 +13,12 @@ cannot fill asks the id within seconds rather than waiting out the read's idle t
 A stream's offsets carry the id (`kafka.offsets.to_json`), so they do in its checkpoint: a
 query restarted from a checkpoint made on an earlier topic of the same name stops with
 `resumed_elsewhere` (`check_resumed`). Brokers without topic ids report none, and the id
-checks are skipped; so are offsets from before ids were kept. A topic known by its id and
-described without one (just re-created, under load) is asked again for a moment (`settled`).
+checks are skipped; so are offsets from before ids were kept.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Iterator, Mapping, NamedTuple
 
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
@@ -56,24 +54,6 @@ def lookup(bootstrap: str, topic: str, *, conf: Mapping[str, object] | None = No
         return None
     topic_id = str(desc.topic_id) if getattr(desc, "topic_id", None) is not None else None
     return TopicIdentity(parts, None if topic_id in (None, "", NO_TOPIC_ID) else topic_id)
-
-
-#: Pauses between look-ups while a topic known by its id is reported without one.
-SETTLE_PAUSES_S = (0.1, 0.2, 0.4, 0.8)
-
-
-def settled(bootstrap: str, topic: str, known_id: str | None, *, conf: Mapping[str, object] | None = None,
-            sleep=time.sleep) -> TopicIdentity | None:
-    """`lookup`, asked again for a while when a topic known by its id (`known_id`) is reported
-    without one: a broker can describe a topic it has just re-created before it has an id, which
-    would pass the new topic off as the old one."""
-    found = lookup(bootstrap, topic, conf=conf)
-    for pause in SETTLE_PAUSES_S:
-        if known_id is None or found is None or found.topic_id is not None:
-            break
-        sleep(pause)
-        found = lookup(bootstrap, topic, conf=conf)
-    return found
 
 
 def describe(bootstrap: str, topic: str, *, conf: Mapping[str, object] | None = None,
@@ -135,9 +115,7 @@ def check_resumed(bootstrap: str, topic: str, conf: Mapping[str, object] | None,
     with: `kept_id` when the topic still has it, the new id when nothing was read yet
     (`position` holds the partitions read and their offsets: nothing can be skipped), else
     `resumed_elsewhere`. A missing topic is KafkaError naming it."""
-    found = settled(bootstrap, topic, kept_id, conf=conf)
-    if found is None:
-        raise admin.missing_topic(topic, bootstrap)
+    found = describe(bootstrap, topic, conf=conf)
     if not replaced(kept_id, found):
         return kept_id if found.topic_id is None else found.topic_id
     if position:
@@ -200,7 +178,7 @@ def _check_range(rng) -> None:
     if known is None:
         return
     try:
-        found = settled(rng.bootstrap, rng.topic, known, conf=rng.conf)
+        found = lookup(rng.bootstrap, rng.topic, conf=rng.conf)
     except BrokerUnreachable as exc:  # the read itself went through: no reason to fail it
         LOG.warning("Could not confirm topic %r after reading it: %s", rng.topic, exc)
         return

@@ -121,7 +121,7 @@ class _Planner:
         re-created) since it was first described and records were read (`position`, the
         offsets read so far, goes into the message). At offset 0 everywhere nothing can be
         skipped: the stream goes on with the new topic from its start."""
-        found = identity.settled(self.opts.bootstrap, self.opts.topic, self._topic_id, conf=self.opts.conf)
+        found = identity.lookup(self.opts.bootstrap, self.opts.topic, conf=self.opts.conf)
         if identity.replaced(self._topic_id, found) and (position is None or _read_some(position)):
             raise identity.deleted(self.opts.topic, self.opts.bootstrap, _read_some(position or {}))
         if found is None:

@@ -125,27 +125,3 @@ def test_a_failed_read_is_named_by_its_cause(monkeypatch):
     with pytest.raises(KafkaError, match="^No record arrived"):  # same topic: the read's own error
         list(identity.verified(range_of("old"), failing()))
     assert list(identity.verified(range_of(None), iter(["b"]))) == ["b"]  # no id known: not checked
-
-
-def test_a_topic_reported_without_its_id_is_asked_again(monkeypatch):
-    # Just re-created, a topic can be described before it has an id: that is no proof that it
-    # is the old one, so the id is asked again (briefly) before planning or a read goes on.
-    monkeypatch.setattr(identity, "SETTLE_PAUSES_S", (0, 0, 0))
-    answering(monkeypatch, ["old", None, None, "new"])
-    planned = planner()
-    planned.topic_partitions()
-    with pytest.raises(KafkaError) as info:
-        planned.topic_partitions(position={0: 100, 1: 0})
-    assert str(info.value) == DELETED.format(where="partition 0 at offset 100")
-    answering(monkeypatch, [None, "new"])
-    with pytest.raises(KafkaError, match=r"while the query read it \(partition 0 at offset 40\)"):
-        list(identity.verified(range_of("old"), iter(["batch"])))
-    answering(monkeypatch, [None] * 4)  # no id however long: the last answer stands
-    assert identity.settled("b:9092", "t", "old").topic_id is None
-
-
-def test_a_broker_without_topic_ids_is_asked_once(monkeypatch):
-    calls = []
-    monkeypatch.setattr(identity, "lookup", lambda *a, **k: calls.append(1) or identity.TopicIdentity((0,), None))
-    assert identity.settled("b:9092", "t", None).topic_id is None
-    assert len(calls) == 1
