@@ -163,12 +163,16 @@ def watch(rng) -> StallWatch | None:
 def verified(rng, batches: Iterator) -> Iterator:
     """`batches` (the records of the range `rng`), then a check that the topic read is still
     the one the range was planned on (`rng.topic_id`); a read that failed is checked too, so
-    its cause is named when the topic was replaced under it."""
+    its cause is named when the topic was replaced under it (without the read's error as its
+    context: a query's message is the traceback's first KafkaError)."""
     try:
         yield from batches
     except KafkaError as exc:
         if not is_replaced(exc):  # else found while the read waited (StallWatch)
-            _check_range(rng)
+            try:
+                _check_range(rng)
+            except KafkaError as cause:
+                raise cause from None
         raise
     _check_range(rng)
 

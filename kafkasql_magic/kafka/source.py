@@ -153,9 +153,14 @@ class _Planner:
 
     def confirm(self, position: Mapping[int, int]) -> None:
         """After a planning step failed: `identity.deleted` when the reason is that the topic
-        was deleted or re-created (the topic is described again), else nothing."""
+        was deleted or re-created (the topic is described again), else nothing. Raised without
+        the failed step's error as its context: a query's message is the traceback's first
+        KafkaError (`runtime.failure_message`), and that must be the cause."""
         if self._topic_id is not None and _read_some(position):
-            self.topic_partitions(position)
+            try:
+                self.topic_partitions(position)
+            except KafkaError as cause:
+                raise cause from None
 
     def check_named(self, parts) -> None:
         """JSON startingOffsets/endingOffsets may only name partitions that exist."""
