@@ -50,6 +50,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/sink_stages.py
 	$(BIN)/python bench/planning.py
 	$(BIN)/python bench/widget.py
+	$(BIN)/python bench/topic_identity.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse

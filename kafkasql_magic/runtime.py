@@ -98,7 +98,7 @@ class PushQuery:
                     next_probe = time.monotonic() + PROBE_INTERVAL_S
         except Exception as exc:  # the Spark query failed (or a bad record failed it): surface it on the handle
             self._failure = exc
-            self.model.set_state("FAILED", _failure_message(exc))
+            self.model.set_state("FAILED", failure_message(exc))
             if self._query.isActive:
                 self._query.stop()
         else:
@@ -263,7 +263,7 @@ class PushQuery:
         if not finished:
             self.stop()
         if self._failure is not None:
-            raise KStreamError(_failure_message(self._failure)) from None
+            raise KStreamError(failure_message(self._failure)) from None
         rows = self.rows()
         rows.attrs.update(query_id=self.id, records_read=self.records_read)
         if not finished and not self._limit_reached() and not self._range_read:
@@ -284,7 +284,7 @@ class PushQuery:
         return f"<PushQuery {self.id} {self.state}: {self._rows_total} rows>"
 
 
-def _failure_message(exc: BaseException) -> str:
+def failure_message(exc: BaseException) -> str:
     """The useful line of a Spark streaming failure (our own KafkaError text when it is one)."""
     from .redact import text as redacted
 
@@ -302,7 +302,7 @@ def collect_bounded(built: Built, plan: QueryPlan, *, query_id: str, log: Proces
     except Exception as exc:  # a registry that stayed away is the user's to know, not a crash
         if "RegistryUnavailable: " not in str(exc):
             raise
-        raise KafkaError(_failure_message(exc)) from None
+        raise KafkaError(failure_message(exc)) from None
     collected = split_batch(table, len(plan.names), query_id, plan.source.name)
     log.add(collected.errors)
     metrics = {name: observation.get for name, observation in built.observations.items()}

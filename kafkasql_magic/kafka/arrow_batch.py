@@ -96,8 +96,9 @@ def _fail(rng: KafkaRange, what: str):
                       f"offsets [{rng.start}, {rng.end}), bootstrap {rng.bootstrap})")
 
 
-def read_range(rng: KafkaRange):
-    """Yield `pyarrow.RecordBatch`es holding exactly the records of [start, end)."""
+def read_range(rng: KafkaRange, watch=None):
+    """Yield `pyarrow.RecordBatch`es holding exactly the records of [start, end); `watch`
+    (kafka.identity.StallWatch) is told while the read waits and where the log ends."""
     if rng is None or getattr(rng, "end", 0) <= getattr(rng, "start", 0):
         return
     from confluent_kafka import Consumer, Message, TopicPartition
@@ -138,12 +139,17 @@ def read_range(rng: KafkaRange):
                         nxt = end
                 if eof_at is not None and eof_at >= end:
                     nxt = end  # the log ends at or after `end`: gaps (txn markers, compaction)
+                elif eof_at is not None and watch is not None:
+                    watch.log_end(eof_at, nxt)
             else:
                 pos = consumer.position([TopicPartition(rng.topic, rng.partition)])[0].offset
+                idle = time.monotonic() - last_progress
                 if pos >= end:
                     nxt = end
-                elif time.monotonic() - last_progress > rng.idle_timeout:
+                elif idle > rng.idle_timeout:
                     raise _fail(rng, f"No record arrived for {rng.idle_timeout:g}s at offset {nxt}")
+                elif watch is not None:
+                    watch.waiting(idle)
             if pending and (len(pending) >= rng.batch_rows or nxt >= end):
                 yield to_record_batch(pending, rng.topic, rng.partition, schema, headers, rng.header_keys,
                                       decoder)

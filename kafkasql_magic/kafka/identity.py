@@ -7,8 +7,13 @@ running stream stops with one error, `deleted`, whichever of its steps sees it f
 planning (the topic is gone, has a new id, lost partitions, or its offsets went back: the
 id is read again to tell re-creation from anything else) or reading (`verified`: the id is
 read again after a range was read, so a range read across a re-creation fails instead of
-passing the new topic's records off as the old one's). Brokers without topic ids report
-none, and the id checks are skipped.
+passing the new topic's records off as the old one's; `StallWatch`: a range the new topic
+cannot fill asks the id within seconds rather than waiting out the read's idle timeout).
+
+A stream's offsets carry the id (`kafka.offsets.to_json`), so they do in its checkpoint: a
+query restarted from a checkpoint made on an earlier topic of the same name stops with
+`resumed_elsewhere` (`check_resumed`). Brokers without topic ids report none, and the id
+checks are skipped; so are offsets from before ids were kept.
 """
 
 from __future__ import annotations
@@ -67,25 +72,107 @@ def replaced(known_id: str | None, found: TopicIdentity | None) -> bool:
     return found is None or (found.topic_id is not None and found.topic_id != known_id)
 
 
+def _replaced_error(text: str) -> KafkaError:
+    """KafkaError marked `topic_replaced` (the traceback keeps showing "KafkaError: ", where
+    the query's message is found), so a read does not ask the topic's id again."""
+    error = KafkaError(text)
+    error.topic_replaced = True
+    return error
+
+
+def is_replaced(error: BaseException) -> bool:
+    """Whether `error` is `deleted`'s or `resumed_elsewhere`'s."""
+    return getattr(error, "topic_replaced", False)
+
+
 def deleted(topic: str, bootstrap: str, position: Mapping[int, int]) -> KafkaError:
     """The one error a query stops with when its topic was deleted (and maybe re-created) while
     it read it; `position` holds the partitions read and the offset each had reached."""
     where = ", ".join(f"partition {p} at offset {o}" for p, o in sorted(position.items()))
-    return KafkaError(
+    return _replaced_error(
         f"Topic {topic!r} was deleted or re-created while the query read it"
         f"{f' ({where})' if where else ''}: the topic's offsets started again, so reading on would "
         f"skip or re-read records. The query stopped; run it again to read the topic as it is now "
         f"(bootstrap {bootstrap})")
 
 
+def resumed_elsewhere(topic: str, bootstrap: str, kept_id: str, now_id: str,
+                      position: Mapping[int, int]) -> KafkaError:
+    """The error a query stops with when it resumes from a checkpoint made on an earlier topic
+    of the same name (`kept_id`; the topic's id is `now_id` now)."""
+    where = ", ".join(f"partition {p} at offset {o}" for p, o in sorted(position.items()))
+    return _replaced_error(
+        f"Topic {topic!r} was re-created since this query's checkpoint was made (on topic id {kept_id}; "
+        f"the id is now {now_id}): resuming from the checkpoint's offsets ({where}) would skip or "
+        f"re-read records, so the query stopped. To read the topic as it is now, create the query "
+        f"again (TERMINATE it, DROP the stream, table or sink it writes, run its CREATE statement "
+        f"again) or delete its checkpoint directory, which EXPLAIN <query id> shows (bootstrap {bootstrap})")
+
+
+def check_resumed(bootstrap: str, topic: str, conf: Mapping[str, object] | None, kept_id: str,
+                  position: Mapping[int, int]) -> str | None:
+    """The topic id a stream resumed from offsets planned on `kept_id` (a checkpoint's) goes on
+    with: `kept_id` when the topic still has it, the new id when nothing was read yet
+    (`position` holds the partitions read and their offsets: nothing can be skipped), else
+    `resumed_elsewhere`. A missing topic is KafkaError naming it."""
+    found = describe(bootstrap, topic, conf=conf)
+    if not replaced(kept_id, found):
+        return kept_id if found.topic_id is None else found.topic_id
+    if position:
+        raise resumed_elsewhere(topic, bootstrap, kept_id, found.topic_id, position)
+    return found.topic_id
+
+
+#: Seconds a range read waits for records before it first asks whether its topic was re-created.
+STALL_CHECK_S = 2.0
+
+
+class StallWatch:
+    """What a range read (`kafka.arrow_batch.read_range`) tells while it waits for records:
+    after `first` seconds without one (then after twice as long each time), or at once when
+    the partition's log ends before the read's position, the topic's id is asked, so a range
+    the re-created topic cannot fill stops with `deleted` within seconds instead of after the
+    read's idle timeout. Plain data (the range): it runs in the worker."""
+
+    def __init__(self, rng, first: float = STALL_CHECK_S):
+        self.rng = rng
+        self.first = first
+        self._next = first
+        self._idle = 0.0
+
+    def waiting(self, idle_s: float) -> None:
+        """No record for `idle_s` seconds."""
+        if idle_s < self._idle:  # records came meanwhile: start over
+            self._next = self.first
+        self._idle = idle_s
+        if idle_s >= self._next:
+            self._next = 2 * idle_s
+            _check_range(self.rng)
+
+    def log_end(self, end: int, position: int) -> None:
+        """The partition's log ends at `end` while the read is at `position`."""
+        if end < position:
+            _check_range(self.rng)
+
+
+def watch(rng) -> StallWatch | None:
+    """A `StallWatch` for a range planned on a known topic id, else None (nothing to check)."""
+    return StallWatch(rng) if getattr(rng, "topic_id", None) is not None else None
+
+
 def verified(rng, batches: Iterator) -> Iterator:
     """`batches` (the records of the range `rng`), then a check that the topic read is still
     the one the range was planned on (`rng.topic_id`); a read that failed is checked too, so
-    its cause is named when the topic was replaced under it."""
+    its cause is named when the topic was replaced under it (without the read's error as its
+    context: a query's message is the traceback's first KafkaError)."""
     try:
         yield from batches
-    except KafkaError:
-        _check_range(rng)
+    except KafkaError as exc:
+        if not is_replaced(exc):  # else found while the read waited (StallWatch)
+            try:
+                _check_range(rng)
+            except KafkaError as cause:
+                raise cause from None
         raise
     _check_range(rng)
 

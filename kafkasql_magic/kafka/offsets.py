@@ -1,7 +1,11 @@
 """Driver-side offset planning for the `kafkasql` source.
 
-Offsets are dicts with string partition keys and the next offset to read as value, e.g.
-`{"0": 123, "1": 40}`; an offset range is [start, end).
+Offsets are dicts with string partition keys and the next offset to read as value, plus the
+id of the topic they were planned on when the broker has topic ids, e.g.
+`{"0": 123, "1": 40, "topicId": "q0PaBv..."}`; an offset range is [start, end). Spark keeps
+these dicts in a stream's checkpoint, so the id tells a restarted query whether its topic is
+still the one its checkpoint was made on (`kafka.identity`). Offsets without an id (older
+checkpoints, brokers without topic ids) are read as before, unchecked.
 
 End offsets and the high-watermark quirk
 ----------------------------------------
@@ -208,12 +212,37 @@ def parse_offsets(value: str | None, name: str, default: str) -> str | dict[int,
     return parsed
 
 
-def to_json(offsets: Mapping[int, int]) -> dict[str, int]:
-    return {str(p): int(o) for p, o in sorted(offsets.items())}
+#: The key of the topic id in a stream's offsets (never a partition: those are digits).
+TOPIC_ID = "topicId"
 
 
-def from_json(offsets: Mapping[str, int] | None) -> dict[int, int]:
-    return {int(p): int(o) for p, o in (offsets or {}).items()}
+def to_json(offsets: Mapping[int, int], topic_id: str | None = None) -> dict[str, int | str]:
+    """A stream's offsets as Spark keeps them: partitions in order, then the topic id if known."""
+    out: dict[str, int | str] = {str(p): int(o) for p, o in sorted(offsets.items())}
+    if topic_id is not None:
+        out[TOPIC_ID] = topic_id
+    return out
+
+
+def from_json(offsets: Mapping[str, object] | None) -> dict[int, int]:
+    """The partitions' offsets of `to_json`'s dict (the topic id left out)."""
+    return {int(p): int(o) for p, o in (offsets or {}).items() if p != TOPIC_ID}
+
+
+def topic_id_of(offsets: Mapping[str, object] | None) -> str | None:
+    """The topic id `to_json` put in, or None (offsets from before ids were kept, or a broker
+    without topic ids)."""
+    found = (offsets or {}).get(TOPIC_ID)
+    return found if isinstance(found, str) and found else None
+
+
+def progress_offsets(value) -> dict[str, int] | None:
+    """{partition: offset} of a source's offsets in a Spark progress report (JSON text or a
+    dict), the topic id left out; None when there are none."""
+    parsed = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(parsed, dict):
+        return None
+    return {str(p): int(o) for p, o in from_json(parsed).items()}
 
 
 def resolve(spec: str | Mapping[int, int], partitions: Iterable[int], lows: Mapping[int, int],

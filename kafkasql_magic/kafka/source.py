@@ -36,8 +36,10 @@ Options (strings):
   secret.kafka.<setting>  the same, for secrets (sasl.password): Spark masks option names
                           containing "secret" in plans and the UI
 
-Streaming offsets are {"<partition>": next offset}. Partitions that appear while a stream
-runs are read from their earliest offset. A missing or deleted topic raises KafkaError.
+Streaming offsets are {"<partition>": next offset, "topicId": the topic's id} (no id from a
+broker without topic ids). Partitions that appear while a stream runs are read from their
+earliest offset. A missing or deleted topic raises KafkaError; so does a topic re-created
+under a stream or since its checkpoint was made (`kafkasql_magic.kafka.identity`).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ from kafkasql_magic.kafka.offsets import (
     resolve,
     split_ranges,
     to_json,
+    topic_id_of,
 )
 from kafkasql_magic.kafka.outage import BrokerOutage
 from kafkasql_magic.kafka.source_options import SourceOptions
@@ -100,6 +103,7 @@ class _Planner:
         self.opts = opts
         self._offsets: EndOffsets | None = None
         self._topic_id: str | None = None  # the topic's id when first described
+        self._made: set[str] = set()  # the ids this reader put in offsets (others: a checkpoint's)
 
     def __getstate__(self):  # the reader is pickled into Spark's read function
         state = dict(self.__dict__)
@@ -132,11 +136,31 @@ class _Planner:
                              f"(it has {len(parts)}; bootstrap {self.opts.bootstrap})")
         return list(self.opts.partitions)
 
+    def offsets_json(self, offsets: Mapping[int, int]) -> dict:
+        """`offsets` as the stream keeps them, with the id of the topic they were planned on."""
+        if self._topic_id is not None:
+            self._made.add(self._topic_id)
+        return to_json(offsets, self._topic_id)
+
+    def resume(self, offsets: Mapping) -> None:
+        """Offsets naming a topic id this reader did not put there come from a checkpoint:
+        `identity.check_resumed` (once per id), which stops a query resumed on a re-created topic."""
+        kept = topic_id_of(offsets)
+        if kept is not None and kept not in self._made:
+            self._topic_id = identity.check_resumed(self.opts.bootstrap, self.opts.topic, self.opts.conf,
+                                                    kept, _read_some(from_json(offsets)))
+            self._made.add(kept)
+
     def confirm(self, position: Mapping[int, int]) -> None:
         """After a planning step failed: `identity.deleted` when the reason is that the topic
-        was deleted or re-created (the topic is described again), else nothing."""
+        was deleted or re-created (the topic is described again), else nothing. Raised without
+        the failed step's error as its context: a query's message is the traceback's first
+        KafkaError (`runtime.failure_message`), and that must be the cause."""
         if self._topic_id is not None and _read_some(position):
-            self.topic_partitions(position)
+            try:
+                self.topic_partitions(position)
+            except KafkaError as cause:
+                raise cause from None
 
     def check_named(self, parts) -> None:
         """JSON startingOffsets/endingOffsets may only name partitions that exist."""
@@ -153,14 +177,16 @@ class _Planner:
     def latest(self, parts) -> dict[int, int]:
         return self.offsets.latest(self.opts.topic, parts) if parts else {}
 
-    def ranges(self, start: Mapping[int, int], end: Mapping[int, int]) -> list[KafkaRange]:
+    def ranges(self, start: Mapping[int, int], end: Mapping[int, int], topic_id: str | None = None) -> list[KafkaRange]:
+        """Ranges of [start, end) planned on the topic `topic_id` (default: the one described)."""
         o = self.opts
+        topic_id = topic_id or self._topic_id
         out = []
         for p in sorted(end):
             for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
                 rng = KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf, o.batch_rows, o.idle_timeout,
                                  o.include_headers, o.header_keys, o.decoding)
-                rng.topic_id = self._topic_id  # checked after the read (identity.verified)
+                rng.topic_id = topic_id  # checked while and after reading (identity.verified)
                 out.append(rng)
         return out
 
@@ -194,7 +220,7 @@ class KafkaBatchReader(DataSourceReader):
 
     def read(self, partition):
         rng = partition if isinstance(partition, KafkaRange) else None
-        return identity.verified(rng, read_range(rng))
+        return identity.verified(rng, read_range(rng, identity.watch(rng)))
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -240,7 +266,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         highs = self._highs(parts)
         self._resolve_bound(parts, lows, highs)
         start = resolve(self.opts.starting, parts, lows, highs, unlisted=EARLIEST)
-        return to_json({p: min(max(o, lows[p]), highs[p]) for p, o in start.items()})
+        return self.planner.offsets_json({p: min(max(o, lows[p]), highs[p]) for p, o in start.items()})
 
     def latestOffset(self, start: dict, limit=None) -> dict:
         try:
@@ -255,6 +281,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end
 
     def _latest_offset(self, start: dict, limit=None) -> dict:
+        self.planner.resume(start)
         begin = from_json(start)
         parts = self.planner.topic_partitions(position=begin)
         gone = sorted(set(begin) - set(parts))
@@ -285,7 +312,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from_ = {p: max(first[p], lows.get(p, first[p])) for p in parts}
             take = fair_share({p: end[p] - from_[p] for p in parts}, budget)
             end = {p: (from_[p] + take[p]) if take[p] else first[p] for p in parts}
-        return to_json(end)
+        return self.planner.offsets_json(end)
 
     def getDefaultReadLimit(self):
         if self.opts.max_per_trigger is not None:
@@ -300,6 +327,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json(self._last_high) if self._last_high is not None else None
 
     def partitions(self, start: dict, end: dict):
+        self.planner.resume(end)  # a batch re-run from a checkpoint comes here first
         begin = from_json(start)
         finish = from_json(end)
         fresh = [p for p in finish if p not in begin]
@@ -309,10 +337,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.planner.confirm(begin)
             raise
         first = {p: begin.get(p, lows.get(p, 0)) for p in finish}
-        return self.planner.ranges(first, finish)
+        return self.planner.ranges(first, finish, topic_id_of(end))
 
     def read(self, partition):
-        return identity.verified(partition, read_range(partition))
+        return identity.verified(partition, read_range(partition, identity.watch(partition)))
 
     def commit(self, end: dict) -> None:
         pass

@@ -24,6 +24,7 @@ from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import (DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND, WINDOWSTART,
                               result_column)
 from ..results import ProcessingLog, observed_errors
+from ..runtime import failure_message
 from .encode import encode, writer_encoded
 
 WINDOW_BOUNDS = (WINDOWSTART, WINDOWEND)
@@ -291,7 +292,7 @@ class PersistentQuery:
         progress = (self._query.lastProgress if self._query is not None else None) or {}
         return QueryStatus(self.id, self.state, progress.get("inputRowsPerSecond"), self._out_rate, self.lag(),
                            self._errors, self.sink, self.sink_topic, self._in, self._out,
-                           None if self._failure is None else str(self._failure).strip().splitlines()[0][:500])
+                           None if self._failure is None else failure_message(self._failure)[:1000])
 
     def terminate(self) -> None:
         """Stop the query, or its retries (its checkpoint stays, so the same query can resume)."""
@@ -315,9 +316,6 @@ class PersistentQuery:
 
 
 def _offsets(value) -> dict[str, int] | None:
-    import json
+    from ..kafka.offsets import progress_offsets
 
-    if value is None:
-        return None
-    parsed = json.loads(value) if isinstance(value, str) else value
-    return {str(k): int(v) for k, v in parsed.items()} if isinstance(parsed, dict) else None
+    return None if value is None else progress_offsets(value)

@@ -3,6 +3,7 @@ counters over long runs, tombstones on streams, header keys that are not text.""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -144,3 +145,41 @@ def test_a_header_key_that_is_not_utf8_is_logged_not_fatal(session, broker, new_
     assert log[["TOPIC", "PARTITION", "OFFSET", "MESSAGE"]].values.tolist() == [
         [topic, 0, 1, "Record headers could not be read: a header key is not UTF-8 text"]]
     assert log["VALUE"].tolist() == [b'{"v": 2}']
+
+
+def test_a_persistent_query_resumed_on_a_recreated_topic_stops_and_says_what_to_do(ksql, broker, new_topic):
+    """The running query stops when its input is re-created, retries from its checkpoint, and
+    the checkpoint (made on the old topic) stops it with a message saying so; re-created as
+    the message says, the query reads the new topic from its start."""
+    from kafkasql_magic.kafka import admin, identity
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    bs = broker.bootstrap_servers
+    topic = new_topic()
+    old_id = identity.describe(bs, topic).topic_id
+    produce(bs, topic, [{"value": f'{{"v": {i}}}'.encode()} for i in range(100)])
+    ksql.sql("SET 'ksql.query.retry.backoff.initial.ms'='500';")
+    ksql.sql(f"CREATE STREAM rq (v INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = ksql.sql("CREATE STREAM rq_out AS SELECT v FROM rq;")
+    assert query.wait_for_records(100, 90), query.failure
+    admin.delete_topic(bs, topic)
+    admin.create_topic(bs, topic, 1)
+    new_id = identity.describe(bs, topic).topic_id
+    produce(bs, topic, [{"value": f'{{"v": {1000 + i}}}'.encode()} for i in range(300)])
+    deadline = time.monotonic() + 90
+    while "checkpoint was made" not in str(query.failure) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert query.restarts >= 1 and query.state == "ERROR"
+    assert query.status().message == (
+        f"Topic '{topic}' was re-created since this query's checkpoint was made (on topic id {old_id}; the id "
+        f"is now {new_id}): resuming from the checkpoint's offsets (partition 0 at offset 100) would skip or "
+        "re-read records, so the query stopped. To read the topic as it is now, create the query again "
+        "(TERMINATE it, DROP the stream, table or sink it writes, run its CREATE statement again) or delete "
+        f"its checkpoint directory, which EXPLAIN <query id> shows (bootstrap {bs})")
+    ksql.sql(f"TERMINATE {query.id}; DROP STREAM rq_out;")
+    again = ksql.sql("CREATE STREAM rq_out AS SELECT v FROM rq;")
+    assert again.wait_for_records(300, 90), again.failure
+    written = [json.loads(r["value"])["V"] for r in fetch_records(bs, "RQ_OUT", from_beginning=True, limit=None,
+                                                                  timeout_s=2, until_end=True)]
+    assert sorted(written) == list(range(100)) + list(range(1000, 1300)), "a record was lost or read twice"
+    ksql.sql(f"TERMINATE {again.id};")

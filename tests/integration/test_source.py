@@ -49,6 +49,17 @@ def read_all(reader, start, end):
     return rows
 
 
+def at(stream_offsets) -> dict[int, int]:
+    """The partitions' offsets of a stream's offsets (the topic id they also carry left out)."""
+    return offsets.from_json(stream_offsets)
+
+
+def admin_topic_id(bootstrap, topic):
+    from kafkasql_magic.kafka import identity
+
+    return identity.describe(bootstrap, topic).topic_id
+
+
 def listed_end(broker, topic, partition=0):
     return admin.list_offsets(broker.bootstrap_servers, topic, [partition], "latest")[partition][0]
 
@@ -176,7 +187,7 @@ def test_starting_offsets_latest_is_the_true_end(spark, broker, new_topic):
     topic = new_topic(1)
     produce_bulk(broker, topic, 1000)
     reader = stream_reader(broker, topic, startingOffsets="latest")
-    assert reader.initialOffset() == {"0": 1000}
+    assert at(reader.initialOffset()) == {0: 1000}
     rows, _ = run_available_now(spark, broker, topic, startingOffsets="latest")
     assert rows == []
 
@@ -214,11 +225,11 @@ def test_read_limits_direct(broker, new_topic):
     reader = stream_reader(broker, topic, startingOffsets="earliest", maxRecordsPerTrigger="20")
     assert reader.getDefaultReadLimit() == ReadMaxRows(20)
     start = reader.initialOffset()
-    assert start == {"0": 0, "1": 0}
-    assert reader.latestOffset(start, ReadMaxRows(20)) == {"0": 16, "1": 4}  # fair: the small one drains
-    assert reader.latestOffset(start, ReadAllAvailable()) == {"0": 100, "1": 4}
+    assert at(start) == {0: 0, 1: 0}
+    assert at(reader.latestOffset(start, ReadMaxRows(20))) == {0: 16, 1: 4}  # fair: the small one drains
+    assert at(reader.latestOffset(start, ReadAllAvailable())) == {0: 100, 1: 4}
     end = reader.latestOffset(start, ReadMaxRows(10))
-    assert end == {"0": 6, "1": 4}
+    assert at(end) == {0: 6, 1: 4}
     rows = read_all(reader, start, end)
     assert sorted((r["partition"], r["offset"]) for r in rows) == sorted(
         (p, o) for p in (0, 1) for o in range(end[str(p)]))
@@ -243,7 +254,7 @@ def test_bounded_stream_stops_at_ending_offsets(spark, broker, new_topic):
     reader = stream_reader(broker, topic, startingOffsets="earliest", endingOffsets="latest")
     start = reader.initialOffset()
     produce_bulk(broker, topic, 5)
-    assert reader.latestOffset(start, ReadAllAvailable()) == {"0": 50}  # the end when planned
+    assert at(reader.latestOffset(start, ReadAllAvailable())) == {0: 50}  # the end when planned
 
 
 # ------------------------------------------------------------------------------ topology changes
@@ -254,14 +265,51 @@ def test_new_partition_picked_up_from_earliest(broker):
     admin.create_topic(bs, topic, 1)
     reader = stream_reader(broker, topic, startingOffsets="earliest")
     start = reader.initialOffset()
-    assert start == {"0": 0}
+    assert at(start) == {0: 0}
     admin.delete_topic(bs, topic)
     admin.create_topic(bs, topic, 2)
     produce(bs, topic, [{"value": f"{p}", "partition": p} for p in (0, 1, 1)])
     end = reader.latestOffset(start, ReadAllAvailable())
-    assert end == {"0": 1, "1": 2}
+    assert at(end) == {0: 1, 1: 2}
+    # nothing was read of the old topic: the stream goes on with the new one, under its id
+    assert offsets.topic_id_of(end) == admin_topic_id(bs, topic) != offsets.topic_id_of(start) is not None
     rows = read_all(reader, start, end)
     assert sorted((r["partition"], r["offset"]) for r in rows) == [(0, 0), (1, 0), (1, 1)]
+
+
+def test_offsets_without_a_topic_id_still_resume(broker, new_topic):
+    """Offsets from a checkpoint made before they carried the topic id: read on, id kept after."""
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": f"{i}"} for i in range(10)])
+    reader = stream_reader(broker, topic)
+    end = reader.latestOffset({"0": 5}, ReadAllAvailable())
+    assert at(end) == {0: 10} and offsets.topic_id_of(end) == admin_topic_id(broker.bootstrap_servers, topic)
+    rows = read_all(reader, {"0": 5}, end)
+    assert [r["value"] for r in rows] == [f"{i}".encode() for i in range(5, 10)]
+
+
+def test_a_range_the_recreated_topic_cannot_fill_stops_without_waiting_out_the_idle_timeout(broker):
+    """Ranges planned on the old topic, read after it was re-created with fewer records: one
+    whose start is past the new log's end (found at its end-of-log), one that reads the new
+    topic's records and waits for more (found when it waits). Either stops with the message,
+    from the read itself rather than through its idle timeout."""
+    bs = broker.bootstrap_servers
+    topic = f"refill-{uuid.uuid4().hex[:10]}"
+    admin.create_topic(bs, topic, 1)
+    produce(bs, topic, [{"value": f"{i}"} for i in range(100)])
+    reader = stream_reader(broker, topic, startingOffsets="earliest")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    admin.delete_topic(bs, topic)
+    admin.create_topic(bs, topic, 1)
+    produce(bs, topic, [{"value": f"new {i}"} for i in range(20)])
+    for begin, where in (({**start, "0": 50}, 50), (start, 0)):
+        (rng,) = reader.partitions(begin, end)
+        with pytest.raises(KafkaError) as info:
+            list(reader.read(rng))
+        assert str(info.value).startswith(f"Topic '{topic}' was deleted or re-created while the query read "
+                                          f"it (partition 0 at offset {where}): ")
+        assert info.value.__context__ is None, "the read ended through its idle timeout"
 
 
 def test_unknown_and_deleted_topic_errors(spark, broker, new_topic):

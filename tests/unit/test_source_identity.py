@@ -86,7 +86,7 @@ def test_offsets_that_went_back_are_told_apart_from_a_recreated_topic(monkeypatc
     reader = stream_over(monkeypatch, ["old", "old", "old", then], [{0: 100, 1: 0}] * 2 + [{0: 0, 1: 0}])
     start = reader.initialOffset()
     end = reader.latestOffset(start)
-    assert end == {"0": 100, "1": 0}
+    assert end == {"0": 100, "1": 0, "topicId": "old"}
     with pytest.raises(KafkaError) as info:
         reader.latestOffset(end)
     assert str(info.value) == DELETED.format(where="partition 0 at offset 100")
@@ -125,3 +125,32 @@ def test_a_failed_read_is_named_by_its_cause(monkeypatch):
     with pytest.raises(KafkaError, match="^No record arrived"):  # same topic: the read's own error
         list(identity.verified(range_of("old"), failing()))
     assert list(identity.verified(range_of(None), iter(["b"]))) == ["b"]  # no id known: not checked
+
+
+def spark_failure(exc: BaseException) -> Exception:
+    """The exception as Spark hands it over: its message is the Python traceback's text."""
+    import traceback
+
+    return Exception("[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source "
+                     "perform latestOffset: " + "".join(traceback.format_exception(exc)))
+
+
+def test_the_query_message_is_the_recreation_not_the_step_that_failed_first(monkeypatch):
+    # Planning raced the re-creation: the end offsets went back, then the new id was found.
+    # The query's message is the traceback's first KafkaError, so that must be the cause.
+    from kafkasql_magic.runtime import failure_message
+
+    reader = stream_over(monkeypatch, ["old", "old", "old", "new"], [{0: 100, 1: 0}] * 2 + [{0: 0, 1: 0}])
+    end = reader.latestOffset(reader.initialOffset())
+    with pytest.raises(KafkaError) as info:
+        reader.latestOffset(end)
+    assert failure_message(spark_failure(info.value)) == DELETED.format(where="partition 0 at offset 100")
+
+    def idle():
+        yield "batch 1"
+        raise KafkaError("No record arrived for 60s at offset 50")
+
+    answering(monkeypatch, ["new"])
+    with pytest.raises(KafkaError) as info:
+        list(identity.verified(range_of("old"), idle()))
+    assert failure_message(spark_failure(info.value)) == DELETED.format(where="partition 0 at offset 40")
