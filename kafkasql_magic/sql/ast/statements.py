@@ -278,7 +278,9 @@ class CreateView(Statement):
 
 @dataclass(frozen=True)
 class Subscribe(Statement):
-    """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query."""
+    """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query.
+    `options`: its WITH options, each a Property (name upper-cased, a BOOLEAN Literal)."""
 
     name: str | None = None
     query: Select | None = None
+    options: tuple[Property, ...] = ()

@@ -1,0 +1,112 @@
+"""Materialize's SUBSCRIBE output for every query shape, on the real broker: `mz_timestamp`,
+`mz_diff`, then the columns; the snapshot first, consolidated at one `mz_timestamp`, then each
+change (an append-only record +1; a changelog's update -1 the old row and +1 the new, a delete
+-1; an aggregation's group: its old row -1, its new row +1). The diffs add up to what a
+snapshot SELECT of the same query returns."""
+
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from kafkasql_magic.kafka.producer import produce
+
+MZ = {"dialect": "materialize"}
+
+
+def _records(rows, partition=0):
+    return [{"key": None if k is None else k.encode(), "value": None if v is None else v.encode(),
+             "timestamp": t, "partition": partition} for k, v, t in rows]
+
+
+def _rows_until(handle, count: int, timeout: float = 90) -> list[tuple]:
+    """The handle's rows once `count` arrived (and a little longer, so that an extra row shows)."""
+    deadline = time.monotonic() + timeout
+    while len(handle.rows()) < count and time.monotonic() < deadline and handle.is_active:
+        time.sleep(0.2)
+    time.sleep(1.5)
+    assert handle.failure is None, handle.failure
+    return [_plain(row) for row in handle.rows().itertuples(index=False)]
+
+
+def _plain(row) -> tuple:
+    return tuple(None if v != v else v for v in row)  # pandas' NaN for NULL
+
+
+def _consolidated(rows) -> Counter:
+    """What the diffs add up to: each row's multiplicity."""
+    total = Counter()
+    for _, diff, *values in rows:
+        total[tuple(values)] += diff
+    return +total
+
+
+def _snapshot(session, query) -> Counter:
+    return Counter(_plain(r) for r in session.sql(query, **MZ).itertuples(index=False))
+
+
+@pytest.fixture
+def names(session, broker):
+    return uuid.uuid4().hex[:8], broker.bootstrap_servers
+
+
+def _wait_read(handle, count: int, timeout: float = 60) -> None:
+    """Until the query read `count` records (its snapshot is in before more are produced)."""
+    deadline = time.monotonic() + timeout
+    while handle.records_read < count and time.monotonic() < deadline and handle.is_active:
+        time.sleep(0.2)
+    assert handle.records_read >= count, handle.failure
+
+
+def test_an_append_only_source_snapshot_then_each_record(session, names):
+    suffix, bootstrap = names
+    topic = f"mzsa_{suffix}"
+    produce(bootstrap, topic, _records([("a", "a,1", 1000), ("b", "b,2", 1001), ("a", "a,1", 1002),
+                                        ("c", "c,3", 1003)]), create_partitions=1)
+    session.sql(f"CREATE SOURCE a_{suffix} FROM KAFKA TOPIC '{topic}' FORMAT CSV WITH 2 COLUMNS", **MZ)
+    query = f"SELECT column1 AS k, column2 AS v FROM a_{suffix} WHERE column2 <> '3'"
+    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    quiet = session.sql(f"SUBSCRIBE ({query}) WITH (SNAPSHOT = false)", **MZ)
+    try:
+        assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "v"]
+        snapshot = _rows_until(handle, 2)
+        # the snapshot: one mz_timestamp (its newest change's), equal rows consolidated
+        assert sorted(snapshot) == [(1002, 1, "b", "2"), (1002, 2, "a", "1")]
+        _wait_read(quiet, 4)
+        produce(bootstrap, topic, _records([("d", "d,4", 2000), ("c", "c,3", 2001), ("a", "a,1", 2002)]))
+        rows = _rows_until(handle, 4)
+        changes = _rows_until(quiet, 2)
+    finally:
+        handle.stop()
+        quiet.stop()
+    assert rows[2:] == [(2000, 1, "d", "4"), (2002, 1, "a", "1")]  # each record at its own time
+    assert changes == rows[2:]  # SNAPSHOT = false: the changes only
+    assert _consolidated(rows) == _snapshot(session, query)
+
+
+def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
+    suffix, bootstrap = names
+    topic = f"mzsu_{suffix}"
+    produce(bootstrap, topic, _records([("k1", "a", 1000), ("k2", "b", 1001), ("k1", "c", 1002), ("k3", "e", 1003),
+                                        ("k3", None, 1004)]), create_partitions=1)
+    session.sql(f"CREATE SOURCE u_{suffix} FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
+                "INCLUDE KEY ENVELOPE UPSERT", **MZ)
+    # the subquery selects the key (its rows are replaced by key); the outer query does not need to
+    query = f"SELECT text AS t FROM (SELECT key, text FROM u_{suffix} WHERE text <> 'x') AS sub"
+    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    try:
+        assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "t"]
+        snapshot = _rows_until(handle, 2)
+        assert sorted(r[1:] for r in snapshot) == [(1, "b"), (1, "c")]  # the current rows only
+        assert len({r[0] for r in snapshot}) == 1 and snapshot[0][0] >= 1002
+        produce(bootstrap, topic, _records([("k2", "d", 2000), ("k1", None, 2001), ("k2", "x", 2002),
+                                            ("k4", "f", 2003)]))
+        rows = _rows_until(handle, 7)
+    finally:
+        handle.stop()
+    assert rows[2:] == [(2000, -1, "b"), (2000, 1, "d"),  # an update: the old row out, the new one in
+                        (2001, -1, "c"),  # a delete
+                        (2002, -1, "d"),  # a row the WHERE clause rejects leaves
+                        (2003, 1, "f")]
+    assert _consolidated(rows) == _snapshot(session, query)
