@@ -110,3 +110,58 @@ def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
                         (2002, -1, "d"),  # a row the WHERE clause rejects leaves
                         (2003, 1, "f")]
     assert _consolidated(rows) == _snapshot(session, query)
+
+
+def test_aggregations_retract_a_groups_old_row(session, names):
+    suffix, bootstrap = names
+    topic = f"mzsg_{suffix}"
+    produce(bootstrap, topic, _records([("a", "a,1", 1000), ("b", "b,2", 1001), ("b", "b,3", 1002)]),
+            create_partitions=1)
+    session.sql(f"CREATE SOURCE g_{suffix} FROM KAFKA TOPIC '{topic}' FORMAT CSV WITH 2 COLUMNS", **MZ)
+    grouped = (f"SELECT column1 AS k, count(*) AS n, sum(column2::int) AS total FROM g_{suffix} "
+               "GROUP BY column1 HAVING count(*) < 3")
+    session.sql(f"CREATE VIEW gv_{suffix} AS {grouped}", **MZ)
+    overall = f"SELECT count(*) AS n, max(column2::int) AS top FROM g_{suffix}"
+    handle = session.sql(f"SUBSCRIBE gv_{suffix}", **MZ)  # a view that aggregates: its groups' changes
+    total = session.sql(f"SUBSCRIBE ({overall})", **MZ)  # a global aggregate: one group
+    try:
+        assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "n", "total"]
+        snapshot = _rows_until(handle, 2)
+        assert sorted(r[1:] for r in snapshot) == [(1, "a", 1, 1), (1, "b", 2, 5)]
+        assert _rows_until(total, 1)[0][1:] == (1, 3, 3)
+        produce(bootstrap, topic, _records([("a", "a,4", 2000), ("b", "b,1", 2001), ("c", "c,1", 2002)]))
+        rows = _rows_until(handle, 6)
+        overall_rows = _rows_until(total, 3)
+    finally:
+        handle.stop()
+        total.stop()
+    changes = rows[2:]
+    assert len({r[0] for r in changes}) <= 3 and all(r[0] >= 2000 for r in changes)
+    assert Counter(r[1:] for r in changes) == Counter([
+        (-1, "a", 1, 1), (1, "a", 2, 5),  # a's old row out, its new row in
+        (-1, "b", 2, 5),  # b reaches 3 records: HAVING drops it, its row is retracted
+        (1, "c", 1, 1)])
+    assert Counter(r[1:] for r in overall_rows[1:]) == Counter([(-1, 3, 3), (1, 6, 4)])
+    assert _consolidated(rows) == _snapshot(session, f"SELECT * FROM gv_{suffix}")
+    assert _consolidated(overall_rows) == _snapshot(session, overall)
+
+
+def test_an_aggregation_over_an_upsert_source(session, names):
+    suffix, bootstrap = names
+    topic = f"mzst_{suffix}"
+    produce(bootstrap, topic, _records([("k1", "red", 1000), ("k2", "red", 1001), ("k3", "blue", 1002)]),
+            create_partitions=1)
+    session.sql(f"CREATE SOURCE t_{suffix} FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
+                "INCLUDE KEY ENVELOPE UPSERT", **MZ)
+    query = f"SELECT text AS colour, count(*) AS n FROM t_{suffix} GROUP BY text"
+    handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    try:
+        snapshot = _rows_until(handle, 2)
+        assert sorted(r[1:] for r in snapshot) == [(1, "blue", 1), (1, "red", 2)]
+        produce(bootstrap, topic, _records([("k3", "red", 2000)]))  # blue's last row moves to red
+        rows = _rows_until(handle, 5)
+    finally:
+        handle.stop()
+    assert Counter(r[1:] for r in rows[2:]) == Counter([(-1, "blue", 1), (-1, "red", 2), (1, "red", 3)])
+    assert {r[0] for r in rows[2:]} == {2000}
+    assert _consolidated(rows) == _snapshot(session, query)
