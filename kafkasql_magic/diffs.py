@@ -19,11 +19,11 @@ from typing import Any
 
 
 def _hashable(value: Any):
-    """STRUCT (dict), ARRAY (list) and MAP values as dict keys."""
+    """Rows (tuples) holding STRUCT (dict), ARRAY (list) and MAP values as dict keys."""
     if isinstance(value, dict):
         return ("{}", tuple((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return ("[]", tuple(_hashable(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_hashable(v) for v in value))
     return value
 
 
