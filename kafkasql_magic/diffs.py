@@ -11,11 +11,17 @@ Rows equal at one time are consolidated into one diff (diffs adding up to 0 vani
 Materialize consolidates. The snapshot (the first micro-batch, when the inputs held records
 at start: it reads every record there was) is consolidated at one `mz_timestamp`, its newest
 change's time; `WITH (SNAPSHOT = false)` keeps the state it builds and emits none of it.
+`ENVELOPE UPSERT (KEY (...))` then turns each time's diffs into one row per key (UpsertEnvelope).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .errors import StatementError
+
+#: ENVELOPE UPSERT's `mz_state` values.
+UPSERT, DELETE, KEY_VIOLATION = "upsert", "delete", "key_violation"
 
 
 def _hashable(value: Any):
@@ -33,12 +39,22 @@ class ChangeTracker:
     `snapshot`: the first batch is the snapshot (the inputs held records when the SUBSCRIBE
     started); `emit_snapshot`: False for `WITH (SNAPSHOT = false)`."""
 
-    def __init__(self, *, snapshot: bool, emit_snapshot: bool = True):
+    def __init__(self, *, snapshot: bool, emit_snapshot: bool = True, envelope: "UpsertEnvelope | None" = None):
         self._snapshot_pending = snapshot
         self._emit_snapshot = emit_snapshot
         self._held: dict[Any, tuple] = {}  # identity -> its current row
+        self.envelope = envelope
+
+    def names(self, names: list[str]) -> list[str]:
+        """The rows' column names, given the plan's (`mz_timestamp`, `mz_diff`, the columns)."""
+        return self.envelope.names if self.envelope is not None else names
 
     def batch(self, rows: list[tuple]) -> list[tuple]:
+        """Rows (time, code, *columns, identity) -> the rows a SUBSCRIBE shows."""
+        diffs = self.diffs(rows)
+        return self.envelope.rows(diffs) if self.envelope is not None else diffs
+
+    def diffs(self, rows: list[tuple]) -> list[tuple]:
         """Rows (time, code, *columns, identity) -> diff rows (mz_timestamp, mz_diff, *columns)."""
         changes: dict[tuple, list] = {}  # (time, hashable row) -> [diff, row]
 
@@ -76,3 +92,37 @@ class ChangeTracker:
 def _by_time(item) -> tuple:
     (time, _), _ = item
     return (time is None, time if time is not None else 0)
+
+
+class UpsertEnvelope:
+    """`ENVELOPE UPSERT (KEY (...))`: per time and key, what the key holds after that time's
+    diffs: `upsert` and its row, `delete` (NULL values) when its rows only went, or
+    `key_violation` (NULL values) when more than one row went in. Columns: mz_timestamp,
+    mz_state, the key columns, then the others."""
+
+    def __init__(self, columns: list[str], keys: tuple[str, ...]):
+        position = {c.lower(): i for i, c in enumerate(columns)}
+        missing = [k for k in keys if k.lower() not in position]
+        if missing:
+            raise StatementError(f'column "{missing[0]}" does not exist')
+        self._keys = [position[k.lower()] for k in keys]
+        self._values = [i for i in range(len(columns)) if i not in self._keys]
+        self.names = ["mz_timestamp", "mz_state", *(columns[i] for i in self._keys),
+                      *(columns[i] for i in self._values)]
+
+    def rows(self, diffs: list[tuple]) -> list[tuple]:
+        keys: dict[tuple, list] = {}  # (time, hashable key) -> [key, rows inserted, the row]
+        for time, diff, *columns in diffs:
+            key = tuple(columns[i] for i in self._keys)
+            slot = keys.setdefault((time, _hashable(key)), [key, 0, None])
+            if diff > 0:
+                slot[1] += diff
+                slot[2] = columns
+        empty = (None,) * len(self._values)
+        out = []
+        for (time, _), (key, inserted, row) in keys.items():
+            if inserted == 1:
+                out.append((time, UPSERT, *key, *(row[i] for i in self._values)))
+            else:
+                out.append((time, DELETE if inserted == 0 else KEY_VIOLATION, *key, *empty))
+        return out

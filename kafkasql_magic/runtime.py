@@ -46,7 +46,7 @@ class PushQuery:
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
         self.plan = plan
-        self.names = plan.names
+        self.names = changes.names(plan.names) if changes is not None else plan.names
         self.limit = plan.limit
         self._log = log
         self._errors = 0
@@ -215,7 +215,7 @@ class PushQuery:
         built = self._build_batch(batch) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
-        width = len(self.names) + (1 if self._changes is not None else 0)  # a SUBSCRIBE's rows carry an identity
+        width = len(self.plan.names) + (1 if self._changes is not None else 0)  # a SUBSCRIBE's rows carry an identity
         collected = split_batch(collectable(batch, width).toArrow(), width, self.id, self.plan.source.name)
         if built is not None:
             failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}

@@ -17,7 +17,7 @@ from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..engine.build.decode import worker_decoding
 from ..catalog import ViewDef
-from ..diffs import ChangeTracker
+from ..diffs import ChangeTracker, UpsertEnvelope
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
@@ -98,17 +98,21 @@ def analysed(step):
         raise StatementError(str(exc).splitlines()[0]) from None
 
 
-def select(session, stmt: ast.Select, text, timeout, reset: str | None = None, snapshot: bool | None = None):
-    """`snapshot` (a SUBSCRIBE's, else None): whether its snapshot is emitted."""
+def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
+           subscription: ast.Subscribe | None = None):
+    """`subscription`: the SUBSCRIBE running `stmt` (its rows are diffs), else None."""
     if isinstance(stmt.source, ast.SourceRef) and stmt.source.name == PROCESSING_LOG:
         return _select_processing_log(session, stmt)
     limits.check_limit(stmt.limit)
     source = session.base_source(base_relation(stmt.source))
     # a mistake in the statement is reported as such even while the broker does not answer
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
-    plan = subscribed(plan) if snapshot is not None else plan
+    plan = subscribed(plan) if subscription is not None else plan
+    envelope = UpsertEnvelope([n for n, _ in plan.outputs], subscription.upsert_keys) if (
+        subscription is not None and subscription.upsert_keys) else None
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
-    changes = ChangeTracker(snapshot=holds_records(session, plan), emit_snapshot=snapshot) if plan.changes else None
+    changes = ChangeTracker(snapshot=holds_records(session, plan), emit_snapshot=emits_snapshot(subscription),
+                            envelope=envelope) if plan.changes else None
     prepared = prepare(session, stmt, reset, plan=plan, changelog=plan.changes == AGGREGATE,
                        whole_batches=changes is not None)
     query_id = f"transient_{plan.source.name}_{session.next_id()}"
@@ -154,13 +158,13 @@ def subscribe(session, stmt: ast.Subscribe, text, timeout):
     change, as diffs (analysis.subscribe). It reads from the earliest offsets whatever
     'auto.offset.reset' says: the snapshot, and the state the changes start from, come from
     every record (`WITH (SNAPSHOT = false)` reads them too, and emits the changes only)."""
-    snapshot = emits_snapshot(stmt)
+    emits_snapshot(stmt)  # its options' errors come first
     query = stmt.query or _named_query(session, stmt.name)
     if query.order_by:
         key = query.order_by[0]
         raise StatementError(f"line {key.line}:{key.column}: ORDER BY orders snapshot queries (SELECT) only, "
                              "not SUBSCRIBE")
-    return select(session, replace(query, emit_changes=True), text, timeout, reset="earliest", snapshot=snapshot)
+    return select(session, replace(query, emit_changes=True), text, timeout, reset="earliest", subscription=stmt)
 
 
 def _named_query(session, name: str) -> ast.Select:

@@ -95,16 +95,24 @@ def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
     # the subquery selects the key (its rows are replaced by key); the outer query does not need to
     query = f"SELECT text AS t FROM (SELECT key, text FROM u_{suffix} WHERE text <> 'x') AS sub"
     handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    upserts = session.sql(f"SUBSCRIBE (SELECT text, key FROM u_{suffix}) ENVELOPE UPSERT (KEY (key))", **MZ)
     try:
         assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "t"]
+        assert list(upserts.rows().columns) == ["mz_timestamp", "mz_state", "key", "text"]
+        assert handle.model.key_columns == ()  # the widget shows every diff as a row
         snapshot = _rows_until(handle, 2)
         assert sorted(r[1:] for r in snapshot) == [(1, "b"), (1, "c")]  # the current rows only
         assert len({r[0] for r in snapshot}) == 1 and snapshot[0][0] >= 1002
         produce(bootstrap, topic, _records([("k2", "d", 2000), ("k1", None, 2001), ("k2", "x", 2002),
                                             ("k4", "f", 2003)]))
         rows = _rows_until(handle, 7)
+        keyed = _rows_until(upserts, 6)
     finally:
         handle.stop()
+        upserts.stop()
+    assert sorted(r[1:] for r in keyed[:2]) == [("upsert", "k1", "c"), ("upsert", "k2", "b")]
+    assert keyed[2:] == [(2000, "upsert", "k2", "d"), (2001, "delete", "k1", None), (2002, "upsert", "k2", "x"),
+                         (2003, "upsert", "k4", "f")]
     assert rows[2:] == [(2000, -1, "b"), (2000, 1, "d"),  # an update: the old row out, the new one in
                         (2001, -1, "c"),  # a delete
                         (2002, -1, "d"),  # a row the WHERE clause rejects leaves

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from kafkasql_magic.catalog import ViewDef
-from kafkasql_magic.diffs import ChangeTracker
+from kafkasql_magic.diffs import ChangeTracker, UpsertEnvelope
 from kafkasql_magic.engine.analysis import analyse
 from kafkasql_magic.engine.analysis.subscribe import (AGGREGATE, APPEND, CHANGELOG, JOIN, emits_snapshot,
                                                       subscribed)
@@ -112,3 +112,25 @@ def test_structured_values_are_rows_too():
     # written again unchanged: nothing changed; then replaced
     assert tracker.batch(rows) == [(1, 1, {"a": [1, 2]}), (3, -1, {"a": [1, 2]}), (3, 1, {"a": [3]})]
     assert tracker.batch([(4, 1, [{"m": {"x": 1}}], None)] * 2) == [(4, 2, [{"m": {"x": 1}}])]
+
+
+def test_envelope_upsert_gives_one_row_per_key_and_time():
+    envelope = UpsertEnvelope(["v", "k"], ("K",))
+    assert envelope.names == ["mz_timestamp", "mz_state", "k", "v"]  # the key columns first
+    tracker = ChangeTracker(snapshot=True, envelope=envelope)
+    assert tracker.names(["mz_timestamp", "mz_diff", "v", "k"]) == envelope.names
+    rows = [(1, 1, "a", "k1", "k1"), (2, 1, "b", "k2", "k2"), (3, 1, "c", "k1", "k1")]
+    assert sorted(tracker.batch(rows)) == [(3, "upsert", "k1", "c"), (3, "upsert", "k2", "b")]
+    later = [(5, 1, "d", "k1", "k1"), (6, -1, None, "k2", "k2")]
+    assert tracker.batch(later) == [(5, "upsert", "k1", "d"), (6, "delete", "k2", None)]
+    # two rows for one key at one time: Materialize's key_violation
+    appended = ChangeTracker(snapshot=False, envelope=UpsertEnvelope(["v", "k"], ("k",)))
+    assert appended.batch([(7, 1, "x", "k9", None), (7, 1, "y", "k9", None)]) == [(7, "key_violation", "k9", None)]
+
+
+def test_envelope_upsert_names_existing_columns():
+    with pytest.raises(StatementError, match='^column "nope" does not exist$'):
+        UpsertEnvelope(["v", "k"], ("nope",))
+    stmt = parse_statement("SUBSCRIBE s ENVELOPE UPSERT (KEY (k, \"V\")) WITH (SNAPSHOT = false)", dialect="materialize")
+    assert stmt.upsert_keys == ("k", "V")
+    assert render_statement(stmt, "materialize") == 'SUBSCRIBE s ENVELOPE UPSERT (KEY (k, "V")) WITH (SNAPSHOT = false)'

@@ -279,8 +279,10 @@ class CreateView(Statement):
 @dataclass(frozen=True)
 class Subscribe(Statement):
     """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query.
-    `options`: its WITH options, each a Property (name upper-cased, a BOOLEAN Literal)."""
+    `options`: its WITH options, each a Property (name upper-cased, a BOOLEAN Literal);
+    `upsert_keys`: ENVELOPE UPSERT (KEY (...))'s columns."""
 
     name: str | None = None
     query: Select | None = None
     options: tuple[Property, ...] = ()
+    upsert_keys: tuple[str, ...] = ()
