@@ -11,7 +11,8 @@ Rows equal at one time are consolidated into one diff (diffs adding up to 0 vani
 Materialize consolidates. The snapshot (the first micro-batch, when the inputs held records
 at start: it reads every record there was) is consolidated at one `mz_timestamp`, its newest
 change's time; `WITH (SNAPSHOT = false)` keeps the state it builds and emits none of it.
-`ENVELOPE UPSERT (KEY (...))` then turns each time's diffs into one row per key (UpsertEnvelope).
+`ENVELOPE UPSERT | DEBEZIUM (KEY (...))` then turns each time's diffs into one row per key
+(KeyedEnvelope).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 
 from .errors import StatementError
 
-#: ENVELOPE UPSERT's `mz_state` values.
-UPSERT, DELETE, KEY_VIOLATION = "upsert", "delete", "key_violation"
+#: ENVELOPE UPSERT's and DEBEZIUM's `mz_state` values.
+INSERT, UPSERT, DELETE, KEY_VIOLATION = "insert", "upsert", "delete", "key_violation"
 
 
 def _hashable(value: Any):
@@ -39,7 +40,7 @@ class ChangeTracker:
     `snapshot`: the first batch is the snapshot (the inputs held records when the SUBSCRIBE
     started); `emit_snapshot`: False for `WITH (SNAPSHOT = false)`."""
 
-    def __init__(self, *, snapshot: bool, emit_snapshot: bool = True, envelope: "UpsertEnvelope | None" = None):
+    def __init__(self, *, snapshot: bool, emit_snapshot: bool = True, envelope: "KeyedEnvelope | None" = None):
         self._snapshot_pending = snapshot
         self._emit_snapshot = emit_snapshot
         self._held: dict[Any, tuple] = {}  # identity -> its current row
@@ -94,35 +95,42 @@ def _by_time(item) -> tuple:
     return (time is None, time if time is not None else 0)
 
 
-class UpsertEnvelope:
-    """`ENVELOPE UPSERT (KEY (...))`: per time and key, what the key holds after that time's
-    diffs: `upsert` and its row, `delete` (NULL values) when its rows only went, or
-    `key_violation` (NULL values) when more than one row went in. Columns: mz_timestamp,
-    mz_state, the key columns, then the others."""
+class KeyedEnvelope:
+    """`ENVELOPE UPSERT | DEBEZIUM (KEY (...))`: per time and key, what that time's diffs did to
+    the key, as Materialize shows it. Columns: mz_timestamp, mz_state, the key columns, then
+    UPSERT: the other columns (`upsert` and the new row, `delete` with NULLs when the key's rows
+    only went); DEBEZIUM: `before_` and `after_` copies of them (`insert`, `upsert`, `delete`).
+    More than one row going in (or, for DEBEZIUM, out) is a `key_violation`, values NULL."""
 
-    def __init__(self, columns: list[str], keys: tuple[str, ...]):
+    def __init__(self, columns: list[str], kind: str, keys: tuple[str, ...]):
         position = {c.lower(): i for i, c in enumerate(columns)}
         missing = [k for k in keys if k.lower() not in position]
         if missing:
             raise StatementError(f'column "{missing[0]}" does not exist')
+        self._debezium = kind == "DEBEZIUM"
         self._keys = [position[k.lower()] for k in keys]
         self._values = [i for i in range(len(columns)) if i not in self._keys]
-        self.names = ["mz_timestamp", "mz_state", *(columns[i] for i in self._keys),
-                      *(columns[i] for i in self._values)]
+        values = [columns[i] for i in self._values]
+        if self._debezium:
+            values = [f"before_{v}" for v in values] + [f"after_{v}" for v in values]
+        self.names = ["mz_timestamp", "mz_state", *(columns[i] for i in self._keys), *values]
 
     def rows(self, diffs: list[tuple]) -> list[tuple]:
-        keys: dict[tuple, list] = {}  # (time, hashable key) -> [key, rows inserted, the row]
+        keys: dict[tuple, list] = {}  # (time, hashable key) -> [key, rows in, the row in, rows out, the row out]
         for time, diff, *columns in diffs:
             key = tuple(columns[i] for i in self._keys)
-            slot = keys.setdefault((time, _hashable(key)), [key, 0, None])
-            if diff > 0:
-                slot[1] += diff
-                slot[2] = columns
+            slot = keys.setdefault((time, _hashable(key)), [key, 0, None, 0, None])
+            side = 1 if diff > 0 else 3
+            slot[side] += abs(diff)
+            slot[side + 1] = columns
+        return [(time, *self._row(*slot)) for (time, _), slot in keys.items()]
+
+    def _row(self, key, added, new, removed, old) -> tuple:
         empty = (None,) * len(self._values)
-        out = []
-        for (time, _), (key, inserted, row) in keys.items():
-            if inserted == 1:
-                out.append((time, UPSERT, *key, *(row[i] for i in self._values)))
-            else:
-                out.append((time, DELETE if inserted == 0 else KEY_VIOLATION, *key, *empty))
-        return out
+        values = (lambda row: empty if row is None else tuple(row[i] for i in self._values))
+        if added > 1 or (self._debezium and removed > 1):
+            return (KEY_VIOLATION, *key, *empty, *(empty if self._debezium else ()))
+        if not self._debezium:
+            return (UPSERT, *key, *values(new)) if added else (DELETE, *key, *empty)
+        state = UPSERT if added and removed else INSERT if added else DELETE
+        return (state, *key, *values(old), *values(new))

@@ -190,14 +190,14 @@ class MaterializeBuilder(MaterializeDdlRules):
         return ast.CreateView(name, query, bool(materialized), bool(or_replace), bool(if_not_exists),
                               **_pos(meta))
 
-    def subscribe_name(self, meta, name, keys, options):
-        return ast.Subscribe(name, options=options or (), upsert_keys=keys or (), **_pos(meta))
+    def subscribe_name(self, meta, name, envelope, options):
+        return ast.Subscribe(name, options=options or (), envelope=envelope, **_pos(meta))
 
-    def subscribe_query(self, meta, query, keys, options):
-        return ast.Subscribe(query=query, options=options or (), upsert_keys=keys or (), **_pos(meta))
+    def subscribe_query(self, meta, query, envelope, options):
+        return ast.Subscribe(query=query, options=options or (), envelope=envelope, **_pos(meta))
 
-    def subscribe_envelope(self, meta, keys):
-        return tuple(keys)
+    def subscribe_envelope(self, meta, kind, keys):
+        return kind, tuple(keys)
 
     def subscribe_options(self, meta, *options):
         return tuple(options)

@@ -132,7 +132,7 @@ MATERIALIZE_STATEMENTS = {
     ast.CreateView: _create_view,
     mz.CreateSink: _create_sink,
     ast.Subscribe: lambda w, s: (f"SUBSCRIBE {w.ident(s.name)}" if s.query is None else f"SUBSCRIBE ({w.select(s.query)})") + (
-        " ENVELOPE UPSERT (KEY (" + ", ".join(w.ident(k) for k in s.upsert_keys) + "))" if s.upsert_keys else "") + (
+        f" ENVELOPE {s.envelope[0]} (KEY (" + ", ".join(w.ident(k) for k in s.envelope[1]) + "))" if s.envelope else "") + (
         " WITH (" + ", ".join(f"{o.name} = {str(o.value.value).lower()}" for o in s.options) + ")" if s.options else ""),
     ast.Show: lambda w, s: f"SHOW {s.what}",
     ast.Describe: lambda w, s: f"SHOW COLUMNS FROM {w.ident(s.name)}",

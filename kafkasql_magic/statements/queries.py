@@ -17,7 +17,7 @@ from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..engine.build.decode import worker_decoding
 from ..catalog import ViewDef
-from ..diffs import ChangeTracker, UpsertEnvelope
+from ..diffs import ChangeTracker, KeyedEnvelope
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
@@ -108,8 +108,8 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
     # a mistake in the statement is reported as such even while the broker does not answer
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     plan = subscribed(plan) if subscription is not None else plan
-    envelope = UpsertEnvelope([n for n, _ in plan.outputs], subscription.upsert_keys) if (
-        subscription is not None and subscription.upsert_keys) else None
+    envelope = KeyedEnvelope([n for n, _ in plan.outputs], *subscription.envelope) if (
+        subscription is not None and subscription.envelope) else None
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
     changes = ChangeTracker(snapshot=holds_records(session, plan), emit_snapshot=emits_snapshot(subscription),
                             envelope=envelope) if plan.changes else None

@@ -163,13 +163,19 @@ def test_an_aggregation_over_an_upsert_source(session, names):
                 "INCLUDE KEY ENVELOPE UPSERT", **MZ)
     query = f"SELECT text AS colour, count(*) AS n FROM t_{suffix} GROUP BY text"
     handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
+    paired = session.sql(f"SUBSCRIBE ({query}) ENVELOPE DEBEZIUM (KEY (colour))", **MZ)
     try:
+        assert list(paired.rows().columns) == ["mz_timestamp", "mz_state", "colour", "before_n", "after_n"]
         snapshot = _rows_until(handle, 2)
         assert sorted(r[1:] for r in snapshot) == [(1, "blue", 1), (1, "red", 2)]
+        assert sorted(r[1:] for r in _rows_until(paired, 2)) == [("insert", "blue", None, 1), ("insert", "red", None, 2)]
         produce(bootstrap, topic, _records([("k3", "red", 2000)]))  # blue's last row moves to red
         rows = _rows_until(handle, 5)
+        pairs = _rows_until(paired, 4)
     finally:
         handle.stop()
+        paired.stop()
+    assert sorted(pairs[2:]) == [(2000, "delete", "blue", 1, None), (2000, "upsert", "red", 2, 3)]
     assert Counter(r[1:] for r in rows[2:]) == Counter([(-1, "blue", 1), (-1, "red", 2), (1, "red", 3)])
     assert {r[0] for r in rows[2:]} == {2000}
     assert _consolidated(rows) == _snapshot(session, query)

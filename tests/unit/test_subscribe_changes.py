@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from kafkasql_magic.catalog import ViewDef
-from kafkasql_magic.diffs import ChangeTracker, UpsertEnvelope
+from kafkasql_magic.diffs import ChangeTracker, KeyedEnvelope
 from kafkasql_magic.engine.analysis import analyse
 from kafkasql_magic.engine.analysis.subscribe import (AGGREGATE, APPEND, CHANGELOG, JOIN, emits_snapshot,
                                                       subscribed)
@@ -115,7 +115,7 @@ def test_structured_values_are_rows_too():
 
 
 def test_envelope_upsert_gives_one_row_per_key_and_time():
-    envelope = UpsertEnvelope(["v", "k"], ("K",))
+    envelope = KeyedEnvelope(["v", "k"], "UPSERT", ("K",))
     assert envelope.names == ["mz_timestamp", "mz_state", "k", "v"]  # the key columns first
     tracker = ChangeTracker(snapshot=True, envelope=envelope)
     assert tracker.names(["mz_timestamp", "mz_diff", "v", "k"]) == envelope.names
@@ -124,13 +124,26 @@ def test_envelope_upsert_gives_one_row_per_key_and_time():
     later = [(5, 1, "d", "k1", "k1"), (6, -1, None, "k2", "k2")]
     assert tracker.batch(later) == [(5, "upsert", "k1", "d"), (6, "delete", "k2", None)]
     # two rows for one key at one time: Materialize's key_violation
-    appended = ChangeTracker(snapshot=False, envelope=UpsertEnvelope(["v", "k"], ("k",)))
+    appended = ChangeTracker(snapshot=False, envelope=KeyedEnvelope(["v", "k"], "UPSERT", ("k",)))
     assert appended.batch([(7, 1, "x", "k9", None), (7, 1, "y", "k9", None)]) == [(7, "key_violation", "k9", None)]
 
 
 def test_envelope_upsert_names_existing_columns():
     with pytest.raises(StatementError, match='^column "nope" does not exist$'):
-        UpsertEnvelope(["v", "k"], ("nope",))
+        KeyedEnvelope(["v", "k"], "UPSERT", ("nope",))
     stmt = parse_statement("SUBSCRIBE s ENVELOPE UPSERT (KEY (k, \"V\")) WITH (SNAPSHOT = false)", dialect="materialize")
-    assert stmt.upsert_keys == ("k", "V")
+    assert stmt.envelope == ("UPSERT", ("k", "V"))
     assert render_statement(stmt, "materialize") == 'SUBSCRIBE s ENVELOPE UPSERT (KEY (k, "V")) WITH (SNAPSHOT = false)'
+
+
+def test_envelope_debezium_pairs_each_keys_old_and_new_row():
+    envelope = KeyedEnvelope(["k", "v", "w"], "DEBEZIUM", ("k",))
+    assert envelope.names == ["mz_timestamp", "mz_state", "k", "before_v", "before_w", "after_v", "after_w"]
+    tracker = ChangeTracker(snapshot=False, envelope=envelope)
+    rows = [(1, 1, "k1", "a", 1, "k1"), (2, 1, "k1", "b", 2, "k1"), (3, -1, "k1", None, None, "k1")]
+    assert tracker.batch(rows) == [(1, "insert", "k1", None, None, "a", 1), (2, "upsert", "k1", "a", 1, "b", 2),
+                                   (3, "delete", "k1", "b", 2, None, None)]
+    assert tracker.batch([(4, 2, "k2", "x", 0, None)]) == [(4, "key_violation", "k2", None, None, None, None)]
+    stmt = parse_statement("SUBSCRIBE s ENVELOPE DEBEZIUM (KEY (k))", dialect="materialize")
+    assert stmt.envelope == ("DEBEZIUM", ("k",))
+    assert render_statement(stmt, "materialize") == "SUBSCRIBE s ENVELOPE DEBEZIUM (KEY (k))"

@@ -280,9 +280,9 @@ class CreateView(Statement):
 class Subscribe(Statement):
     """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query.
     `options`: its WITH options, each a Property (name upper-cased, a BOOLEAN Literal);
-    `upsert_keys`: ENVELOPE UPSERT (KEY (...))'s columns."""
+    `envelope`: ENVELOPE UPSERT | DEBEZIUM (KEY (...)) as (kind, key columns), or None."""
 
     name: str | None = None
     query: Select | None = None
     options: tuple[Property, ...] = ()
-    upsert_keys: tuple[str, ...] = ()
+    envelope: tuple[str, tuple[str, ...]] | None = None
