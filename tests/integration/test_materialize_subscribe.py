@@ -8,6 +8,7 @@ import time
 import uuid
 from collections import Counter
 
+import pandas as pd
 import pytest
 
 from kafkasql_magic.kafka.producer import produce
@@ -31,7 +32,7 @@ def _rows_until(handle, count: int, timeout: float = 90) -> list[tuple]:
 
 
 def _plain(row) -> tuple:
-    return tuple(None if v != v else v for v in row)  # pandas' NaN for NULL
+    return tuple(None if v is pd.NA or (isinstance(v, float) and v != v) else v for v in row)  # pandas' NULLs
 
 
 def _consolidated(rows) -> Counter:
