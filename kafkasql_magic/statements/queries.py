@@ -183,8 +183,9 @@ def holds_records(session, plan: QueryPlan) -> bool:
     """Whether the topics a plan reads held records when it started (then its first
     micro-batch, which reads them all, is a SUBSCRIBE's snapshot)."""
     for source in _read_sources(plan):
+        first = {int(p): o for p, o in (source.properties.get(START_PROPERTY) or {}).items()}  # START OFFSET
         marks = watermarks(source.properties.get("BROKER") or session.bootstrap_servers, source.topic)
-        if any(high > low for low, high in marks.values()):
+        if any(high > max(low, first.get(p, 0)) for p, (low, high) in marks.items()):
             return True
     return False
 
