@@ -104,6 +104,7 @@ def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
         snapshot = _rows_until(handle, 2)
         assert sorted(r[1:] for r in snapshot) == [(1, "b"), (1, "c")]  # the current rows only
         assert len({r[0] for r in snapshot}) == 1 and snapshot[0][0] >= 1002
+        _wait_read(upserts, 5)
         produce(bootstrap, topic, _records([("k2", "d", 2000), ("k1", None, 2001), ("k2", "x", 2002),
                                             ("k4", "f", 2003)]))
         rows = _rows_until(handle, 7)
