@@ -23,6 +23,7 @@ from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
 from .engine.columns import result_column
 from .checkpoints import remove_when_stopped, wait_for_stream_thread
+from .diffs import ChangeTracker
 from .progress import ProgressTally
 from .results import ProcessingLog, collectable, located_message, observed_errors, split_batch, to_pandas
 
@@ -37,15 +38,16 @@ class PushQuery:
     def __init__(self, plan: QueryPlan, frame: DataFrame, *, query_id: str, sql: str,
                  log: ProcessingLog, build_batch=None, max_rows: int = 20, buffer_rows: int = 10_000,
                  trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None,
-                 fail_on: frozenset[str] = frozenset()):
+                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None):
         """`frame` is the built frame, or (a per-batch plan) the raw stream that `build_batch`
         turns into a Built per micro-batch. A bad record of a source in `fail_on` (Materialize's
-        rule) fails the query, naming the record, after logging it; others are logged only."""
+        rule) fails the query, naming the record, after logging it; others are logged only.
+        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs."""
         self.id = query_id
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
         self.plan = plan
-        self.names = plan.names
+        self.names = changes.names(plan.names) if changes is not None else plan.names
         self.limit = plan.limit
         self._log = log
         self._errors = 0
@@ -67,8 +69,9 @@ class PushQuery:
         self._checkpoint = tempfile.mkdtemp(prefix=f"kafkasql-{query_id}-")
         self._observed_through = -1  # the last batch whose failed records were logged
         self._tally = ProgressTally()
-        self.model = LiveModel(self.names, max_rows=max_rows,
-                               key_columns=plan.key_names if plan.kind == "TABLE" and plan.key_names else None,
+        self._changes = changes
+        keyed = plan.kind == "TABLE" and plan.key_names and changes is None  # diffs are rows, never replaced
+        self.model = LiveModel(self.names, max_rows=max_rows, key_columns=plan.key_names if keyed else None,
                                title=sql)
 
     # ------------------------------------------------------------ lifecycle
@@ -213,10 +216,11 @@ class PushQuery:
         built = self._build_batch(batch) if self._build_batch is not None else None
         if built is not None:
             batch = built.frame
-        table = collectable(batch, len(self.names)).toArrow()
+        width = len(self.plan.names) + (1 if self._changes is not None else 0)  # a SUBSCRIBE's rows carry an identity
+        table = collectable(batch, width).toArrow()
         if self.plan.diffs:  # a diff join's buckets emit one after another: changes are shown in time order
             table = table.sort_by(result_column(0))  # (a stable sort: one time's changes keep their order)
-        collected = split_batch(table, len(self.names), self.id, self.plan.source.name)
+        collected = split_batch(table, width, self.id, self.plan.source.name)
         if built is not None:
             failed = {n: {"errors": [r.e for r in f.collect()]} for n, f in built.error_frames.items()}
             collected.errors += self._first_seen(observed_errors(failed, self.plan.observed_sources, self.id,
@@ -226,7 +230,7 @@ class PushQuery:
             self._errors += len(collected.errors)
             self.model.on_errors(self._errors, collected.errors[-5:])
         self._raise_fatal(self._fatal(collected.errors))  # the batch's rows are not shown: the source is in an error state
-        rows = collected.rows
+        rows = collected.rows if self._changes is None else self._changes.batch(collected.rows)
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]
         with self._lock:

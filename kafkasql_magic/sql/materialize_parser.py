@@ -190,11 +190,21 @@ class MaterializeBuilder(MaterializeDdlRules):
         return ast.CreateView(name, query, bool(materialized), bool(or_replace), bool(if_not_exists),
                               **_pos(meta))
 
-    def subscribe_name(self, meta, name):
-        return ast.Subscribe(name, **_pos(meta))
+    def subscribe_name(self, meta, name, envelope, options):
+        return ast.Subscribe(name, options=options or (), envelope=envelope, **_pos(meta))
 
-    def subscribe_query(self, meta, query):
-        return ast.Subscribe(query=query, **_pos(meta))
+    def subscribe_query(self, meta, query, envelope, options):
+        return ast.Subscribe(query=query, options=options or (), envelope=envelope, **_pos(meta))
+
+    def subscribe_envelope(self, meta, kind, keys):
+        return kind, tuple(keys)
+
+    def subscribe_options(self, meta, *options):
+        return tuple(options)
+
+    def subscribe_option(self, meta, name, flag):
+        value = ast.Literal(True if flag is None else flag, "BOOLEAN", **_pos(meta))
+        return ast.Property(name.upper(), value, **_pos(meta))
 
     def show_objects(self, meta, what):
         return ast.Show(what, **_pos(meta))

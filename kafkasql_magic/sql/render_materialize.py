@@ -131,7 +131,9 @@ MATERIALIZE_STATEMENTS = {
     mz.CreateConnection: _create_connection,
     ast.CreateView: _create_view,
     mz.CreateSink: _create_sink,
-    ast.Subscribe: lambda w, s: f"SUBSCRIBE {w.ident(s.name)}" if s.query is None else f"SUBSCRIBE ({w.select(s.query)})",
+    ast.Subscribe: lambda w, s: (f"SUBSCRIBE {w.ident(s.name)}" if s.query is None else f"SUBSCRIBE ({w.select(s.query)})") + (
+        f" ENVELOPE {s.envelope[0]} (KEY (" + ", ".join(w.ident(k) for k in s.envelope[1]) + "))" if s.envelope else "") + (
+        " WITH (" + ", ".join(f"{o.name} = {str(o.value.value).lower()}" for o in s.options) + ")" if s.options else ""),
     ast.Show: lambda w, s: f"SHOW {s.what}",
     ast.Describe: lambda w, s: f"SHOW COLUMNS FROM {w.ident(s.name)}",
     ast.Drop: lambda w, s: f"DROP {s.kind} {if_exists(s)}{w.ident(s.name)}",

@@ -13,11 +13,15 @@ from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.lookup import KeyLookup
 from ..engine.analysis.seek import Seek
+from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..engine.build.decode import worker_decoding
+from ..catalog import ViewDef
+from ..diffs import ChangeTracker, KeyedEnvelope
 from ..errors import StatementError
 from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
+from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
 from ..kafka.start_position import START_PROPERTY
 from ..results import located_message, to_pandas
@@ -46,11 +50,12 @@ class Prepared:
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False,
-            changelog: bool = False, plan: QueryPlan | None = None) -> Prepared:
+            changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
     output records), not only when a header column is selected. `changelog`: the rows are a
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
-    `plan`: the statement's plan when the caller analysed it already."""
+    `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
+    micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot)."""
     plan = plan or analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
     used = used_columns(plan)  # a header column the query does not use is not read
@@ -66,7 +71,8 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
                                  start=start, keys=lookup.values if lookup else None, partitions=partitions,
                                  decoding=decoded)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=session.max_records_per_trigger, include_headers=headers.needed,
+                          max_per_trigger=None if whole_batches else session.max_records_per_trigger,
+                          include_headers=headers.needed,
                           header_keys=headers.keys, start=start, decoding=decoded)
 
     def read_joined(source, streaming: bool):
@@ -92,15 +98,23 @@ def analysed(step):
         raise StatementError(str(exc).splitlines()[0]) from None
 
 
-def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
+def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
+           subscription: ast.Subscribe | None = None):
+    """`subscription`: the SUBSCRIBE running `stmt` (its rows are diffs), else None."""
     if isinstance(stmt.source, ast.SourceRef) and stmt.source.name == PROCESSING_LOG:
         return _select_processing_log(session, stmt)
     limits.check_limit(stmt.limit)
     source = session.base_source(base_relation(stmt.source))
     # a mistake in the statement is reported as such even while the broker does not answer
     plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
+    plan = subscribed(plan) if subscription is not None else plan
+    envelope = KeyedEnvelope([n for n, _ in plan.outputs], *subscription.envelope) if (
+        subscription is not None and subscription.envelope) else None
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
-    prepared = prepare(session, stmt, reset, plan=plan)
+    changes = ChangeTracker(snapshot=holds_records(session, plan), emit_snapshot=emits_snapshot(subscription),
+                            envelope=envelope) if plan.changes else None
+    prepared = prepare(session, stmt, reset, plan=plan, changelog=plan.changes == AGGREGATE,
+                       whole_batches=changes is not None)
     query_id = f"transient_{plan.source.name}_{session.next_id()}"
     if plan.seek.empty:  # contradictory bounds: nothing can match
         return to_pandas([], plan.names)
@@ -112,7 +126,7 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None):
     frame = prepared.raw if plan.per_batch else prepared.built.frame
     query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
                       max_rows=session.max_rows, trigger_interval=session.trigger_interval,
-                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan))
+                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan), changes=changes)
     query.bootstrap = prepared.read.bootstrap
     session.queries[query_id] = query.start()
     if plan.limit is None:
@@ -140,14 +154,45 @@ def failing_sources(plan: QueryPlan) -> frozenset[str]:
 
 
 def subscribe(session, stmt: ast.Subscribe, text, timeout):
-    """Materialize's SUBSCRIBE: the current rows, then every change (it starts at the earliest
-    offsets whatever 'auto.offset.reset' says, as Materialize emits the snapshot first)."""
-    query = stmt.query or ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.name))
+    """Materialize's SUBSCRIBE: the snapshot (the current rows at one mz_timestamp), then every
+    change, as diffs (analysis.subscribe). It reads from the earliest offsets whatever
+    'auto.offset.reset' says: the snapshot, and the state the changes start from, come from
+    every record (`WITH (SNAPSHOT = false)` reads them too, and emits the changes only)."""
+    emits_snapshot(stmt)  # its options' errors come first
+    query = stmt.query or _named_query(session, stmt.name)
     if query.order_by:
         key = query.order_by[0]
         raise StatementError(f"line {key.line}:{key.column}: ORDER BY orders snapshot queries (SELECT) only, "
                              "not SUBSCRIBE")
-    return select(session, replace(query, emit_changes=True), text, timeout, reset="earliest")
+    return select(session, replace(query, emit_changes=True), text, timeout, reset="earliest", subscription=stmt)
+
+
+def _named_query(session, name: str) -> ast.Select:
+    """`SUBSCRIBE name`: a view's own query (so a view that aggregates emits its groups'
+    changes), else every column of the source."""
+    try:
+        relation = session.catalog.get(name, session.dialect_now.name)
+    except StatementError:
+        relation = None  # the SELECT names it in its own error
+    if isinstance(relation, ViewDef):
+        return replace(relation.query, order_by=(), limit=None)  # a view's ORDER BY and LIMIT order snapshots
+    return ast.Select(items=(ast.Star(),), source=ast.SourceRef(name))
+
+
+def holds_records(session, plan: QueryPlan) -> bool:
+    """Whether the topics a plan reads held records when it started (then its first
+    micro-batch, which reads them all, is a SUBSCRIBE's snapshot)."""
+    for source in _read_sources(plan):
+        first = {int(p): o for p, o in (source.properties.get(START_PROPERTY) or {}).items()}  # START OFFSET
+        marks = watermarks(source.properties.get("BROKER") or session.bootstrap_servers, source.topic)
+        if any(high > max(low, first.get(p, 0)) for p, (low, high) in marks.items()):
+            return True
+    return False
+
+
+def _read_sources(plan: QueryPlan):
+    for side in plan.inputs:
+        yield from (_read_sources(side.view) if side.view is not None else (side.source,))
 
 
 def _select_processing_log(session, stmt: ast.Select):

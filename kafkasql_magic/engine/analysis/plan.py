@@ -101,6 +101,9 @@ class QueryPlan:
     #: A SUBSCRIBE over a join of two relations (analysis.diff_joins): both kept whole as
     #: multisets in Spark state, the result's changes as rows after `mz_timestamp` and `mz_diff`.
     diffs: bool = False
+    #: A SUBSCRIBE's output (analysis.subscribe: APPEND, CHANGELOG, AGGREGATE or JOIN): how its rows
+    #: become Materialize's diffs (`mz_timestamp`, `mz_diff`, then the columns); None otherwise.
+    changes: str | None = None
 
     @property
     def source(self) -> SourceDef:
@@ -108,7 +111,7 @@ class QueryPlan:
 
     @property
     def names(self) -> list[str]:
-        return [*(MZ_COLUMNS if self.diffs else ()), *(name for name, _ in self.outputs)]
+        return [*(MZ_COLUMNS if self.diffs or self.changes else ()), *(name for name, _ in self.outputs)]
 
     @property
     def key_names(self) -> list[str]:

@@ -23,6 +23,7 @@ from ..analysis.plan import QueryPlan
 from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        TOMBSTONE, TOPIC, result_column)
 from .expressions import Compiler, Scope
+from .subscribe import IDENTITY, group_identity
 
 #: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as
 #: in ksqlDB): after a stream-stream join, and to resolve a plan's columns before its stream
@@ -158,4 +159,6 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
             F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),
             F.col("__rh").alias(RAW_HEADERS), F.col("__rt").alias(RAW_TIMESTAMP),
             (gone if gone is not None else F.lit(False)).alias(TOMBSTONE)]
+    if plan.changes is not None:  # a SUBSCRIBE: each group's row replaces the group's previous one
+        meta.append(group_identity([f"__g{i}" for i in range(len(grouping.keys))]).alias(IDENTITY))
     return grouped.select(*values, *meta)

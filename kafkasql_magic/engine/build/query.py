@@ -34,6 +34,8 @@ from .decode import current_rows, logical_frame
 from .diff_join import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
+from .subscribe import IDENTITY, changelog_identity, for_driver
+from ..analysis.subscribe import CHANGELOG
 
 #: (source, streaming) -> that source's raw Kafka records.
 RawReader = Callable[[SourceDef, bool], DataFrame]
@@ -88,8 +90,10 @@ def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool 
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
     tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id)."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    return Built(_frame(plan, raw, read, captures, state, changelog, batch_id), captures.observations,
-                 captures.error_frames)
+    frame = _frame(plan, raw, read, captures, state, changelog, batch_id, deletes_rejected=plan.changes == CHANGELOG)
+    if plan.changes is not None:  # a SUBSCRIBE: what the driver turns into diffs
+        frame = for_driver(plan, frame)
+    return Built(frame, captures.observations, captures.error_frames)
 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
@@ -114,6 +118,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+    if plan.changes == CHANGELOG:  # each row replaces its key's
+        extra = [(IDENTITY, changelog_identity(plan.inputs[0]))]
     outputs = keyed_outputs(plan, plan.outputs)
     if plan.table_join is not None:
         return tombstoned(plan, _projected(frame, scope, where_error, outputs))
@@ -152,7 +158,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
         return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures,
                                                                             side.kind == "TABLE"),
                            captures.without_errors)
-    frame = _input_frame(first, raw, read, captures)
+    frame = _input_frame(first, raw, read, captures, plan.changes == CHANGELOG)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
     sides = []

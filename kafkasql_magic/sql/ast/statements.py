@@ -278,7 +278,11 @@ class CreateView(Statement):
 
 @dataclass(frozen=True)
 class Subscribe(Statement):
-    """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query."""
+    """SUBSCRIBE [TO] name | SUBSCRIBE [TO] (SELECT ...): Materialize's live push query.
+    `options`: its WITH options, each a Property (name upper-cased, a BOOLEAN Literal);
+    `envelope`: ENVELOPE UPSERT | DEBEZIUM (KEY (...)) as (kind, key columns), or None."""
 
     name: str | None = None
     query: Select | None = None
+    options: tuple[Property, ...] = ()
+    envelope: tuple[str, tuple[str, ...]] | None = None
