@@ -171,16 +171,29 @@ def test_terminate_matches_query_ids_case_insensitively(shell, stream):
 
 
 def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):
-    import _thread
+    import signal
+    import sys
     import threading
 
-    timer = threading.Timer(8.0, _thread.interrupt_main)
+    def waiting_for_rows() -> bool:  # the main thread blocks in PushQuery.result on a running query
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        while frame is not None and frame.f_code is not PushQuery.result.__code__:
+            frame = frame.f_back
+        return frame is not None and bool(spark.streams.active)
+
+    def interrupt_once_running():  # a real SIGINT, as Jupyter's Interrupt sends: it wakes the blocked wait
+        deadline = time.monotonic() + 60
+        while not waiting_for_rows() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt_once_running, daemon=True)
+    started = time.monotonic()
     timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            shell.run_cell_magic("kstream", "--timeout 120", f"SELECT * FROM {stream} EMIT CHANGES LIMIT 1000;")
-    finally:
-        timer.cancel()
+    with pytest.raises(KeyboardInterrupt):
+        shell.run_cell_magic("kstream", "--timeout 120", f"SELECT * FROM {stream} EMIT CHANGES LIMIT 1000;")
+    timer.join()
+    assert time.monotonic() - started < 100  # the interrupt ended the wait, not the 120 s timeout
     assert spark.streams.active == []
 
 

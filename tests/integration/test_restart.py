@@ -3,7 +3,7 @@ Python workers) is killed with SIGKILL while a micro-batch is being written; a n
 the same service id replays the command topic and the query resumes from its checkpoint.
 Counted: every record arrives, and the only duplicates are records of the micro-batch that was
 in flight at the kill (at-least-once). A Materialize sink over a connection survives a restart
-although secrets never reach the command topic: the new process's connection waits for its
+although secrets never reach the command topic: a new session's connection waits for its
 secret, says which CREATE SECRET to run, and once it runs the sink resumes from its checkpoint."""
 
 from __future__ import annotations
@@ -128,23 +128,8 @@ def test_query_killed_mid_batch_resumes_in_a_new_process_without_loss(broker, sp
 
 MZ = {"dialect": "materialize"}
 
-SECOND = textwrap.dedent("""
-    import sys
-    import kafkasql_magic as ks
-    from kafkasql_magic.sparkenv import local_spark
-    bootstrap, service, state, secret, wait = sys.argv[1:6]
-    s = ks.connect(bootstrap_servers=bootstrap, service_id=service, state_dir=state, dialect="materialize",
-                   spark=local_spark("local[2]"))
-    print("SINKS", s.sql("SHOW SINKS").name.tolist(), flush=True)
-    print("RESUMED", s.sql(f"CREATE SECRET pw AS '{secret}'"), flush=True)
-    query = next(iter(s.persistent.queries.values()))
-    query.wait_for_records(1, float(wait))
-    print("RESULT", query.id, query.state, query.records_out, flush=True)
-    s.stop()
-""")
 
-
-def test_a_sink_over_a_connection_waits_for_its_secret_after_a_restart(broker, spark, new_topic, tmp_path):
+def test_a_sink_over_a_connection_waits_for_its_secret_after_a_restart(broker, spark, new_topic, tmp_path, capsys):
     bootstrap = broker.bootstrap_servers
     service, secret = f"svc{uuid.uuid4().hex[:6]}", f"Pw-{uuid.uuid4().hex}"
     topic, out, state = new_topic(1), f"out-{service}", tmp_path / "state"
@@ -173,21 +158,30 @@ def test_a_sink_over_a_connection_waits_for_its_secret_after_a_restart(broker, s
     assert not any(secret.encode() in r["value"] for r in logged)
     produce(bootstrap, topic, [{"key": b"k3", "value": b"v3"}])  # arrives while no query runs
 
-    script = tmp_path / "second.py"
-    script.write_text(SECOND)
-    second = subprocess.run([sys.executable, str(script), bootstrap, service, str(state), secret, str(WAIT_S)],
-                            env=env(), cwd=ROOT, text=True, capture_output=True, timeout=2 * WAIT_S)
-    lines = [line for line in second.stdout.splitlines() if line.startswith(("Restored", "SINKS", "RESUMED",
-                                                                             "RESULT"))]
-    assert len(lines) == 4, f"rc={second.returncode}\n{second.stdout[-2000:]}\n{second.stderr[-3000:]}"
+    # a new session (as after a kernel restart: secrets live in a session only), in this process's
+    # Spark: test_query_killed_mid_batch_resumes_in_a_new_process_without_loss covers a new process
+    capsys.readouterr()
+    second = ks.connect(bootstrap_servers=bootstrap, service_id=service, state_dir=str(state), spark=spark,
+                        timeout=90, **MZ)
+    try:
+        restored = capsys.readouterr()
+        sinks = second.sql("SHOW SINKS").name.tolist()
+        replayed = str(second.sql(f"CREATE SECRET pw AS '{secret}'"))
+        resumed = next(iter(second.persistent.queries.values()))
+        resumed.wait_for_records(1, WAIT_S)
+        result = (resumed.id, resumed.state, resumed.records_out)
+    finally:
+        second.stop()
+    shown = restored.out + restored.err + "".join(capsys.readouterr())
     waits = ("connection 'kc' needs secret 'pw', which this session does not have (secret values are never "
              "written to the command topic): re-create it with CREATE SECRET pw AS '...'")
-    assert lines[0] == ("Restored 1 source(s) and restarted 0 persistent queries from 3 command(s); "
-                        f"2 command(s) wait for secrets: {statements[0].splitlines()[0][:60]}: {waits}; "
-                        f"{statements[2].splitlines()[0][:60]}: {waits}")
-    assert lines[1] == "SINKS []"  # waiting, not running
-    assert lines[2] == f"RESUMED Replayed 2 command(s) that waited for secrets; restarted {query.id}"
-    assert lines[3] == f"RESULT {query.id} RUNNING 1"  # from its checkpoint: only the new record
+    assert [line for line in restored.out.splitlines() if line.startswith("Restored")] == [
+        "Restored 1 source(s) and restarted 0 persistent queries from 3 command(s); "
+        f"2 command(s) wait for secrets: {statements[0].splitlines()[0][:60]}: {waits}; "
+        f"{statements[2].splitlines()[0][:60]}: {waits}"]
+    assert sinks == []  # waiting, not running
+    assert replayed == f"Replayed 2 command(s) that waited for secrets; restarted {query.id}"
+    assert result == (query.id, "RUNNING", 1)  # from its checkpoint: only the new record
     got = fetch_records(bootstrap, out, from_beginning=True, limit=None, timeout_s=5, until_end=True)
     assert sorted(json.loads(r["key"])["id"] for r in got) == ["k0", "k1", "k2", "k3"]
-    assert secret not in second.stdout + second.stderr
+    assert secret not in shown
