@@ -9,7 +9,8 @@ are computed arithmetically when a batch is contiguous (the usual case). The cyc
 garbage collector is paused while a range is read: every consumed message is a GC-tracked
 object, and the collections they trigger cost as much as the reading itself.
 Converting headers is the most expensive step (confluent-kafka builds a list of tuples per
-message, which pyarrow converts in one pass); `include_headers=False` skips it and yields empty header lists, and `header_keys`
+message, which pyarrow converts in one pass); `include_headers=False` skips it and leaves the
+headers column out of the read's schema, and `header_keys`
 (the keys a query's HEADER('k') columns read) keeps only each listed key's last header, so
 Spark takes in one small entry per key instead of every header; `metadata` names the metadata
 columns (topic, partition, offset, timestamp) a read carries, the others left out of its
@@ -79,7 +80,7 @@ class KafkaRange(InputPartition):
         return f"KafkaRange({self.topic!r}, {self.partition}, [{self.start}, {self.end}))"
 
 
-def arrow_schema(decoding=None, metadata: tuple[str, ...] = METADATA):
+def arrow_schema(decoding=None, metadata: tuple[str, ...] = METADATA, headers: bool = True):
     import pyarrow as pa
 
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -88,7 +89,7 @@ def arrow_schema(decoding=None, metadata: tuple[str, ...] = METADATA):
     return pa.schema([
         pa.field("key", pa.binary()),
         pa.field("value", pa.binary()),
-        pa.field("headers", pa.list_(pa.field("element", header))),
+        *([pa.field("headers", pa.list_(pa.field("element", header)))] if headers else []),
         *[pa.field(name, types[name]) for name in METADATA if name in metadata],
         *(decoding.arrow_fields() if decoding else []),
     ])
@@ -117,7 +118,7 @@ def read_range(rng: KafkaRange):
     consumer = Consumer(settings)
     decoding = getattr(rng, "decoding", None)
     metadata = getattr(rng, "metadata", METADATA)
-    schema = arrow_schema(decoding, metadata)
+    schema = arrow_schema(decoding, metadata, rng.include_headers)
     decoder = decoding.decoders() if decoding else None
     end = rng.end
     nxt = rng.start
@@ -223,9 +224,10 @@ def to_record_batch(msgs, topic: str, partition: int, schema=None, include_heade
                     header_keys: tuple[str, ...] | None = None, decoder=None,
                     metadata: tuple[str, ...] = METADATA):
     """Arrow columns for a list of (non-error) confluent_kafka Messages; with `header_keys`,
-    the headers column holds only the last header of each of those keys; with `decoder`
-    ((keys, values) -> (keys, values, columns): kafka.worker_decoding), the keys and values
-    decoded too; only the `metadata` columns named."""
+    the headers column holds only the last header of each of those keys (empty lists without
+    `include_headers`, no column when `schema` has none); with `decoder` ((keys, values) ->
+    (keys, values, columns): kafka.worker_decoding), the keys and values decoded too; only the
+    `metadata` columns named."""
     import numpy as np
     import pyarrow as pa
     from confluent_kafka import Message
@@ -234,14 +236,16 @@ def to_record_batch(msgs, topic: str, partition: int, schema=None, include_heade
     n = len(msgs)
     keys = pa.array(list(map(Message.key, msgs)), pa.binary())
     values = pa.array(list(map(Message.value, msgs)), pa.binary())
-    hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
-    headers = _headers(hs, n, schema.field("headers").type, unreadable, header_keys)
+    headers = []
+    if "headers" in schema.names:
+        hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
+        headers = [_headers(hs, n, schema.field("headers").type, unreadable, header_keys)]
     keys, values, decoded = decoder(keys, values) if decoder else (keys, values, [])
     builders = {"topic": lambda: pa.repeat(topic, n),
                 "partition": lambda: pa.array(np.full(n, partition, dtype=np.int32)),
                 "offset": lambda: _offsets(msgs), "timestamp": lambda: _timestamps(msgs, schema.field("timestamp").type)}
     return pa.RecordBatch.from_arrays(
-        [keys, values, headers, *[builders[name]() for name in METADATA if name in metadata], *decoded],
+        [keys, values, *headers, *[builders[name]() for name in METADATA if name in metadata], *decoded],
         schema=schema,
     )
 

@@ -18,7 +18,7 @@ Options (strings):
                           records (default 200000)
   arrowBatchRows          rows per Arrow batch the reader yields (default 10000)
   includeHeaders          true (default) | false: false skips converting headers (the
-                          costliest per-record step) and yields empty header lists
+                          costliest per-record step) and leaves the headers column out
   headerKeys              JSON list of header keys, e.g. ["k1", "k2"]: the headers column
                           holds only the last header of each of these keys (what HEADER('k')
                           columns read), built in the worker; default every header
@@ -335,7 +335,8 @@ class KafkaSqlDataSource(DataSource):
 
     def schema(self):
         opts = SourceOptions.parse(self.options, streaming=False)
-        fields = [f for f in SCHEMA.fields if f.name not in METADATA or f.name in opts.metadata]
+        fields = [f for f in SCHEMA.fields if (f.name not in METADATA or f.name in opts.metadata)
+                  and (f.name != "headers" or opts.include_headers)]
         return StructType(fields + (opts.decoding.spark_fields() if opts.decoding else []))
 
     def reader(self, schema) -> KafkaBatchReader:

@@ -196,3 +196,15 @@ def test_a_batch_holds_only_the_metadata_columns_asked_for():
     full = to_record_batch(_messages(VALUES[:2]), "t", 3)
     assert full.schema.names == ["key", "value", "headers", *METADATA]
     assert full.column("topic").to_pylist() == ["t", "t"] and full.column("timestamp")[1].value == 1_001_000
+
+
+def test_a_read_without_headers_or_some_metadata_has_no_such_columns():
+    from kafkasql_magic.kafka.source import KafkaSqlDataSource
+
+    options = {**BASE, "includeHeaders": "false", **ReadShape(WorkerDecoding(json_value=PAIRS), ("offset",)).options()}
+    assert KafkaSqlDataSource(options).schema().fieldNames() == ["key", "value", "offset", json_columns.DECODED,
+                                                                  "__json_0", "__json_1"]
+    assert KafkaSqlDataSource(BASE).schema().fieldNames() == ["key", "value", "headers", *METADATA]
+    schema = arrow_schema(None, ("offset",), headers=False)
+    batch = to_record_batch(_messages(VALUES[:3]), "t", 3, schema, False, None, None, ("offset",))
+    assert batch.schema.names == ["key", "value", "offset"] and batch.column("offset").to_pylist() == [10, 11, 12]

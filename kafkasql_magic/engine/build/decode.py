@@ -45,6 +45,9 @@ ENVELOPE_CONDITIONS: dict[str, Callable[["_Raw"], Column]] = {
     KEY_WITHOUT_VALUE: lambda r: ~r.missing("key") & r.missing("value"),
 }
 
+#: The raw headers column's type (a read without headers has none: kafka.source).
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+
 #: A metadata column the read left out (engine.analysis.raw_columns) -> its type.
 METADATA_TYPES = {"topic": "string", "partition": "int", "offset": "bigint", "timestamp": "timestamp"}
 
@@ -216,6 +219,8 @@ def _value(raw: DataFrame, source: SourceDef, value_columns):
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
     dialect = dialects.get(source.dialect)
+    if "headers" not in raw.columns:  # a read without headers: every record's list is empty
+        raw = raw.withColumn("headers", F.array().cast(HEADERS_TYPE))
     record = _Raw(raw, source)
     if dialect.skips_empty(source):
         raw = raw.where(~record.missing("key") | ~record.missing("value"))  # empty records are skipped
