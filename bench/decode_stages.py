@@ -15,6 +15,11 @@ the ingest bench's topics. Each case is run as a chain of steps, each adding one
   planner_agg   the ingest bench's query (an aggregation over every decoded column): + what the
                 bench's aggregation adds
   planner_only  `planner` with no worker decoding (Spark's own decoding, or the AVRO UDF)
+and, beside the chain, what the raw columns a read leaves out save (engine.analysis.raw_columns):
+  count_no_metadata   `count` without the four metadata columns (topic, partition, offset, timestamp)
+  worker_shaped       `worker` with the planner's read shape: the raw bytes of decoded records, the
+                      topic and the unused timestamp left out
+  planner_agg_every_column   `planner_agg` with reads carrying every raw column (as before)
 
 Stages are the differences between consecutive steps of the chain (and `planner_and_aggregation`,
 planner_agg - worker: the hashing step has measured dearer than the aggregation, so the split
@@ -42,7 +47,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CASES = {"json_value": ("BENCH", ("ID", "NAME", "AMOUNT", "TS", "TAGS")),
          "json_key_value": ("KV_JSON", ("K", "ID", "NAME", "AMOUNT")),
          "avro_key_value": ("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))}
-STEPS = ("count", "worker", "planner", "planner_agg", "planner_only")
+STEPS = ("count", "count_no_metadata", "worker", "worker_shaped", "planner", "planner_agg",
+         "planner_agg_every_column", "planner_only")
 
 
 def _processes() -> dict[int, tuple[int, float, float]]:
@@ -88,8 +94,10 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
 
     import kafkasql_magic as ks
     from ingest import SqlCases, make_records
+    from kafkasql_magic.engine.analysis.raw_columns import ALL_METADATA
     from kafkasql_magic.engine.build.decode import worker_decoding
     from kafkasql_magic.local import LocalStack, produce
+    from kafkasql_magic.sql import parse_statement
     from kafkasql_magic.statements import queries
 
     with LocalStack() as stack:
@@ -102,12 +110,30 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
                     "WITH (kafka_topic='bench-stages', value_format='JSON');")
         SqlCases(session, stack, n, parts).produce_key_value_topics()
 
-        def source(stream, decoding: bool):
+        def source(stream, decoding: bool, **extra):
             definition = session.catalog.get(stream)
-            options = {"bootstrap.servers": bootstrap, "topic": definition.topic, "includeHeaders": "false"}
+            options = {"bootstrap.servers": bootstrap, "topic": definition.topic, "includeHeaders": "false", **extra}
             if decoding:
                 options.update(worker_decoding(definition).options())
             return spark.read.format("kafkasql").options(**options).load()
+
+        planned: dict = {}
+
+        def shaped(stream, columns):
+            """The source with the options the planner passes for the bench's query (planned once,
+            outside the measured runs)."""
+            if stream not in planned:
+                text = f"SELECT {', '.join(columns)} FROM {stream};"
+                planned[stream] = queries.prepare(session, parse_statement(text)).read.options()
+            return spark.read.format("kafkasql").options(**planned[stream]).load()
+
+        def every_column(fn):
+            saved = queries.raw_bytes_unused, queries.metadata_columns
+            queries.raw_bytes_unused, queries.metadata_columns = (lambda *a, **k: False), (lambda *a, **k: ALL_METADATA)
+            try:
+                return fn()
+            finally:
+                queries.raw_bytes_unused, queries.metadata_columns = saved
 
         def counted(frame):
             assert frame.count() == n
@@ -129,12 +155,17 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
 
         def steps(stream, columns):
             return {"count": lambda: counted(source(stream, False)),
+                    "count_no_metadata": lambda: counted(source(stream, False, metadataColumns="[]")),
                     "worker": lambda: counted(source(stream, True)),
+                    "worker_shaped": lambda: counted(shaped(stream, columns)),
                     "planner": lambda: planner(stream, columns, aggregate=False),
                     "planner_agg": lambda: planner(stream, columns),
+                    "planner_agg_every_column": lambda: every_column(lambda: planner(stream, columns)),
                     "planner_only": lambda: planner(stream, columns, aggregate=False, in_worker=False)}
 
         counted(source("BENCH", False))  # warm-up: Python workers started, the reader imported
+        for stream, columns in cases.values():
+            shaped(stream, columns)  # the planner's options, before anything is measured
         broker = stack.broker.pid
         rounds: dict = {}
         for _ in range(repeat):
@@ -148,7 +179,10 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
 STAGES = {"fetch_arrow_intake": ("count", None), "worker_decode_and_intake": ("worker", "count"),
           "planner_expressions": ("planner", "worker"), "bench_aggregation": ("planner_agg", "planner"),
           "planner_and_aggregation": ("planner_agg", "worker"),
-          "planner_alone_over_count": ("planner_only", "count")}
+          "planner_alone_over_count": ("planner_only", "count"),
+          "metadata_columns_intake": ("count", "count_no_metadata"),
+          "left_out_raw_columns_worker": ("worker", "worker_shaped"),
+          "left_out_raw_columns_query": ("planner_agg_every_column", "planner_agg")}
 
 
 def main(argv=None) -> int:

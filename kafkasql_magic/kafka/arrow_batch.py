@@ -9,9 +9,12 @@ are computed arithmetically when a batch is contiguous (the usual case). The cyc
 garbage collector is paused while a range is read: every consumed message is a GC-tracked
 object, and the collections they trigger cost as much as the reading itself.
 Converting headers is the most expensive step (confluent-kafka builds a list of tuples per
-message, which pyarrow converts in one pass); `include_headers=False` skips it and yields empty header lists, and `header_keys`
+message, which pyarrow converts in one pass); `include_headers=False` skips it and leaves the
+headers column out of the read's schema, and `header_keys`
 (the keys a query's HEADER('k') columns read) keeps only each listed key's last header, so
-Spark takes in one small entry per key instead of every header. A record whose
+Spark takes in one small entry per key instead of every header; `metadata` names the metadata
+columns (topic, partition, offset, timestamp) a read carries, the others left out of its
+schema: the JVM takes in every column a Python source emits. A record whose
 header key is not UTF-8 cannot be read by confluent-kafka (`headers()` raises); its headers
 column is NULL (never otherwise), which the decoding logs as an error naming the record.
 """
@@ -28,6 +31,8 @@ from pyspark.sql.datasource import InputPartition
 READ_GROUP = "kafkasql-magic-reader"
 BATCH_ROWS = 10000  # smaller batches reuse the allocator's memory: fewer page faults, same CPU
 IDLE_TIMEOUT = 60.0
+#: The metadata columns a record has, in the schema's order.
+METADATA = ("topic", "partition", "offset", "timestamp")
 
 CONSUMER_DEFAULTS = {
     "group.id": READ_GROUP,
@@ -55,7 +60,8 @@ class KafkaRange(InputPartition):
     def __init__(self, topic: str, partition: int, start: int, end: int, bootstrap: str,
                  conf: dict | None = None, batch_rows: int = BATCH_ROWS,
                  idle_timeout: float = IDLE_TIMEOUT, include_headers: bool = True,
-                 header_keys: tuple[str, ...] | None = None, decoding=None):
+                 header_keys: tuple[str, ...] | None = None, decoding=None,
+                 metadata: tuple[str, ...] = METADATA):
         super().__init__((topic, partition, start, end))
         self.topic = topic
         self.partition = partition
@@ -68,23 +74,23 @@ class KafkaRange(InputPartition):
         self.include_headers = include_headers
         self.header_keys = header_keys  # None: every header
         self.decoding = decoding  # what is decoded in the worker (kafka.worker_decoding.WorkerDecoding)
+        self.metadata = metadata  # the metadata columns read
 
     def __repr__(self) -> str:
         return f"KafkaRange({self.topic!r}, {self.partition}, [{self.start}, {self.end}))"
 
 
-def arrow_schema(decoding=None):
+def arrow_schema(decoding=None, metadata: tuple[str, ...] = METADATA, headers: bool = True):
     import pyarrow as pa
 
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    types = {"topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
+             "timestamp": pa.timestamp("us", tz="UTC")}
     return pa.schema([
         pa.field("key", pa.binary()),
         pa.field("value", pa.binary()),
-        pa.field("headers", pa.list_(pa.field("element", header))),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()),
-        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        *([pa.field("headers", pa.list_(pa.field("element", header)))] if headers else []),
+        *[pa.field(name, types[name]) for name in METADATA if name in metadata],
         *(decoding.arrow_fields() if decoding else []),
     ])
 
@@ -112,7 +118,8 @@ def read_range(rng: KafkaRange, watch=None):
     settings["bootstrap.servers"] = rng.bootstrap
     consumer = Consumer(settings)
     decoding = getattr(rng, "decoding", None)
-    schema = arrow_schema(decoding)
+    metadata = getattr(rng, "metadata", METADATA)
+    schema = arrow_schema(decoding, metadata, rng.include_headers)
     decoder = decoding.decoders() if decoding else None
     end = rng.end
     nxt = rng.start
@@ -152,7 +159,7 @@ def read_range(rng: KafkaRange, watch=None):
                     watch.waiting(idle)
             if pending and (len(pending) >= rng.batch_rows or nxt >= end):
                 yield to_record_batch(pending, rng.topic, rng.partition, schema, headers, rng.header_keys,
-                                      decoder)
+                                      decoder, metadata)
                 pending = []
     finally:
         if gc_was_enabled:
@@ -220,39 +227,55 @@ def _clip(msgs, nxt: int, end: int):
 
 
 def to_record_batch(msgs, topic: str, partition: int, schema=None, include_headers: bool = True,
-                    header_keys: tuple[str, ...] | None = None, decoder=None):
+                    header_keys: tuple[str, ...] | None = None, decoder=None,
+                    metadata: tuple[str, ...] = METADATA):
     """Arrow columns for a list of (non-error) confluent_kafka Messages; with `header_keys`,
-    the headers column holds only the last header of each of those keys; with `decoder`
-    ((keys, values) -> columns: kafka.worker_decoding), the keys and values decoded too."""
+    the headers column holds only the last header of each of those keys (empty lists without
+    `include_headers`, no column when `schema` has none); with `decoder` ((keys, values) ->
+    (keys, values, columns): kafka.worker_decoding), the keys and values decoded too; only the
+    `metadata` columns named."""
     import numpy as np
     import pyarrow as pa
     from confluent_kafka import Message
 
-    schema = schema or arrow_schema()
+    schema = schema or arrow_schema(metadata=metadata)
     n = len(msgs)
-    first = msgs[0].offset()
-    last = msgs[-1].offset()
-    if last - first == n - 1:
-        offsets = pa.array(np.arange(first, last + 1, dtype=np.int64))
-    else:
-        offsets = pa.array(list(map(Message.offset, msgs)), pa.int64())
     keys = pa.array(list(map(Message.key, msgs)), pa.binary())
     values = pa.array(list(map(Message.value, msgs)), pa.binary())
-
-    ts = np.fromiter(map(itemgetter(1), map(Message.timestamp, msgs)), dtype=np.int64, count=n)
-    mask = ts < 0
-    ts *= 1000
-    tstype = schema.field("timestamp").type
-    timestamps = pa.array(ts, tstype, mask=mask) if mask.any() else pa.array(ts, tstype)
-
-    hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
-    headers = _headers(hs, n, schema.field("headers").type, unreadable, header_keys)
-    decoded = decoder(keys, values) if decoder else []
+    headers = []
+    if "headers" in schema.names:
+        hs, unreadable = _read_headers(msgs) if include_headers else ([None] * n, None)
+        headers = [_headers(hs, n, schema.field("headers").type, unreadable, header_keys)]
+    keys, values, decoded = decoder(keys, values) if decoder else (keys, values, [])
+    builders = {"topic": lambda: pa.repeat(topic, n),
+                "partition": lambda: pa.array(np.full(n, partition, dtype=np.int32)),
+                "offset": lambda: _offsets(msgs), "timestamp": lambda: _timestamps(msgs, schema.field("timestamp").type)}
     return pa.RecordBatch.from_arrays(
-        [keys, values, headers, pa.repeat(topic, n),
-         pa.array(np.full(n, partition, dtype=np.int32)), offsets, timestamps, *decoded],
+        [keys, values, *headers, *[builders[name]() for name in METADATA if name in metadata], *decoded],
         schema=schema,
     )
+
+
+def _offsets(msgs):
+    import numpy as np
+    import pyarrow as pa
+    from confluent_kafka import Message
+
+    first, last = msgs[0].offset(), msgs[-1].offset()
+    if last - first == len(msgs) - 1:
+        return pa.array(np.arange(first, last + 1, dtype=np.int64))
+    return pa.array(list(map(Message.offset, msgs)), pa.int64())
+
+
+def _timestamps(msgs, tstype):
+    import numpy as np
+    import pyarrow as pa
+    from confluent_kafka import Message
+
+    ts = np.fromiter(map(itemgetter(1), map(Message.timestamp, msgs)), dtype=np.int64, count=len(msgs))
+    mask = ts < 0
+    ts *= 1000
+    return pa.array(ts, tstype, mask=mask) if mask.any() else pa.array(ts, tstype)
 
 
 def _read_headers(msgs):

@@ -18,7 +18,7 @@ Options (strings):
                           records (default 200000)
   arrowBatchRows          rows per Arrow batch the reader yields (default 10000)
   includeHeaders          true (default) | false: false skips converting headers (the
-                          costliest per-record step) and yields empty header lists
+                          costliest per-record step) and leaves the headers column out
   headerKeys              JSON list of header keys, e.g. ["k1", "k2"]: the headers column
                           holds only the last header of each of these keys (what HEADER('k')
                           columns read), built in the worker; default every header
@@ -26,6 +26,11 @@ Options (strings):
                           value is also decoded in the worker where that is exact, into the
                           columns __json_decoded, __json_0, ... (see kafka.json_columns);
                           jsonKeyColumns the same for keys (__json_key_decoded, __json_key_0, ...)
+  rawBytes                all (default) | undecoded: the key and value NULL for records whose JSON
+                          roles the worker decoded (see kafka.worker_decoding)
+  metadataColumns         JSON list of the metadata columns to read, e.g. ["partition", "offset"]
+                          (default all four: topic, partition, offset, timestamp); the others
+                          are left out of the schema
   secret.avroValueLayout  AVRO values (secret.avroKeyLayout: keys) decoded in the worker into the
                           struct column __avro_value (__avro_key), registry properties included
                           (see kafka.worker_decoding)
@@ -66,7 +71,7 @@ from pyspark.sql.types import (
 
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
 from kafkasql_magic.kafka import admin, identity
-from kafkasql_magic.kafka.arrow_batch import KafkaRange, read_range
+from kafkasql_magic.kafka.arrow_batch import METADATA, KafkaRange, read_range
 from kafkasql_magic.kafka.offsets import (
     EARLIEST,
     EndOffsets,
@@ -185,7 +190,7 @@ class _Planner:
         for p in sorted(end):
             for part, s, e in split_ranges(p, start[p], end[p], o.max_per_partition):
                 rng = KafkaRange(o.topic, part, s, e, o.bootstrap, o.conf, o.batch_rows, o.idle_timeout,
-                                 o.include_headers, o.header_keys, o.decoding)
+                                 o.include_headers, o.header_keys, o.decoding, o.metadata)
                 rng.topic_id = topic_id  # checked while and after reading (identity.verified)
                 out.append(rng)
         return out
@@ -357,8 +362,10 @@ class KafkaSqlDataSource(DataSource):
         return NAME
 
     def schema(self):
-        decoding = SourceOptions.parse(self.options, streaming=False).decoding
-        return StructType(SCHEMA.fields + decoding.spark_fields()) if decoding else SCHEMA
+        opts = SourceOptions.parse(self.options, streaming=False)
+        fields = [f for f in SCHEMA.fields if (f.name not in METADATA or f.name in opts.metadata)
+                  and (f.name != "headers" or opts.include_headers)]
+        return StructType(fields + (opts.decoding.spark_fields() if opts.decoding else []))
 
     def reader(self, schema) -> KafkaBatchReader:
         return KafkaBatchReader(SourceOptions.parse(self.options, streaming=False))

@@ -9,7 +9,7 @@ from typing import Mapping
 from kafkasql_magic.clientconf import SECRET_OPTION
 from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.kafka import worker_decoding
-from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT
+from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, METADATA
 from kafkasql_magic.kafka.offsets import parse_offsets
 from kafkasql_magic.kafka.outage import limit_of
 
@@ -43,6 +43,20 @@ def _header_keys(options: Mapping[str, str]) -> tuple[str, ...] | None:
     return tuple(keys)
 
 
+def _metadata(options: Mapping[str, str]) -> tuple[str, ...]:
+    """metadataColumns: a JSON list naming some of topic, partition, offset, timestamp; default all."""
+    raw = options.get("metadataColumns")
+    if raw is None or str(raw).strip() == "":
+        return METADATA
+    try:
+        names = json.loads(raw)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(name in METADATA for name in names):
+        raise KafkaError(f"Option metadataColumns must be a JSON list of some of {', '.join(METADATA)}, not {raw!r}")
+    return tuple(name for name in METADATA if name in names)
+
+
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = options.get(name)
     if raw is None or str(raw).strip() == "":
@@ -71,6 +85,7 @@ class SourceOptions:
     include_headers: bool = True
     header_keys: tuple[str, ...] | None = None  # None: every header
     decoding: object | None = None  # what the reader decodes in its worker (kafka.worker_decoding)
+    metadata: tuple[str, ...] = METADATA  # the metadata columns read
     outage_limit: float = 60.0
 
     @classmethod
@@ -118,5 +133,25 @@ class SourceOptions:
             include_headers=_bool(options, "includeHeaders", True),
             header_keys=_header_keys(options),
             decoding=worker_decoding.parse(options),
+            metadata=_metadata(options),
             outage_limit=limit_of(options),
         )
+
+
+@dataclass(frozen=True)
+class ReadShape:
+    """What a planned read's records carry besides their key, value and headers: the worker's
+    decoding (kafka.worker_decoding, maybe with the raw bytes of decoded records left out) and
+    the metadata columns; as source options (`TopicRead.decoding` carries it to them)."""
+
+    decoding: object | None = None
+    metadata: tuple[str, ...] = METADATA
+
+    def __bool__(self) -> bool:
+        return bool(self.decoding) or self.metadata != METADATA
+
+    def options(self) -> dict[str, str]:
+        out = dict(self.decoding.options()) if self.decoding else {}
+        if self.metadata != METADATA:
+            out["metadataColumns"] = json.dumps(list(self.metadata))
+        return out

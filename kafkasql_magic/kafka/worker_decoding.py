@@ -14,6 +14,12 @@ type] pairs) and `secret.avroValueLayout` / `secret.avroKeyLayout` (a JSON layou
 columns, how the writer schema is found, the registry client properties). A layout may hold
 credentials (in the registry URL or its properties), so its option name holds "secret", which
 Spark masks in plans and the UI.
+
+`rawBytes=undecoded`: the raw key and value are NULL for every record whose JSON roles the
+worker decoded (every flag true), as a Python source has no column pruning and the JVM would
+take in bytes nobody reads. The planner asks for it only where no such record can fail or be
+used raw (engine.analysis.raw_bytes); a flag true says the bytes were there (an object), so
+tombstones stay tombstones.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ ROLES = ("key", "value")
 AVRO_COLUMN = {"key": "__avro_key", "value": "__avro_value"}
 JSON_OPTION = {"key": "jsonKeyColumns", "value": "jsonValueColumns"}
 AVRO_OPTION = {"key": "secret.avroKeyLayout", "value": "secret.avroValueLayout"}
+RAW_BYTES_OPTION, UNDECODED_ONLY = "rawBytes", "undecoded"
 
 
 @dataclass(frozen=True)
@@ -40,9 +47,15 @@ class WorkerDecoding:
     json_value: tuple[tuple[str, str], ...] | None = None
     avro_key: object | None = None
     avro_value: object | None = None
+    #: the raw key and value only for records not decoded here (NULL for the others)
+    raw_undecoded_only: bool = False
 
     def __bool__(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in dataclass_fields(self))
+        return any(getattr(self, f.name) is not None for f in dataclass_fields(self) if f.name != "raw_undecoded_only")
+
+    def json_roles(self) -> tuple[str, ...]:
+        """The roles decoded here as JSON (each with its flag column)."""
+        return tuple(role for role in ROLES if self.json(role))
 
     def json(self, role: str):
         return self.json_key if role == "key" else self.json_value
@@ -62,6 +75,8 @@ class WorkerDecoding:
                     {"fields": [[name, type_to_plain(t)] for name, t in layout.fields], "anonymous": layout.anonymous,
                      "url": layout.url, "inline": layout.inline, "framed": layout.framed,
                      "registry": {name: str(value) for name, value in layout.registry.items()}})
+        if self.raw_undecoded_only:
+            out[RAW_BYTES_OPTION] = UNDECODED_ONLY
         return out
 
     def spark_fields(self) -> list:
@@ -102,7 +117,8 @@ class WorkerDecoding:
         return out
 
     def decoders(self):
-        """A function (keys, values) -> the added columns, for one read (worker side)."""
+        """A function (keys, values) -> (keys, values, the added columns), for one read (worker
+        side); with `raw_undecoded_only`, the keys and values NULL where every JSON flag is true."""
         from ..formats.avro_decode import decode_batch
 
         steps = []
@@ -114,11 +130,33 @@ class WorkerDecoding:
             layout = self.avro(role)
             if layout is not None:
                 steps.append(lambda arrays, lay=layout, p=pick: [decode_batch(arrays[p], lay)])
+        flags = [i for i, f in enumerate(self.arrow_fields()) if f.name in FLAGS] if self.raw_undecoded_only else []
 
-        def decode(keys, values) -> list:
-            return [column for step in steps for column in step((keys, values))]
+        def decode(keys, values):
+            columns = [column for step in steps for column in step((keys, values))]
+            if flags:
+                keys, values = undecoded_only(keys, values, [columns[i] for i in flags])
+            return keys, values, columns
 
         return decode
+
+
+#: The JSON flag columns (True: the worker decoded that role of the record).
+FLAGS = frozenset(json_columns.NAMES[role][0] for role in ROLES)
+
+
+def undecoded_only(keys, values, flags: list):
+    """`keys` and `values` (binary Arrow arrays) with NULL where every one of `flags` is true."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    decoded = flags[0]
+    for flag in flags[1:]:
+        decoded = pc.and_(decoded, flag)
+    if not pc.any(decoded).as_py():
+        return keys, values
+    none = pa.scalar(None, pa.binary())
+    return pc.if_else(decoded, none, keys), pc.if_else(decoded, none, values)
 
 
 def parse(options: Mapping[str, str]) -> WorkerDecoding | None:
@@ -126,8 +164,19 @@ def parse(options: Mapping[str, str]) -> WorkerDecoding | None:
     found = WorkerDecoding(json_key=_json_pairs(options, JSON_OPTION["key"]),
                            json_value=_json_pairs(options, JSON_OPTION["value"]),
                            avro_key=_layout(options, AVRO_OPTION["key"]),
-                           avro_value=_layout(options, AVRO_OPTION["value"]))
+                           avro_value=_layout(options, AVRO_OPTION["value"]),
+                           raw_undecoded_only=_raw_bytes(options))
+    if found.raw_undecoded_only and not found.json_roles():
+        raise KafkaError(f"Option {RAW_BYTES_OPTION}={UNDECODED_ONLY} needs {JSON_OPTION['value']} or "
+                         f"{JSON_OPTION['key']}: only records decoded in the worker leave their bytes out")
     return found if found else None
+
+
+def _raw_bytes(options: Mapping[str, str]) -> bool:
+    raw = str(options.get(RAW_BYTES_OPTION) or "all").strip().lower()
+    if raw not in ("all", UNDECODED_ONLY):
+        raise KafkaError(f"Option {RAW_BYTES_OPTION} must be all or {UNDECODED_ONLY}, not {options.get(RAW_BYTES_OPTION)!r}")
+    return raw == UNDECODED_ONLY
 
 
 def _json_pairs(options: Mapping[str, str], name: str) -> tuple[tuple[str, str], ...] | None:

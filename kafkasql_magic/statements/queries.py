@@ -12,6 +12,7 @@ from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
 from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.lookup import KeyLookup
+from ..engine.analysis.raw_columns import metadata_columns, raw_bytes_unused
 from ..engine.analysis.seek import Seek
 from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
@@ -23,6 +24,7 @@ from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
 from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
+from ..kafka.source_options import ReadShape
 from ..kafka.start_position import START_PROPERTY
 from ..results import located_message, to_pandas
 from ..runtime import PushQuery, collect_bounded
@@ -64,7 +66,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
-        decoded = worker_decoding(source)
+        decoded = read_shape(plan, source, headers.needed, forwarded=keep_headers, used=used)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
@@ -86,6 +88,27 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
                                                        batch_id=batch_id))
                    if plan.per_batch else None)
     return Prepared(plan, read, raw, built, build_batch, state)
+
+
+def read_shape(plan: QueryPlan, source, headers_read: bool, *, forwarded: bool, used: frozenset[str]) -> ReadShape:
+    """What a read of `source` carries besides key, value and headers: the worker's decoding, the
+    raw bytes of the records it decoded only when something may read them, and the metadata
+    columns the query uses (engine.analysis.raw_columns); the FROM source's read only, a
+    joined source's carries everything."""
+    decoding = worker_decoding(source)
+    if source is not plan.source:
+        return ReadShape(decoding)
+    if decoding and _covers(decoding, source) and raw_bytes_unused(plan, forwarded=forwarded,
+                                                                   headers_read=headers_read):
+        decoding = replace(decoding, raw_undecoded_only=True)
+    return ReadShape(decoding, metadata_columns(plan, forwarded=forwarded, used=used))
+
+
+def _covers(decoding, source) -> bool:
+    """Every part of the record with columns is decoded in the worker as JSON (with a flag per
+    record), the value at least: a record whose flags are all true then failed no decoding."""
+    json_roles = decoding.json_roles()
+    return "value" in json_roles and (not source.key_columns or "key" in json_roles)
 
 
 def analysed(step):

@@ -55,7 +55,7 @@ def test_avro_values_decoded_exactly_and_every_bad_record_left_with_its_reason(r
     values = pa.array([good[0], bad["magic byte"], good[1], bad["Schema id 99"], None, good[2],
                        bad["bytes left over"], bad["truncated"], good[3], bad["too short"]], pa.binary())
     decoding = WorkerDecoding(avro_value=Layout(FIELDS, False, registry, registry={"a": "b"}))
-    [struct] = decoding.decoders()(pa.nulls(len(values), pa.binary()), values)
+    *_, [struct] = decoding.decoders()(pa.nulls(len(values), pa.binary()), values)
     rows = struct.to_pylist()
     assert [r["ID"] for r in rows] == [0, None, 1, None, None, 2, None, None, 3, None]
     assert rows[5] == {"ID": 2, "NAME": None, "TAGS": ["a", "a"], ERROR_FIELD: None}
@@ -78,7 +78,7 @@ def test_avro_keys_and_json_values_side_by_side():
                                               framed=False))
     keys = pa.array([out.getvalue(), b"\x0a\x00"], pa.binary())  # the second: a byte left over
     values = pa.array([b'{"v": 1}', b'{"v": 2}'], pa.binary())
-    columns = decoding.decoders()(keys, values)
+    *_, columns = decoding.decoders()(keys, values)
     names = [f.name for f in decoding.arrow_fields()]
     assert names == ["__avro_key", json_columns.DECODED, "__json_0"]
     by_name = dict(zip(names, columns))
@@ -91,7 +91,7 @@ def test_avro_keys_and_json_values_side_by_side():
 def test_json_keys_decoded_with_a_flag_per_record():
     decoding = WorkerDecoding(json_key=(("A", "BIGINT"), ("B", "STRING")))
     keys = pa.array([b'{"a": 1, "B": "x"}', b"not json", None, b'{"a": 2}', b'{"a": 1} x'], pa.binary())
-    flag, a, b = decoding.decoders()(keys, pa.nulls(len(keys), pa.binary()))
+    *_, (flag, a, b) = decoding.decoders()(keys, pa.nulls(len(keys), pa.binary()))
     assert flag.to_pylist() == [True, False, False, True, False]  # the rest goes to the planner
     assert a.to_pylist() == [1, None, None, 2, None] and b.to_pylist() == ["x", None, None, None, None]
     assert [f.name for f in decoding.arrow_fields()] == [json_columns.KEY_DECODED, "__json_key_0", "__json_key_1"]

@@ -24,26 +24,51 @@ from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW
                        ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
 from . import window_keys
 
-#: Pseudocolumn -> its value from the raw Kafka record.
-PSEUDOCOLUMN_VALUES: dict[str, Callable[[], Column]] = {
-    ROWTIME: lambda: F.unix_millis(F.col("timestamp")),
-    ROWPARTITION: lambda: F.col("partition"),
-    ROWOFFSET: lambda: F.col("offset"),
+#: Pseudocolumn -> its value from the raw Kafka record (its metadata columns: `_Raw`).
+PSEUDOCOLUMN_VALUES: dict[str, Callable[["_Raw"], Column]] = {
+    ROWTIME: lambda r: F.unix_millis(r.metadata("timestamp")),
+    ROWPARTITION: lambda r: r.metadata("partition"),
+    ROWOFFSET: lambda r: r.metadata("offset"),
 }
 
 #: Metadata role (Materialize's INCLUDE) -> its value from the raw record.
-METADATA_COLUMNS: dict[str, Callable[[], Column]] = {
-    PARTITION_ROLE: lambda: F.col("partition"),
-    OFFSET_ROLE: lambda: F.col("offset"),
-    TIMESTAMP_ROLE: lambda: F.col("timestamp"),
-    TOPIC_ROLE: lambda: F.col("topic"),
+METADATA_COLUMNS: dict[str, Callable[["_Raw"], Column]] = {
+    PARTITION_ROLE: lambda r: r.metadata("partition"),
+    OFFSET_ROLE: lambda r: r.metadata("offset"),
+    TIMESTAMP_ROLE: lambda r: r.metadata("timestamp"),
+    TOPIC_ROLE: lambda r: r.metadata("topic"),
 }
 
 #: Envelope rule condition (see dialects.dialect) -> the records it holds for.
-ENVELOPE_CONDITIONS: dict[str, Callable[[], Column]] = {
-    NULL_KEY: lambda: F.col("key").isNull(),
-    KEY_WITHOUT_VALUE: lambda: F.col("key").isNotNull() & F.col("value").isNull(),
+ENVELOPE_CONDITIONS: dict[str, Callable[["_Raw"], Column]] = {
+    NULL_KEY: lambda r: r.missing("key"),
+    KEY_WITHOUT_VALUE: lambda r: ~r.missing("key") & r.missing("value"),
 }
+
+#: The raw headers column's type (a read without headers has none: kafka.source).
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+
+#: A metadata column the read left out (engine.analysis.raw_columns) -> its type.
+METADATA_TYPES = {"topic": "string", "partition": "int", "offset": "bigint", "timestamp": "timestamp"}
+
+
+class _Raw:
+    """The raw record's columns as a read carries them: a metadata column it left out is the
+    source's topic or NULL (the analysis leaves out only what no step reads), and a key or
+    value is missing when NULL and not decoded by the reader's worker (a decoded record's bytes
+    may be left out; it had them: kafka.worker_decoding)."""
+
+    def __init__(self, raw: DataFrame, source: SourceDef):
+        self.columns, self.topic = set(raw.columns), source.topic
+
+    def metadata(self, name: str) -> Column:
+        if name in self.columns:
+            return F.col(name)
+        return F.lit(self.topic) if name == "topic" else F.lit(None).cast(METADATA_TYPES[name])
+
+    def missing(self, role: str) -> Column:
+        flag = json_columns.NAMES[role][0]
+        return F.col(role).isNull() & ~F.col(flag) if flag in self.columns else F.col(role).isNull()
 
 
 def _headers(c) -> Column:
@@ -76,7 +101,7 @@ def _header_missing_error(c) -> Column:
                   F.lit(f"A header with key '{c.header_key}' was not found in the message headers"))
 
 
-def _column(c, decoded: dict[str, Column]) -> Column:
+def _column(c, decoded: dict[str, Column], raw: _Raw) -> Column:
     if c.role in (KEY, VALUE, INLINE_ERROR):
         return decoded[c.name]
     if c.role == HEADERS:
@@ -84,11 +109,11 @@ def _column(c, decoded: dict[str, Column]) -> Column:
     if c.role == HEADER:
         raw = _last_header(c)
         return F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")) if c.type.name == "STRING" else raw
-    return METADATA_COLUMNS[c.role]()
+    return METADATA_COLUMNS[c.role](raw)
 
 
-def _envelope_checks(source: SourceDef) -> list[Column]:
-    return [F.when(ENVELOPE_CONDITIONS[condition](), F.lit(message))
+def _envelope_checks(source: SourceDef, raw: _Raw) -> list[Column]:
+    return [F.when(ENVELOPE_CONDITIONS[condition](raw), F.lit(message))
             for condition, message in dialects.get(source.dialect).envelope_rules(source)]
 
 
@@ -184,7 +209,7 @@ def _value(raw: DataFrame, source: SourceDef, value_columns):
                                          source.value_format, "value"))
     if source.envelope != "DEBEZIUM":
         value = _decode(raw, F.col("value"), fields, source.value_format, "value")
-        return value, value.columns, F.col("value").isNull()
+        return value, value.columns, _Raw(raw, source).missing("value")
     after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in value_columns))
     value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
     after = value.columns[0]
@@ -194,10 +219,13 @@ def _value(raw: DataFrame, source: SourceDef, value_columns):
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
     dialect = dialects.get(source.dialect)
+    if "headers" not in raw.columns:  # a read without headers: every record's list is empty
+        raw = raw.withColumn("headers", F.array().cast(HEADERS_TYPE))
+    record = _Raw(raw, source)
     if dialect.skips_empty(source):
-        raw = raw.where(F.col("key").isNotNull() | F.col("value").isNotNull())  # empty records are skipped
+        raw = raw.where(~record.missing("key") | ~record.missing("value"))  # empty records are skipped
     if dialects.get(source.dialect).skips_null_value(source):
-        raw = raw.where(F.col("value").isNotNull())
+        raw = raw.where(~record.missing("value"))
     key = _decode(raw, window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns],
                   source.key_format, "key")
     windowed = window_keys.window_columns(source)  # the window bounds, from the key
@@ -215,7 +243,7 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
             decoded.update({c.name: F.when(value_error.isNull(), decoded[c.name]) for c in source.value_columns})
             decoded[inline.name] = F.when(value_error.isNotNull(), F.struct(value_error.alias("description")))
             value_error = None
-    checks = _envelope_checks(source) + [e for e in (window_keys.key_error(source), key.error, value_error)
+    checks = _envelope_checks(source, record) + [e for e in (window_keys.key_error(source), key.error, value_error)
                                          if e is not None]
     if dialect.requires_included_headers:
         checks += [_header_missing_error(c) for c in source.columns if c.role == HEADER]
@@ -223,14 +251,14 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     checks += [unreadable_error(F.col("headers"))] if source.header_columns else []
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
-    columns = [_column(c, decoded).alias(c.name) for c in source.columns]
+    columns = [_column(c, decoded, record).alias(c.name) for c in source.columns]
     columns += [windowed[b].alias(b) for b in (WINDOWSTART, WINDOWEND) if b in windowed]
-    pseudo = [build().alias(name) for name, build in PSEUDOCOLUMN_VALUES.items()]
+    pseudo = [build(record).alias(name) for name, build in PSEUDOCOLUMN_VALUES.items()]
     meta = [
-        error.alias(ERROR), error.isNotNull().alias(DROP), F.col("topic").alias(TOPIC),
-        F.col("partition").alias(PARTITION), F.col("offset").alias(OFFSET),
+        error.alias(ERROR), error.isNotNull().alias(DROP), record.metadata("topic").alias(TOPIC),
+        record.metadata("partition").alias(PARTITION), record.metadata("offset").alias(OFFSET),
         F.col("key").alias(RAW_KEY), F.col("value").alias(RAW_VALUE),
-        F.col("headers").alias(RAW_HEADERS), F.col("timestamp").alias(RAW_TIMESTAMP),
+        F.col("headers").alias(RAW_HEADERS), record.metadata("timestamp").alias(RAW_TIMESTAMP),
         tombstone.alias(TOMBSTONE),
     ]
     return raw.select(*columns, *pseudo, *meta)
