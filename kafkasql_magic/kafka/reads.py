@@ -39,8 +39,9 @@ class TopicRead:
     header_keys: tuple[str, ...] | None = None
     #: The key values a bounded read was narrowed to (their partitions are `partitions`).
     keys: tuple | None = None
-    #: What the reader also decodes in its worker (kafka.worker_decoding.WorkerDecoding), or None.
-    decoding: object | None = None
+    #: What the records carry besides key, value and headers: the worker's decoding and the metadata
+    #: columns (kafka.source_options.ReadShape, or a bare WorkerDecoding), or None.
+    shape: object | None = None
 
     def options(self) -> dict[str, str]:
         """The `kafkasql` source options of this read."""
@@ -56,8 +57,8 @@ class TopicRead:
             options["includeHeaders"] = "false"
         elif self.header_keys is not None:
             options["headerKeys"] = json.dumps(list(self.header_keys))
-        if self.decoding:
-            options.update(self.decoding.options())
+        if self.shape:
+            options.update(self.shape.options())
         return options
 
     @property
@@ -93,17 +94,17 @@ def _offsets_text(offsets: str | Mapping[int, int]) -> str:
 def bounded(bootstrap: str, topic: str, *, include_headers: bool = True, seek: Seek = Seek(),
             start: Mapping[int, int] | None = None, header_keys: tuple[str, ...] | None = None,
             keys: tuple | None = None, partitions: tuple[int, ...] | None = None,
-            decoding=None) -> TopicRead:
+            shape=None) -> TopicRead:
     """The whole topic as it is now (from `start`, a source's first offsets, when it has them);
     with `partitions`, only those (where the key values `keys` are), each to its end offset now."""
     return TopicRead(bootstrap, topic, False, dict(start) if start else "earliest", "latest",
                      partitions=partitions, include_headers=include_headers, seek=seek, header_keys=header_keys,
-                     keys=keys if partitions is not None else None, decoding=decoding)
+                     keys=keys if partitions is not None else None, shape=shape)
 
 
 def push(bootstrap: str, topic: str, *, reset: str, seek: Seek, max_per_trigger: int,
          include_headers: bool = True, start: Mapping[int, int] | None = None,
-         header_keys: tuple[str, ...] | None = None, decoding=None) -> TopicRead:
+         header_keys: tuple[str, ...] | None = None, shape=None) -> TopicRead:
     """A stream from `reset` ('auto.offset.reset') on, narrowed by `seek`; the partitions are
     listed (once) only when the seek bounds offsets of every partition. A source with first
     offsets (Materialize's START OFFSET / START TIMESTAMP) never reads before them."""
@@ -112,10 +113,10 @@ def push(bootstrap: str, topic: str, *, reset: str, seek: Seek, max_per_trigger:
         raise StatementError(f"Invalid value for 'auto.offset.reset': '{reset}' (earliest or latest)")
     if seek.empty:  # contradictory bounds: nothing to read (the query returns no rows)
         return bounded(bootstrap, topic, include_headers=include_headers, seek=seek, start=start,
-                       header_keys=header_keys, decoding=decoding)
+                       header_keys=header_keys, shape=shape)
     base: str | dict[int, int] = dict(start) if start else reset
     read = TopicRead(bootstrap, topic, True, base, max_per_trigger=max_per_trigger,
-                     include_headers=include_headers, seek=seek, header_keys=header_keys, decoding=decoding)
+                     include_headers=include_headers, seek=seek, header_keys=header_keys, shape=shape)
     if not seek.narrows:
         return read
     parts = tuple(sorted(seek.partitions)) if seek.partitions is not None else \
@@ -131,4 +132,4 @@ def push(bootstrap: str, topic: str, *, reset: str, seek: Seek, max_per_trigger:
         starting = {p: max(o, start.get(p, 0)) for p, o in starting.items()}
     ending = {p: seek.offset_to for p in parts} if seek.offset_to is not None else None
     return TopicRead(bootstrap, topic, True, starting, ending, parts, max_per_trigger, include_headers, seek,
-                     header_keys, decoding=decoding)
+                     header_keys, shape=shape)

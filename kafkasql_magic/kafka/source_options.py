@@ -142,7 +142,7 @@ class SourceOptions:
 class ReadShape:
     """What a planned read's records carry besides their key, value and headers: the worker's
     decoding (kafka.worker_decoding, maybe with the raw bytes of decoded records left out) and
-    the metadata columns; as source options (`TopicRead.decoding` carries it to them)."""
+    the metadata columns; as source options (`TopicRead.shape` carries it to them)."""
 
     decoding: object | None = None
     metadata: tuple[str, ...] = METADATA

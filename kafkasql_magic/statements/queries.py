@@ -66,16 +66,16 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
-        decoded = read_shape(plan, source, headers.needed, forwarded=keep_headers, used=used)
+        shape = read_shape(plan, source, headers.needed, forwarded=keep_headers, used=used)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
                                  start=start, keys=lookup.values if lookup else None, partitions=partitions,
-                                 decoding=decoded)
+                                 shape=shape)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
                           max_per_trigger=None if whole_batches else session.max_records_per_trigger,
                           include_headers=headers.needed,
-                          header_keys=headers.keys, start=start, decoding=decoded)
+                          header_keys=headers.keys, start=start, shape=shape)
 
     def read_joined(source, streaming: bool):
         return session.raw_frame(topic_read(source, streaming))

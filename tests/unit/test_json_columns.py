@@ -82,7 +82,7 @@ def test_only_flat_json_objects_of_primitive_columns_are_decoded_in_the_worker()
 
 def test_the_read_option_reaches_the_reader_and_its_schema():
     decoding = WorkerDecoding(json_value=(("id", "BIGINT"), ("v", "STRING")))
-    options = bounded("b:1", "t", decoding=decoding).options()
+    options = bounded("b:1", "t", shape=decoding).options()
     assert json.loads(options["jsonValueColumns"]) == [["id", "BIGINT"], ["v", "STRING"]]
     parsed = SourceOptions.parse(options, streaming=False)
     assert parsed.decoding == decoding
