@@ -17,7 +17,7 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from .. import clientconf
+from .. import clientconf, types
 from ..catalog import KEY, SourceDef
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
@@ -64,6 +64,9 @@ class SinkWrite:
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        for c in self.sink.columns:  # INSERT INTO widens a DECIMAL result to its target's precision and scale
+            if c.type.name == "DECIMAL" and c.name in column:
+                column[c.name] = column[c.name].cast(types.to_spark(c.type))
         by_role = {KEY: [], "VALUE": []}
         for c in self.sink.columns:
             if c.name in self.window_columns:

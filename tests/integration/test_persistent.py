@@ -88,15 +88,17 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
     src, topic = names()
     other, other_topic = names("o")
     out = f"ALL_{src}"
-    for name, t in ((src, topic), (other, other_topic)):
-        ksql.sql(f"CREATE STREAM {name} (ID INT KEY, V STRING) WITH (kafka_topic='{t}', value_format='JSON', partitions=1);")
-    produce(broker.bootstrap_servers, topic, [{"key": struct.pack(">i", 1), "value": b'{"V":"a"}'}])
-    produce(broker.bootstrap_servers, other_topic, [{"key": struct.pack(">i", 2), "value": b'{"V":"b"}'}])
+    # INSERT INTO widens a DECIMAL(4,1) result into the target's DECIMAL(6,2) column, as ksqlDB does
+    for name, t, decimal in ((src, topic, "DECIMAL(6,2)"), (other, other_topic, "DECIMAL(4,1)")):
+        ksql.sql(f"CREATE STREAM {name} (ID INT KEY, V STRING, D {decimal}) "
+                 f"WITH (kafka_topic='{t}', value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"key": struct.pack(">i", 1), "value": b'{"V":"a","D":1.25}'}])
+    produce(broker.bootstrap_servers, other_topic, [{"key": struct.pack(">i", 2), "value": b'{"V":"b","D":3.5}'}])
     first = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {src};")
     second = ksql.sql(f"INSERT INTO {out} SELECT * FROM {other};")
     assert second.id == "INSERTQUERY_2"
     assert first.wait_for_records(1, 90) and second.wait_for_records(1, 90)
-    assert sorted(r["value"] for r in read_back(broker, out, 2)) == [b'{"V":"a"}', b'{"V":"b"}']
+    assert sorted(r["value"] for r in read_back(broker, out, 2)) == [b'{"V":"a","D":1.25}', b'{"V":"b","D":3.50}']
     shown = ksql.sql("SHOW QUERIES;")
     assert set(shown["Query ID"]) == {first.id, second.id}
     assert set(shown["Sink Kafka Topic"]) == {out}
