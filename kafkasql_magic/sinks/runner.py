@@ -19,12 +19,14 @@ from pyspark.sql import functions as F
 
 from .. import clientconf, types
 from ..catalog import KEY, SourceDef
+from ..errors import StatementError
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import (DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND, WINDOWSTART,
                               result_column)
 from ..results import ProcessingLog, observed_errors
 from ..runtime import failure_message
+from . import layout
 from .encode import encode, writer_encoded
 
 WINDOW_BOUNDS = (WINDOWSTART, WINDOWEND)
@@ -188,11 +190,22 @@ class PersistentQuery:
                     return  # terminated
                 except Exception as exc:  # the Spark query failed: keep the reason for SHOW QUERIES
                     self._failure = exc
+                    if layout.spark_mismatch(exc) is not None:  # no retry can pass: say what to do
+                        self._failure = self._layout_failure(exc)
+                        return
                 if not self._restart_after(backoff, longest):
                     return
                 backoff = min(2 * backoff, longest)
         finally:
             self._stopped.set()
+
+    def _layout_failure(self, exc: BaseException) -> StatementError:
+        """Spark refused the checkpoint's state (a stateful step changed since it was written):
+        our message, with Spark's error as its cause."""
+        changes = [f"Spark reports {layout.spark_mismatch(exc)}"]
+        error = StatementError(layout.mismatch_message(self.id, self.checkpoint, changes))
+        error.__cause__ = exc
+        return error
 
     def _restart_after(self, backoff: float, longest: float) -> bool:
         """Wait `backoff` seconds, then start the query again from its checkpoint (waiting
