@@ -255,3 +255,19 @@ def test_a_failed_query_restarts_from_its_checkpoint_after_a_back_off(ksql, brok
     with pytest.raises(StatementError, match="^Invalid value soon for configuration "
                                              "ksql.query.retry.backoff.max.ms: Not a number of type LONG$"):
         ksql.sql("SET 'ksql.query.retry.backoff.max.ms'='soon';")
+
+
+def test_a_result_key_holding_a_map_is_refused_with_ksqldbs_message(ksql):
+    """PARTITION BY or GROUP BY a MAP: refused as ksqlDB refuses it, before Spark sees the key."""
+    src, topic = names()
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, M MAP<STRING, INT>, V INT) "
+             f"WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    for statement in (f"CREATE STREAM P_{src} AS SELECT * FROM {src} PARTITION BY M;",
+                      f"CREATE TABLE G_{src} AS SELECT M, COUNT(*) AS N FROM {src} GROUP BY M;"):
+        with pytest.raises(StatementError) as refused:
+            ksql.sql(statement)
+        assert str(refused.value) == (
+            "Map keys, including types that contain maps, are not supported as they may lead to unexpected "
+            "behavior due to inconsistent serialization. Key column name: `M`. Column type: MAP<STRING, INTEGER>. "
+            "See https://github.com/confluentinc/ksql/issues/6621 for more.")
+    assert ksql.sql("SHOW QUERIES;").empty
