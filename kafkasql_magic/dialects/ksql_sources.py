@@ -56,6 +56,7 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         raise StatementError("The statement does not define any columns.")
     if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns):
         raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+    check_key_types((c.name, c.type) for c in columns if c.role == KEY)
     check_formats(stmt.kind, key_spec, value_spec, columns)
     if stmt.kind == "TABLE" and key_spec.name == "NONE":
         raise StatementError("Tables require a key format other than 'NONE'.")
@@ -63,6 +64,23 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         kind=stmt.kind, name=stmt.name, topic=str(topic), key_format=key_spec,
         value_format=value_spec, columns=columns, statement=text, properties=props,
     )
+
+
+def check_key_types(keys) -> None:
+    """ksqlDB refuses a MAP anywhere in a key column's type (its serialization is not stable, so
+    equal keys could differ in bytes), before any format looks at the key: `keys` are
+    (name, type) pairs."""
+    for name, t in keys:
+        if _holds_map(t):
+            raise StatementError(
+                "Map keys, including types that contain maps, are not supported as they may lead to unexpected "
+                f"behavior due to inconsistent serialization. Key column name: `{name}`. Column type: "
+                f"{types.display(t)}. See https://github.com/confluentinc/ksql/issues/6621 for more.")
+
+
+def _holds_map(t: ast.Type) -> bool:
+    inner = [t.element, t.key, t.value, *(ft for _, ft in t.fields)]
+    return t.name == "MAP" or any(_holds_map(i) for i in inner if i is not None)
 
 
 def check_formats(kind: str, key_spec: FormatSpec, value_spec: FormatSpec, columns) -> None:

@@ -28,7 +28,7 @@ from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..statements.defaults import retry_backoff
 from . import plan as sink_plan
-from . import schemas
+from . import layout, schemas
 from .replay import Replay
 from .runner import WINDOW_BOUNDS, PersistentQuery, SinkWrite
 QUERY_COLUMNS = ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String"]
@@ -172,6 +172,9 @@ class PersistentQueries:
         checkpoint = os.path.join(self.state_dir, query_id)
         if not resume:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
+        batch_state = prepared.state is not None
+        layout.check_resume(query_id, checkpoint, layout.signature(prepared.plan, batch_state),
+                            layout.signature(prepared.plan, batch_state, legacy=True))
         sources = [base_relation(query.source)] + [base_relation(j.source) for j in query.joins]
         if prepared.state is not None:  # open windows, stream time, a table's rows survive a restart
             prepared.state.store = BatchStore(os.path.join(checkpoint, "state"))

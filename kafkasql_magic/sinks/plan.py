@@ -13,7 +13,7 @@ from typing import Sequence
 
 from .. import formats, types
 from ..catalog import KEY, VALUE, Column, SourceDef
-from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT
+from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT, check_key_types
 from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
@@ -121,6 +121,7 @@ def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], le
     shared = {"KAFKA_TOPIC": topic, "SCHEMA_REGISTRY_URL": registry_url}
     key_spec = FormatSpec(key_spec.name, {**key_spec.options, **shared})
     value_spec = FormatSpec(value_spec.name, {**value_spec.options, **shared})
+    check_key_types((f.name, f.type) for f in keys)
     _check_format(key_spec, keys, "key", kind)
     _check_format(value_spec, values, "value", kind)
     stamp = props.get("TIMESTAMP")
@@ -137,15 +138,28 @@ def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], le
                      properties=dict(props))
 
 
+def widens(got: ast.Type, want: ast.Type) -> bool:
+    """Whether INSERT INTO takes a result column of type `got` into a target column of type
+    `want`, as ksqlDB's `Column.canImplicitlyCast` decides: the same type, or a DECIMAL into a
+    DECIMAL with at least its scale and its integer digits. Nothing else widens there (an INT
+    result into a BIGINT column is refused, unlike in expressions)."""
+    if got.name == "DECIMAL" and want.name == "DECIMAL":
+        return got.scale <= want.scale and got.precision - got.scale <= want.precision - want.scale
+    return types.display(got) == types.display(want)
+
+
 def check_insert(target: SourceDef, outputs: Sequence[Output]) -> None:
     """INSERT INTO ... SELECT: the result's schema must be the target's, key columns first, then
-    the value columns in order, each with its name and type (ksqlDB's `compatibleSchema`)."""
-    want = [(c.name, types.display(c.type), c.role == KEY) for c in target.star_columns]
-    got = [(o.name, types.display(o.type), o.key) for o in [*(o for o in outputs if o.key),
-                                                              *(o for o in outputs if not o.key)]]
-    if got != want:
+    the value columns in order, each with its name and a type that `widens` into the target's
+    (ksqlDB's `compatibleSchema`); the writer casts each column to the target's type."""
+    want = list(target.star_columns)
+    got = [*(o for o in outputs if o.key), *(o for o in outputs if not o.key)]
+    fits = len(got) == len(want) and all(
+        o.name == c.name and o.key == (c.role == KEY) and widens(o.type, c.type) for o, c in zip(got, want))
+    if not fits:
         def schema(cols):
-            return ", ".join(f"`{n}` {t}{' KEY' if k else ''}" for n, t, k in cols)
+            return ", ".join(f"`{n}` {types.display(t)}{' KEY' if k else ''}" for n, t, k in cols)
         raise StatementError(
-            f"Incompatible schema between results and sink.\nResult schema is {schema(got)}\n"
-            f"Sink schema is {schema(want)}")
+            "Incompatible schema between results and sink.\n"
+            f"Result schema is {schema((o.name, o.type, o.key) for o in got)}\n"
+            f"Sink schema is {schema((c.name, c.type, c.role == KEY) for c in want)}")

@@ -17,14 +17,16 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from .. import clientconf
+from .. import clientconf, types
 from ..catalog import KEY, SourceDef
+from ..errors import StatementError
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import (DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND, WINDOWSTART,
                               result_column)
 from ..results import ProcessingLog, observed_errors
 from ..runtime import failure_message
+from . import layout
 from .encode import encode, writer_encoded
 
 WINDOW_BOUNDS = (WINDOWSTART, WINDOWEND)
@@ -64,6 +66,9 @@ class SinkWrite:
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        for c in self.sink.columns:  # INSERT INTO widens a DECIMAL result to its target's precision and scale
+            if c.type.name == "DECIMAL" and c.name in column:
+                column[c.name] = column[c.name].cast(types.to_spark(c.type))
         by_role = {KEY: [], "VALUE": []}
         for c in self.sink.columns:
             if c.name in self.window_columns:
@@ -185,11 +190,22 @@ class PersistentQuery:
                     return  # terminated
                 except Exception as exc:  # the Spark query failed: keep the reason for SHOW QUERIES
                     self._failure = exc
+                    if layout.spark_mismatch(exc) is not None:  # no retry can pass: say what to do
+                        self._failure = self._layout_failure(exc)
+                        return
                 if not self._restart_after(backoff, longest):
                     return
                 backoff = min(2 * backoff, longest)
         finally:
             self._stopped.set()
+
+    def _layout_failure(self, exc: BaseException) -> StatementError:
+        """Spark refused the checkpoint's state (a stateful step changed since it was written):
+        our message, with Spark's error as its cause."""
+        changes = [f"Spark reports {layout.spark_mismatch(exc)}"]
+        error = StatementError(layout.mismatch_message(self.id, self.checkpoint, changes))
+        error.__cause__ = exc
+        return error
 
     def _restart_after(self, backoff: float, longest: float) -> bool:
         """Wait `backoff` seconds, then start the query again from its checkpoint (waiting

@@ -88,15 +88,17 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
     src, topic = names()
     other, other_topic = names("o")
     out = f"ALL_{src}"
-    for name, t in ((src, topic), (other, other_topic)):
-        ksql.sql(f"CREATE STREAM {name} (ID INT KEY, V STRING) WITH (kafka_topic='{t}', value_format='JSON', partitions=1);")
-    produce(broker.bootstrap_servers, topic, [{"key": struct.pack(">i", 1), "value": b'{"V":"a"}'}])
-    produce(broker.bootstrap_servers, other_topic, [{"key": struct.pack(">i", 2), "value": b'{"V":"b"}'}])
+    # INSERT INTO widens a DECIMAL(4,1) result into the target's DECIMAL(6,2) column, as ksqlDB does
+    for name, t, decimal in ((src, topic, "DECIMAL(6,2)"), (other, other_topic, "DECIMAL(4,1)")):
+        ksql.sql(f"CREATE STREAM {name} (ID INT KEY, V STRING, D {decimal}) "
+                 f"WITH (kafka_topic='{t}', value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"key": struct.pack(">i", 1), "value": b'{"V":"a","D":1.25}'}])
+    produce(broker.bootstrap_servers, other_topic, [{"key": struct.pack(">i", 2), "value": b'{"V":"b","D":3.5}'}])
     first = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {src};")
     second = ksql.sql(f"INSERT INTO {out} SELECT * FROM {other};")
     assert second.id == "INSERTQUERY_2"
     assert first.wait_for_records(1, 90) and second.wait_for_records(1, 90)
-    assert sorted(r["value"] for r in read_back(broker, out, 2)) == [b'{"V":"a"}', b'{"V":"b"}']
+    assert sorted(r["value"] for r in read_back(broker, out, 2)) == [b'{"V":"a","D":1.25}', b'{"V":"b","D":3.50}']
     shown = ksql.sql("SHOW QUERIES;")
     assert set(shown["Query ID"]) == {first.id, second.id}
     assert set(shown["Sink Kafka Topic"]) == {out}
@@ -253,3 +255,19 @@ def test_a_failed_query_restarts_from_its_checkpoint_after_a_back_off(ksql, brok
     with pytest.raises(StatementError, match="^Invalid value soon for configuration "
                                              "ksql.query.retry.backoff.max.ms: Not a number of type LONG$"):
         ksql.sql("SET 'ksql.query.retry.backoff.max.ms'='soon';")
+
+
+def test_a_result_key_holding_a_map_is_refused_with_ksqldbs_message(ksql):
+    """PARTITION BY or GROUP BY a MAP: refused as ksqlDB refuses it, before Spark sees the key."""
+    src, topic = names()
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, M MAP<STRING, INT>, V INT) "
+             f"WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    for statement in (f"CREATE STREAM P_{src} AS SELECT * FROM {src} PARTITION BY M;",
+                      f"CREATE TABLE G_{src} AS SELECT M, COUNT(*) AS N FROM {src} GROUP BY M;"):
+        with pytest.raises(StatementError) as refused:
+            ksql.sql(statement)
+        assert str(refused.value) == (
+            "Map keys, including types that contain maps, are not supported as they may lead to unexpected "
+            "behavior due to inconsistent serialization. Key column name: `M`. Column type: MAP<STRING, INTEGER>. "
+            "See https://github.com/confluentinc/ksql/issues/6621 for more.")
+    assert ksql.sql("SHOW QUERIES;").empty

@@ -151,3 +151,25 @@ def test_format_names_are_case_insensitive_and_keys_take_decimal_and_boolean():
     src = create("CREATE STREAM s (a DECIMAL(4, 2) KEY, b BOOLEAN KEY, v STRING) "
                  "WITH (kafka_topic='t', key_format='json', value_format='Json');")
     assert (src.key_format.name, src.value_format.name) == ("JSON", "JSON")
+
+
+MAP_KEY = ("Map keys, including types that contain maps, are not supported as they may lead to unexpected "
+           "behavior due to inconsistent serialization. Key column name: `{}`. Column type: {}. "
+           "See https://github.com/confluentinc/ksql/issues/6621 for more.")
+
+
+@pytest.mark.parametrize("key_type, fmt, shown", [
+    ("MAP<STRING, DOUBLE>", "DELIMITED", "MAP<STRING, DOUBLE>"),  # before DELIMITED's own refusal, as ksqlDB
+    ("MAP<INT, DOUBLE>", "KAFKA", "MAP<INTEGER, DOUBLE>"),
+    ("STRUCT<F MAP<STRING, STRING>>", "JSON", "STRUCT<`F` MAP<STRING, STRING>>"),
+    ("ARRAY<MAP<STRING, INT>>", "JSON", "ARRAY<MAP<STRING, INTEGER>>"),
+])
+def test_map_key_columns_are_refused_with_ksqldbs_message(key_type, fmt, shown):
+    for kind, key in (("STREAM", "KEY"), ("TABLE", "PRIMARY KEY")):
+        assert error_of(f"CREATE {kind} s (k {key_type} {key}, v INT) "
+                        f"WITH (kafka_topic='t', format='{fmt}');") == MAP_KEY.format("K", shown)
+
+
+def test_a_map_in_a_value_column_is_taken():
+    src = create("CREATE STREAM s (k STRING KEY, v MAP<STRING, INT>) WITH (kafka_topic='t', format='JSON');")
+    assert [c.type.name for c in src.columns] == ["STRING", "MAP"]

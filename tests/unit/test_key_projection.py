@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.catalog import Catalog
+from kafkasql_magic.catalog import KEY, VALUE, Catalog, Column, SourceDef
 from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.analysis import check_insert_kind
 from kafkasql_magic.engine.analysis.key_projection import check_key_projected, check_key_selected_once
 from kafkasql_magic.errors import StatementError
+from kafkasql_magic.formats import FormatSpec
 from kafkasql_magic.sinks.plan import Output, check_insert
 from kafkasql_magic.sql import ast, parse_statement
 from kafkasql_magic.statements.records import check_insert_select
@@ -205,3 +206,25 @@ def test_insert_into_compares_key_columns_first_then_values_in_order():
 ])
 def test_a_key_selected_with_or_without_its_qualifier_is_the_key(text, keys):
     assert plan(text).key_names == keys
+
+
+def test_insert_into_widens_only_decimals_as_ksqldb_does():
+    from kafkasql_magic.sinks.plan import widens
+
+    def dec(p, s):
+        return ast.Type("DECIMAL", p, s)
+
+    assert widens(dec(4, 1), dec(6, 2)) and widens(dec(6, 2), dec(6, 2)) and widens(INT, INT)
+    assert not widens(dec(4, 2), dec(4, 1))  # scale would shrink
+    assert not widens(dec(6, 1), dec(6, 2))  # integer digits would shrink
+    # ksqlDB's Column.canImplicitlyCast: other types must be equal, INT into BIGINT included
+    assert not widens(INT, ast.Type("BIGINT")) and not widens(INT, dec(10, 0))
+    assert not widens(ast.Type("ARRAY", element=dec(4, 1)), ast.Type("ARRAY", element=dec(6, 2)))
+    target = SourceDef("STREAM", "T", "t", FormatSpec("KAFKA"), FormatSpec("JSON"),
+                       (Column("ID", INT, KEY), Column("D", dec(6, 2), VALUE)))
+    check_insert(target, [Output("ID", INT, True), Output("D", dec(5, 2))])
+    with pytest.raises(StatementError) as info:
+        check_insert(target, [Output("ID", INT, True), Output("D", dec(6, 3))])
+    assert str(info.value) == ("Incompatible schema between results and sink.\n"
+                               "Result schema is `ID` INTEGER KEY, `D` DECIMAL(6, 3)\n"
+                               "Sink schema is `ID` INTEGER KEY, `D` DECIMAL(6, 2)")

@@ -70,3 +70,19 @@ def test_insert_needs_the_targets_schema():
     assert str(refused.value) == ("Incompatible schema between results and sink.\n"
                                   "Result schema is `ID` INTEGER KEY, `V` BIGINT\n"
                                   "Sink schema is `ID` INTEGER KEY, `V` STRING")
+
+
+def test_a_result_key_holding_a_map_is_refused_before_its_format():
+    map_type = ast.Type("MAP", key=ast.Type("STRING"), value=ast.Type("INT"))
+    outputs = [Output("KSQL_COL_0", map_type, True), Output("V", ast.Type("INT"))]
+    with pytest.raises(StatementError) as info:
+        sink_source("STREAM", "OUT", {}, outputs, source(), SETTINGS, None, "sql")
+    assert str(info.value) == (
+        "Map keys, including types that contain maps, are not supported as they may lead to unexpected "
+        "behavior due to inconsistent serialization. Key column name: `KSQL_COL_0`. Column type: "
+        "MAP<STRING, INTEGER>. See https://github.com/confluentinc/ksql/issues/6621 for more.")
+    # a map in the value is written
+    sink = sink_source("STREAM", "OUT", {"VALUE_FORMAT": "JSON"}, [Output("K", ast.Type("INT"), True),
+                                                                    Output("M", map_type)],
+                       source(), SETTINGS, None, "sql")
+    assert [c.type.name for c in sink.columns] == ["INT", "MAP"]

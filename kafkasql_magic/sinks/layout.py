@@ -1,0 +1,112 @@
+"""The layout of a persistent query's state, kept beside its checkpoint and compared on resume.
+
+Spark checks the schema of the state its stateful steps keep, but not how rows are spread over
+groups: a diff join or table join whose rows moved to other hash buckets resumes on its old
+state without complaint and emits wrong results. So the first start of a query writes
+`layout.json` into its checkpoint (each stateful step's spread, and whether state is kept per
+micro-batch beside the checkpoint), and a resume refuses a checkpoint whose layout differs from
+what the query builds now. A checkpoint without the file was written before the file existed:
+its layout is the one the code had then (`LEGACY`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..engine.analysis.diff_joins import spreads_over_buckets
+from ..engine.analysis.plan import TABLE, QueryPlan
+from ..engine.analysis.table_joins import FOREIGN_KEY
+from ..engine.build import diff_join, table_join
+from ..errors import StatementError
+
+FILE = "layout.json"
+#: Spark's error conditions for stateful steps that no longer match their checkpoint's state.
+SPARK_STATE_MISMATCHES = (
+    "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+    "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION", "STATE_STORE_COLUMN_FAMILY_SCHEMA_INCOMPATIBLE",
+    "STATE_STORE_INVALID_CONFIG_AFTER_RESTART", "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
+    "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY")
+
+
+def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> dict:
+    """Each stateful step's layout: how many hash buckets (Spark groups) a diff join or table
+    join spreads its state over, and whether state is kept per micro-batch (`batch_store.py`).
+    `legacy`: the layout this code built before diff joins spread changelogs joined on their
+    key columns (then any changelog input kept the diff join in one group)."""
+    steps = {}
+    if plan.diffs and plan.statement.joins:
+        if legacy:
+            spread = not any(side.kind == TABLE for side in plan.inputs)
+        else:
+            spread = spreads_over_buckets(plan.statement.joins[0].on, plan.inputs)
+        steps["diff join"] = diff_join.BUCKETS if spread else 1
+    if plan.table_join is not None:
+        steps["table join"] = 1 if plan.table_join == FOREIGN_KEY else table_join.BUCKETS
+    return {"hash buckets": steps, "batch state": batch_store}
+
+
+def has_offsets(checkpoint: str) -> bool:
+    """Whether Spark has planned a micro-batch in `checkpoint` (so state may exist)."""
+    offsets = os.path.join(checkpoint, "offsets")
+    return os.path.isdir(offsets) and bool(os.listdir(offsets))
+
+
+def check_resume(query_id: str, checkpoint: str, current: dict, legacy: dict) -> None:
+    """Refuse to resume from a checkpoint whose state was laid out otherwise; record the layout
+    of a checkpoint that has none yet (a new query, or one without a micro-batch so far)."""
+    path = os.path.join(checkpoint, FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            stored = json.load(handle)
+    elif has_offsets(checkpoint):
+        stored = legacy
+    else:
+        stored = None
+    if stored is not None and stored != current:
+        raise StatementError(mismatch_message(query_id, checkpoint, differences(stored, current)))
+    if not os.path.exists(path):
+        record(checkpoint, current)
+
+
+def record(checkpoint: str, current: dict) -> None:
+    os.makedirs(checkpoint, exist_ok=True)
+    with open(os.path.join(checkpoint, FILE), "w", encoding="utf-8") as handle:
+        json.dump(current, handle, sort_keys=True)
+
+
+def differences(stored: dict, current: dict) -> list[str]:
+    """What changed, in words: `<step>: <then> in the checkpoint, <now> now`."""
+    out = []
+    then, now = stored.get("hash buckets", {}), current.get("hash buckets", {})
+    for step in sorted(set(then) | set(now)):
+        if then.get(step) != now.get(step):
+            out.append(f"{step}: {_buckets(then.get(step))} in the checkpoint, {_buckets(now.get(step))} now")
+    if stored.get("batch state") != current.get("batch state"):
+        out.append(f"state kept per micro-batch: {_yes(stored.get('batch state'))} in the checkpoint, "
+                   f"{_yes(current.get('batch state'))} now")
+    return out or ["the state's layout"]
+
+
+def mismatch_message(query_id: str, checkpoint: str, changes: list[str]) -> str:
+    return (f"Query {query_id} cannot resume from its checkpoint: the layout of its state changed since the "
+            f"checkpoint was written ({'; '.join(changes)}). Resuming would join or aggregate new records "
+            "against state they cannot meet, and write wrong results. Re-create the query (TERMINATE it, "
+            "then run its statement again), or delete its checkpoint to start it afresh: "
+            f"{checkpoint} (EXPLAIN {query_id} shows it).")
+
+
+def spark_mismatch(exc: BaseException) -> str | None:
+    """The error condition when Spark refused the checkpoint's state (a stateful step changed)."""
+    text = str(exc)
+    return next((c for c in SPARK_STATE_MISMATCHES if c in text), None)
+
+
+def _buckets(count) -> str:
+    if count is None:
+        return "no such step"
+    return "one group" if count == 1 else f"{count} hash buckets"
+
+
+def _yes(flag) -> str:
+    return "yes" if flag else "no"

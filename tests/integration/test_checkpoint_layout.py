@@ -1,0 +1,47 @@
+"""A persistent query resumed from a checkpoint whose state was laid out otherwise is refused
+with what changed and where the checkpoint is, instead of resuming on state it cannot meet."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import kafkasql_magic as ks
+from kafkasql_magic.sinks import layout
+
+
+def test_a_resume_refuses_a_checkpoint_with_another_state_layout(broker, spark, tmp_path, capsys):
+    tag = uuid.uuid4().hex[:8].upper()
+    service, state = f"layout{tag.lower()}", str(tmp_path / "state")
+
+    def connect():
+        return ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=state,
+                          service_id=service)
+
+    first = connect()
+    first.sql(f"CREATE STREAM SRC_{tag} (ID INT KEY, V STRING) WITH (kafka_topic='t-{tag.lower()}', "
+              "value_format='JSON', partitions=1);")
+    query = first.sql(f"CREATE STREAM OUT_{tag} AS SELECT * FROM SRC_{tag};")
+    explained = dict(first.sql(f"EXPLAIN {query.id};").values.tolist())
+    recorded = os.path.join(query.checkpoint, layout.FILE)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(recorded) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with open(recorded, encoding="utf-8") as handle:
+        assert json.load(handle) == {"hash buckets": {}, "batch state": False}  # written at the first start
+    first.stop()
+
+    # as if an older version had kept a diff join's state in one group
+    layout.record(query.checkpoint, {"hash buckets": {"diff join": 1}, "batch state": False})
+    capsys.readouterr()
+    second = connect()
+    printed = capsys.readouterr().out
+    assert query.id not in second.persistent.queries  # not resumed on state it cannot meet
+    assert (f"Query {query.id} cannot resume from its checkpoint: the layout of its state changed since the "
+            "checkpoint was written (diff join: one group in the checkpoint, no such step now).") in printed
+    assert f"delete its checkpoint to start it afresh: {explained['Checkpoint']} (EXPLAIN {query.id} shows it)" \
+        in printed
+    assert f"OUT_{tag}" in list(second.sql("SHOW STREAMS;").iloc[:, 0])  # the sink stays declared
+    second.stop()

@@ -1,0 +1,100 @@
+"""A persistent query's state layout beside its checkpoint: what it records, what a resume
+refuses, and how a checkpoint from before the layout file is read. No Spark session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafkasql_magic.catalog import Catalog
+from kafkasql_magic.dialects import ksql_sources as ddl
+from kafkasql_magic.errors import StatementError
+from kafkasql_magic.sinks import layout
+from kafkasql_magic.sql import parse_statement
+
+from test_analysis import SETTINGS, catalog
+from test_diff_joins import subscribed
+
+
+def tables() -> Catalog:
+    cat = Catalog()
+    for create in ("CREATE TABLE a (id INT PRIMARY KEY, x STRING, b_id INT) WITH (kafka_topic='a', format='JSON');",
+                   "CREATE TABLE b (id INT PRIMARY KEY, y STRING) WITH (kafka_topic='b', format='JSON');"):
+        cat.add(ddl.source_from_create(parse_statement(create), SETTINGS))
+    return cat
+
+
+def both(plan, batch_store=False):
+    return layout.signature(plan, batch_store), layout.signature(plan, batch_store, legacy=True)
+
+
+def test_a_changelog_joined_on_its_key_spreads_now_and_kept_one_group_before():
+    now, before = both(subscribed("SELECT o.qty, i.price FROM orders o JOIN items i ON o.item = i.item"))
+    assert now == {"hash buckets": {"diff join": 64}, "batch state": False}
+    assert before == {"hash buckets": {"diff join": 1}, "batch state": False}
+    # append-only inputs spread then and now; a changelog joined on a value column stays in one group
+    now, before = both(subscribed("SELECT o.item FROM orders o FULL JOIN events e ON o.item = e.text"))
+    assert now == before == {"hash buckets": {"diff join": 64}, "batch state": False}
+    now, before = both(subscribed("SELECT o.qty FROM orders o JOIN items i ON o.item = CAST(i.price AS STRING)"))
+    assert now == before == {"hash buckets": {"diff join": 1}, "batch state": False}
+
+
+def test_table_joins_and_batch_state_are_part_of_the_layout():
+    def plan(text):
+        return subscribed(text, "ksql", tables())
+
+    primary = layout.signature(plan("SELECT a.id, x, y FROM a JOIN b ON a.id = b.id EMIT CHANGES;"), False)
+    foreign = layout.signature(plan("SELECT a.id, x, y FROM a JOIN b ON a.b_id = b.id EMIT CHANGES;"), False)
+    assert primary["hash buckets"] == {"table join": 256} and foreign["hash buckets"] == {"table join": 1}
+    plain = subscribed("SELECT * FROM orders EMIT CHANGES;", "ksql", catalog())
+    assert layout.signature(plain, True) == {"hash buckets": {}, "batch state": True}
+
+
+def test_a_new_checkpoint_records_its_layout_and_the_same_layout_resumes(tmp_path):
+    checkpoint = str(tmp_path / "CSAS_OUT_1")
+    current = {"hash buckets": {"diff join": 64}, "batch state": False}
+    layout.check_resume("CSAS_OUT_1", checkpoint, current, legacy={"hash buckets": {}, "batch state": False})
+    assert json.loads((tmp_path / "CSAS_OUT_1" / layout.FILE).read_text()) == current
+    layout.check_resume("CSAS_OUT_1", checkpoint, current, legacy={"hash buckets": {}, "batch state": False})
+
+
+def test_a_resume_refuses_a_checkpoint_laid_out_otherwise(tmp_path):
+    checkpoint = tmp_path / "SINK_S_3"
+    layout.record(str(checkpoint), {"hash buckets": {"diff join": 1}, "batch state": False})
+    current = {"hash buckets": {"diff join": 64}, "batch state": True}
+    with pytest.raises(StatementError) as refused:
+        layout.check_resume("SINK_S_3", str(checkpoint), current, legacy=current)
+    assert str(refused.value) == (
+        "Query SINK_S_3 cannot resume from its checkpoint: the layout of its state changed since the checkpoint "
+        "was written (diff join: one group in the checkpoint, 64 hash buckets now; state kept per micro-batch: "
+        "no in the checkpoint, yes now). Resuming would join or aggregate new records against state they "
+        "cannot meet, and write wrong results. Re-create the query (TERMINATE it, then run its statement "
+        f"again), or delete its checkpoint to start it afresh: {checkpoint} (EXPLAIN SINK_S_3 shows it).")
+    # the stored layout is kept: the refusal repeats until the user acts
+    assert json.loads((checkpoint / layout.FILE).read_text())["hash buckets"] == {"diff join": 1}
+
+
+def test_a_checkpoint_from_before_the_file_is_read_with_the_old_layout(tmp_path):
+    checkpoint = tmp_path / "SINK_S_1"
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "offsets" / "0").write_text("v1")
+    current = {"hash buckets": {"diff join": 64}, "batch state": False}
+    old = {"hash buckets": {"diff join": 1}, "batch state": False}
+    with pytest.raises(StatementError, match="diff join: one group in the checkpoint, 64 hash buckets now"):
+        layout.check_resume("SINK_S_1", str(checkpoint), current, legacy=old)
+    assert not (checkpoint / layout.FILE).exists()
+    layout.check_resume("SINK_S_1", str(checkpoint), current, legacy=current)  # unchanged: resumes, recorded
+    assert json.loads((checkpoint / layout.FILE).read_text()) == current
+    # a checkpoint without offsets holds no state yet: it records the current layout
+    empty = tmp_path / "SINK_S_2"
+    empty.mkdir()
+    layout.check_resume("SINK_S_2", str(empty), current, legacy=old)
+    assert json.loads((empty / layout.FILE).read_text()) == current
+
+
+def test_sparks_own_state_refusals_are_recognised():
+    spark = Exception("[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing "
+                      "state value schema.")
+    assert layout.spark_mismatch(spark) == "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"
+    assert layout.spark_mismatch(Exception("Python worker failed to connect back")) is None
