@@ -118,6 +118,19 @@ def test_a_materialize_timestamp_column_or_a_persistent_query_reads_the_timestam
     assert "timestamp" in metadata_columns(plan, forwarded=True, used=used_columns(plan))
 
 
+def test_a_subscribe_reads_each_records_timestamp_and_keeps_its_bytes():
+    """Its diffs carry each record's time as mz_timestamp (engine.analysis.subscribe)."""
+    from dataclasses import replace
+
+    from kafkasql_magic.engine.analysis.subscribe import subscribed
+
+    plan = _plan("SELECT o FROM m", "materialize")
+    assert "timestamp" not in metadata_columns(plan, forwarded=False, used=used_columns(plan))
+    plan = subscribed(replace(plan))
+    assert "timestamp" in metadata_columns(plan, forwarded=False, used=used_columns(plan))
+    assert not raw_bytes_unused(plan, forwarded=False, headers_read=False)
+
+
 def test_raw_bytes_unused_needs_no_header_read():
     plan = _plan("SELECT id, v FROM s EMIT CHANGES;")
     assert raw_bytes_unused(plan, forwarded=False, headers_read=False)

@@ -35,14 +35,15 @@ ALL_METADATA = ("topic", "partition", "offset", "timestamp")
 
 
 def plain(plan, *, forwarded: bool) -> bool:
-    """One stream read and projected: no join, view, grouping, window, table or persistent
+    """One stream read and projected: no join, view, grouping, window, table, SUBSCRIBE or persistent
     query (`forwarded`: the input record's headers and timestamp go to an output record)."""
     stmt = plan.statement
     only = plan.inputs[0] if len(plan.inputs) == 1 else None
     return (only is not None and only.view is None and only.kind == "STREAM" and only.source.kind == "STREAM"
             and not forwarded and not stmt.joins and not stmt.group_by and stmt.having is None
             and stmt.window is None and not stmt.partition_by and plan.grouping is None
-            and not (plan.retracts or plan.tracks_time or plan.per_batch or plan.table_join or plan.diffs)
+            and not (plan.retracts or plan.tracks_time or plan.per_batch or plan.table_join or plan.diffs
+                     or plan.changes)  # a SUBSCRIBE's diffs carry each record's time
             and plan.lookup is None)
 
 
