@@ -51,10 +51,11 @@ class Prepared:
     state: TableState | WindowState | None = None
 
 
-def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False,
+def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
             changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
-    output records), not only when a header column is selected. `changelog`: the rows are a
+    output records), not only when a header column is selected. `writes`: the rows become output
+    records, which take their input records' timestamps (a sink; implied by `keep_headers`). `changelog`: the rows are a
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
     `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
     micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot)."""
@@ -66,7 +67,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         headers = header_use(source, forwarded=keep_headers, used=used)
         start = source.properties.get(START_PROPERTY)
-        shape = read_shape(plan, source, headers.needed, forwarded=keep_headers, used=used)
+        shape = read_shape(plan, source, headers.needed, forwarded=keep_headers or writes, used=used)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,

@@ -73,7 +73,7 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     stmt = with_endpoints(stmt, lambda name, kind: session.catalog.connection(name, kind).address)
     base = session.base_source(stmt.relation)  # an unknown relation fails here, by name
     select = ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.relation), emit_changes=True)
-    prepared = prepare(session, select, reset="earliest")
+    prepared = prepare(session, select, reset="earliest", writes=True)
     spec = plan_sink(stmt, _relation_columns(prepared), _unique_keys(prepared.plan))
     bootstrap = spec.broker or session.bootstrap_servers
     ensure_reachable(bootstrap, session.timeout_of(timeout))
