@@ -11,30 +11,9 @@ import pytest
 
 from kafkasql_magic.kafka.producer import produce
 
+from mz_diffs import consolidated, records, rows_until
+
 MZ = {"dialect": "materialize"}
-
-
-def _records(rows):
-    return [{"key": None if k is None else k.encode(), "value": None if v is None else v.encode(),
-             "timestamp": t, "partition": 0} for k, v, t in rows]
-
-
-def _rows_until(handle, count: int, timeout: float = 90) -> list[tuple]:
-    """The handle's rows once `count` arrived (and a little longer, so that an extra row shows)."""
-    deadline = time.monotonic() + timeout
-    while len(handle.rows()) < count and time.monotonic() < deadline and handle.is_active:
-        time.sleep(0.2)
-    time.sleep(1.5)
-    assert handle.failure is None, handle.failure
-    return [tuple(None if v != v else v for v in row) for row in handle.rows().itertuples(index=False)]
-
-
-def _consolidated(rows) -> Counter:
-    """Sum of the diffs per row: what the result holds after them."""
-    total = Counter()
-    for _, diff, *values in rows:
-        total[tuple(values)] += diff
-    return +total
 
 
 @pytest.fixture
@@ -46,7 +25,7 @@ def names(session, broker):
 def test_full_join_of_append_only_sources_retracts_null_extended_rows(session, names):
     suffix, bootstrap = names
     left, right = f"mzjl_{suffix}", f"mzjr_{suffix}"
-    produce(bootstrap, left, _records([("a", "a,1", 1000), ("b", "b,2", 1001), (None, ",3", 1002),
+    produce(bootstrap, left, records([("a", "a,1", 1000), ("b", "b,2", 1001), (None, ",3", 1002),
                                        ("a", "a,4", 1003), ("d", "d,9", 1004)]), create_partitions=1)
     produce(bootstrap, right, [], create_partitions=1)
     session.sql(f"CREATE SOURCE l_{suffix} FROM KAFKA TOPIC '{left}' FORMAT CSV WITH 2 COLUMNS", **MZ)
@@ -58,16 +37,16 @@ def test_full_join_of_append_only_sources_retracts_null_extended_rows(session, n
     handle = session.sql(f"SUBSCRIBE j_{suffix}", **MZ)  # a view that joins: its diffs
     try:
         assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "v", "rv"]
-        first = _rows_until(handle, 4)
+        first = rows_until(handle, 4)
         # every left row unmatched: NULL-extended, NULL join key included (d: the subquery's WHERE rejects it),
         # the snapshot at one mz_timestamp (its newest change's)
         assert sorted(first, key=str) == sorted([(1003, 1, "a", "1", None), (1003, 1, "b", "2", None),
                                                  (1003, 1, None, "3", None), (1003, 1, "a", "4", None)], key=str)
         # the right side arrives: a's first match retracts its NULL-extended rows; a duplicate right
         # row joins again (a multiset); c and the NULL key match nothing (NULL never equals NULL)
-        produce(bootstrap, right, _records([("a", "a,x", 2000), ("a", "a,x", 2001), ("c", "c,z", 2002),
+        produce(bootstrap, right, records([("a", "a,x", 2000), ("a", "a,x", 2001), ("c", "c,z", 2002),
                                             (None, ",w", 2003)]))
-        rows = _rows_until(handle, 4 + 8)
+        rows = rows_until(handle, 4 + 8)
     finally:
         handle.stop()
     assert Counter(rows[4:]) == Counter([
@@ -78,7 +57,7 @@ def test_full_join_of_append_only_sources_retracts_null_extended_rows(session, n
     # what the diffs add up to is the snapshot of the same join
     snapshot = session.sql(f"SELECT * FROM j_{suffix}", **MZ)
     assert list(snapshot.columns) == ["k", "v", "rv"]
-    assert _consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
+    assert consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
                                           for r in snapshot.itertuples(index=False))
 
 
@@ -86,7 +65,7 @@ def test_a_changelog_table_through_a_view_retracts_its_old_rows(session, names):
     suffix, bootstrap = names
     orders, prices = f"mzjo_{suffix}", f"mzjp_{suffix}"
     produce(bootstrap, orders, [], create_partitions=1)
-    produce(bootstrap, prices, _records([("apple", "1", 1000), ("pear", "2", 1001)]), create_partitions=1)
+    produce(bootstrap, prices, records([("apple", "1", 1000), ("pear", "2", 1001)]), create_partitions=1)
     session.sql(f"CREATE SOURCE o_{suffix} FROM KAFKA TOPIC '{orders}' FORMAT CSV WITH 2 COLUMNS", **MZ)
     session.sql(f"CREATE CONNECTION k_{suffix} TO KAFKA (BROKER '{bootstrap}', SECURITY PROTOCOL PLAINTEXT)", **MZ)
     session.sql(f"CREATE SOURCE ps_{suffix} FROM KAFKA CONNECTION k_{suffix} (TOPIC '{prices}')", **MZ)
@@ -98,12 +77,12 @@ def test_a_changelog_table_through_a_view_retracts_its_old_rows(session, names):
              f"LEFT JOIN o_{suffix} AS o ON p.key = o.column1")
     handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
     try:
-        first = _rows_until(handle, 2)
+        first = rows_until(handle, 2)
         assert sorted(first) == [(1001, 1, "apple", "1", None), (1001, 1, "pear", "2", None)]  # the snapshot
-        produce(bootstrap, orders, _records([("apple", "apple,5", 2000), ("apple", "apple,5", 2001)]))
-        produce(bootstrap, prices, _records([("apple", "3", 2002), ("pear", None, 2003), ("apple", "9", 2004),
+        produce(bootstrap, orders, records([("apple", "apple,5", 2000), ("apple", "apple,5", 2001)]))
+        produce(bootstrap, prices, records([("apple", "3", 2002), ("pear", None, 2003), ("apple", "9", 2004),
                                              ("fig", "4", 2005)]))
-        rows = _rows_until(handle, 2 + 8)
+        rows = rows_until(handle, 2 + 8)
     finally:
         handle.stop()
     # an update retracts the old row's joined rows (both duplicates: -2) and inserts the new
@@ -112,15 +91,15 @@ def test_a_changelog_table_through_a_view_retracts_its_old_rows(session, names):
                         (2002, -2, "apple", "1", "5"), (2002, 2, "apple", "3", "5"), (2003, -1, "pear", "2", None),
                         (2004, -2, "apple", "3", "5"), (2005, 1, "fig", "4", None)]
     snapshot = session.sql(query, **MZ)
-    assert _consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
+    assert consolidated(rows) == Counter(tuple(None if v != v else v for v in r)
                                           for r in snapshot.itertuples(index=False)) == Counter({("fig", "4", None): 1})
 
 
 def test_an_upsert_source_inner_joined_follows_its_updates_and_deletes(session, names):
     suffix, bootstrap = names
     visits, cities = f"mzjv_{suffix}", f"mzjc_{suffix}"
-    produce(bootstrap, cities, _records([("ann", "Oslo", 1000)]), create_partitions=1)
-    produce(bootstrap, visits, _records([("ann", "ann,1", 1001), ("ann", "ann,skip", 1002), ("bob", "bob,2", 1003)]),
+    produce(bootstrap, cities, records([("ann", "Oslo", 1000)]), create_partitions=1)
+    produce(bootstrap, visits, records([("ann", "ann,1", 1001), ("ann", "ann,skip", 1002), ("bob", "bob,2", 1003)]),
             create_partitions=1)
     session.sql(f"CREATE SOURCE v_{suffix} FROM KAFKA TOPIC '{visits}' FORMAT CSV WITH 2 COLUMNS", **MZ)
     session.sql(f"CREATE SOURCE c_{suffix} FROM KAFKA TOPIC '{cities}' KEY FORMAT TEXT VALUE FORMAT TEXT "
@@ -129,14 +108,14 @@ def test_an_upsert_source_inner_joined_follows_its_updates_and_deletes(session, 
              "ON v.column1 = c.who WHERE v.column2 <> 'skip'")
     handle = session.sql(f"SUBSCRIBE ({query})", **MZ)
     try:
-        assert [row[1:] for row in _rows_until(handle, 1)] == [(1, "ann", "1", "Oslo")]
-        produce(bootstrap, cities, _records([("bob", "Rome", 2000), ("ann", "Bergen", 2001), ("ann", None, 2002)]))
-        rows = _rows_until(handle, 1 + 4)
+        assert [row[1:] for row in rows_until(handle, 1)] == [(1, "ann", "1", "Oslo")]
+        produce(bootstrap, cities, records([("bob", "Rome", 2000), ("ann", "Bergen", 2001), ("ann", None, 2002)]))
+        rows = rows_until(handle, 1 + 4)
     finally:
         handle.stop()
     assert rows[1:] == [(2000, 1, "bob", "2", "Rome"), (2001, -1, "ann", "1", "Oslo"), (2001, 1, "ann", "1", "Bergen"),
                         (2002, -1, "ann", "1", "Bergen")]
-    assert _consolidated(rows) == Counter(map(tuple, session.sql(query, **MZ).values.tolist())) == Counter(
+    assert consolidated(rows) == Counter(map(tuple, session.sql(query, **MZ).values.tolist())) == Counter(
         {("bob", "2", "Rome"): 1})
 
 
@@ -147,8 +126,8 @@ def test_an_upsert_sink_of_a_view_that_joins_writes_what_each_key_holds(ksql, br
 
     suffix, bootstrap = uuid.uuid4().hex[:8], broker.bootstrap_servers
     orders, prices = f"mzso_{suffix}", f"mzsp_{suffix}"
-    produce(bootstrap, prices, _records([("apple", "1", 900)]), create_partitions=1)
-    produce(bootstrap, orders, _records([("apple", "apple,5", 1000), ("pear", "pear,2", 1001)]), create_partitions=1)
+    produce(bootstrap, prices, records([("apple", "1", 900)]), create_partitions=1)
+    produce(bootstrap, orders, records([("apple", "apple,5", 1000), ("pear", "pear,2", 1001)]), create_partitions=1)
     ksql.sql(f"""CREATE SOURCE so_{suffix} FROM KAFKA TOPIC '{orders}' FORMAT CSV WITH 2 COLUMNS;
                  CREATE SOURCE sp_{suffix} FROM KAFKA TOPIC '{prices}' KEY FORMAT TEXT VALUE FORMAT TEXT
                    INCLUDE KEY AS item ENVELOPE UPSERT;
@@ -158,9 +137,9 @@ def test_an_upsert_sink_of_a_view_that_joins_writes_what_each_key_holds(ksql, br
                     f"(TOPIC 'su-{suffix}') KEY (item) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", **MZ)
     try:  # the sink counts the changes it reads
         assert sink.wait_for_records(1, 120), sink.failure  # apple joined
-        produce(bootstrap, prices, _records([("pear", "3", 2000), ("apple", "4", 2001)]))
+        produce(bootstrap, prices, records([("pear", "3", 2000), ("apple", "4", 2001)]))
         assert sink.wait_for_records(4, 120), sink.failure  # pear joins; apple: a retraction and an insert
-        produce(bootstrap, prices, _records([("apple", None, 2002)]))
+        produce(bootstrap, prices, records([("apple", None, 2002)]))
         assert sink.wait_for_records(5, 120), sink.failure  # apple's price goes: its joined row is retracted
     finally:
         ksql.sql(f"DROP SINK su_{suffix}", **MZ)
@@ -185,8 +164,8 @@ def test_a_debezium_sink_with_a_key_pairs_a_join_update_whose_changelog_row_move
 
     suffix, bootstrap = uuid.uuid4().hex[:8], broker.bootstrap_servers
     visits, people, out = f"mzdv_{suffix}", f"mzdp_{suffix}", f"mzdk-{suffix}"
-    produce(bootstrap, people, _records([("ann", "Oslo", 1000)]), create_partitions=1)
-    produce(bootstrap, visits, _records([(None, "Oslo,1", 1001), (None, "Rome,2", 1002)]), create_partitions=1)
+    produce(bootstrap, people, records([("ann", "Oslo", 1000)]), create_partitions=1)
+    produce(bootstrap, visits, records([(None, "Oslo,1", 1001), (None, "Rome,2", 1002)]), create_partitions=1)
     sink = ksql.sql(f"""CREATE SOURCE dv_{suffix} FROM KAFKA TOPIC '{visits}' FORMAT CSV WITH 2 COLUMNS;
         CREATE SOURCE dp_{suffix} FROM KAFKA TOPIC '{people}' KEY FORMAT TEXT VALUE FORMAT TEXT
           INCLUDE KEY AS who ENVELOPE UPSERT;
@@ -196,16 +175,16 @@ def test_a_debezium_sink_with_a_key_pairs_a_join_update_whose_changelog_row_move
           FORMAT JSON ENVELOPE DEBEZIUM""", **MZ)
     try:  # the sink counts the diffs it reads
         assert sink.wait_for_records(1, 120), sink.failure  # ann in Oslo joins visit 1
-        produce(bootstrap, people, _records([("ann", "Rome", 2000), ("ann", None, 2001)]))
+        produce(bootstrap, people, records([("ann", "Rome", 2000), ("ann", None, 2001)]))
         assert sink.wait_for_records(4, 120), sink.failure  # moved: -1 Oslo, +1 Rome; deleted: -1 Rome
         time.sleep(2)
         got = fetch_records(bootstrap, out, from_beginning=True, limit=None, timeout_s=3, until_end=False)
     finally:
         ksql.sql(f"DROP SINK dk_{suffix}", **MZ)
-    records = [(json.loads(r["key"]), None if r["value"] is None else json.loads(r["value"]))
+    written = [(json.loads(r["key"]), None if r["value"] is None else json.loads(r["value"]))
                for r in sorted(got, key=lambda r: r["offset"])]
     oslo, rome = {"who": "ann", "city": "Oslo", "n": "1"}, {"who": "ann", "city": "Rome", "n": "2"}
-    assert records == [({"who": "ann"}, {"before": None, "after": oslo}),
+    assert written == [({"who": "ann"}, {"before": None, "after": oslo}),
                        ({"who": "ann"}, {"before": oslo, "after": rome}),  # one update record, both images
                        ({"who": "ann"}, {"before": rome, "after": None})]  # and no tombstone after the delete
 
@@ -228,8 +207,8 @@ def test_a_debezium_sink_of_a_join_resumes_with_its_join_state_after_a_restart(b
         return ks.connect(bootstrap_servers=bootstrap, spark=spark, timeout=90, state_dir=str(tmp_path / "state"),
                           service_id=f"mzj{suffix}")
 
-    produce(bootstrap, orders, _records([("apple", "apple,5", 1000)]), create_partitions=1)
-    produce(bootstrap, prices, _records([("apple", "1", 1001)]), create_partitions=1)
+    produce(bootstrap, orders, records([("apple", "apple,5", 1000)]), create_partitions=1)
+    produce(bootstrap, prices, records([("apple", "1", 1001)]), create_partitions=1)
     first = connect()
     query = first.sql(f"""CREATE SOURCE ro FROM KAFKA TOPIC '{orders}' FORMAT CSV WITH 2 COLUMNS;
         CREATE SOURCE rp FROM KAFKA TOPIC '{prices}' KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY AS item ENVELOPE UPSERT;
@@ -242,7 +221,7 @@ def test_a_debezium_sink_of_a_join_resumes_with_its_join_state_after_a_restart(b
         time.sleep(0.2)
     first.stop()
 
-    produce(bootstrap, prices, _records([("apple", "2", 2000)]))
+    produce(bootstrap, prices, records([("apple", "2", 2000)]))
     second = connect()
     try:
         resumed = second.persistent.queries[query.id]

@@ -8,43 +8,17 @@ import time
 import uuid
 from collections import Counter
 
-import pandas as pd
 import pytest
 
 from kafkasql_magic.kafka.producer import produce
 
+from mz_diffs import consolidated, plain, records, rows_until
+
 MZ = {"dialect": "materialize"}
 
 
-def _records(rows, partition=0):
-    return [{"key": None if k is None else k.encode(), "value": None if v is None else v.encode(),
-             "timestamp": t, "partition": partition} for k, v, t in rows]
-
-
-def _rows_until(handle, count: int, timeout: float = 90) -> list[tuple]:
-    """The handle's rows once `count` arrived (and a little longer, so that an extra row shows)."""
-    deadline = time.monotonic() + timeout
-    while len(handle.rows()) < count and time.monotonic() < deadline and handle.is_active:
-        time.sleep(0.2)
-    time.sleep(1.5)
-    assert handle.failure is None, handle.failure
-    return [_plain(row) for row in handle.rows().itertuples(index=False)]
-
-
-def _plain(row) -> tuple:
-    return tuple(None if v is pd.NA or (isinstance(v, float) and v != v) else v for v in row)  # pandas' NULLs
-
-
-def _consolidated(rows) -> Counter:
-    """What the diffs add up to: each row's multiplicity."""
-    total = Counter()
-    for _, diff, *values in rows:
-        total[tuple(values)] += diff
-    return +total
-
-
 def _snapshot(session, query) -> Counter:
-    return Counter(_plain(r) for r in session.sql(query, **MZ).itertuples(index=False))
+    return Counter(plain(r) for r in session.sql(query, **MZ).itertuples(index=False))
 
 
 @pytest.fixture
@@ -63,7 +37,7 @@ def _wait_read(handle, count: int, timeout: float = 60) -> None:
 def test_an_append_only_source_snapshot_then_each_record(session, names):
     suffix, bootstrap = names
     topic = f"mzsa_{suffix}"
-    produce(bootstrap, topic, _records([("a", "a,1", 1000), ("b", "b,2", 1001), ("a", "a,1", 1002),
+    produce(bootstrap, topic, records([("a", "a,1", 1000), ("b", "b,2", 1001), ("a", "a,1", 1002),
                                         ("c", "c,3", 1003)]), create_partitions=1)
     session.sql(f"CREATE SOURCE a_{suffix} FROM KAFKA TOPIC '{topic}' FORMAT CSV WITH 2 COLUMNS", **MZ)
     query = f"SELECT column1 AS k, column2 AS v FROM a_{suffix} WHERE column2 <> '3'"
@@ -71,25 +45,25 @@ def test_an_append_only_source_snapshot_then_each_record(session, names):
     quiet = session.sql(f"SUBSCRIBE ({query}) WITH (SNAPSHOT = false)", **MZ)
     try:
         assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "v"]
-        snapshot = _rows_until(handle, 2)
+        snapshot = rows_until(handle, 2)
         # the snapshot: one mz_timestamp (its newest change's), equal rows consolidated
         assert sorted(snapshot) == [(1002, 1, "b", "2"), (1002, 2, "a", "1")]
         _wait_read(quiet, 4)
-        produce(bootstrap, topic, _records([("d", "d,4", 2000), ("c", "c,3", 2001), ("a", "a,1", 2002)]))
-        rows = _rows_until(handle, 4)
-        changes = _rows_until(quiet, 2)
+        produce(bootstrap, topic, records([("d", "d,4", 2000), ("c", "c,3", 2001), ("a", "a,1", 2002)]))
+        rows = rows_until(handle, 4)
+        changes = rows_until(quiet, 2)
     finally:
         handle.stop()
         quiet.stop()
     assert rows[2:] == [(2000, 1, "d", "4"), (2002, 1, "a", "1")]  # each record at its own time
     assert changes == rows[2:]  # SNAPSHOT = false: the changes only
-    assert _consolidated(rows) == _snapshot(session, query)
+    assert consolidated(rows) == _snapshot(session, query)
 
 
 def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
     suffix, bootstrap = names
     topic = f"mzsu_{suffix}"
-    produce(bootstrap, topic, _records([("k1", "a", 1000), ("k2", "b", 1001), ("k1", "c", 1002), ("k3", "e", 1003),
+    produce(bootstrap, topic, records([("k1", "a", 1000), ("k2", "b", 1001), ("k1", "c", 1002), ("k3", "e", 1003),
                                         ("k3", None, 1004)]), create_partitions=1)
     session.sql(f"CREATE SOURCE u_{suffix} FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
                 "INCLUDE KEY ENVELOPE UPSERT", **MZ)
@@ -101,14 +75,14 @@ def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
         assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "t"]
         assert list(upserts.rows().columns) == ["mz_timestamp", "mz_state", "key", "text"]
         assert handle.model.key_columns == ()  # the widget shows every diff as a row
-        snapshot = _rows_until(handle, 2)
+        snapshot = rows_until(handle, 2)
         assert sorted(r[1:] for r in snapshot) == [(1, "b"), (1, "c")]  # the current rows only
         assert len({r[0] for r in snapshot}) == 1 and snapshot[0][0] >= 1002
         _wait_read(upserts, 5)
-        produce(bootstrap, topic, _records([("k2", "d", 2000), ("k1", None, 2001), ("k2", "x", 2002),
+        produce(bootstrap, topic, records([("k2", "d", 2000), ("k1", None, 2001), ("k2", "x", 2002),
                                             ("k4", "f", 2003)]))
-        rows = _rows_until(handle, 7)
-        keyed = _rows_until(upserts, 6)
+        rows = rows_until(handle, 7)
+        keyed = rows_until(upserts, 6)
     finally:
         handle.stop()
         upserts.stop()
@@ -119,13 +93,13 @@ def test_an_upsert_source_through_a_subquery_retracts_old_rows(session, names):
                         (2001, -1, "c"),  # a delete
                         (2002, -1, "d"),  # a row the WHERE clause rejects leaves
                         (2003, 1, "f")]
-    assert _consolidated(rows) == _snapshot(session, query)
+    assert consolidated(rows) == _snapshot(session, query)
 
 
 def test_aggregations_retract_a_groups_old_row(session, names):
     suffix, bootstrap = names
     topic = f"mzsg_{suffix}"
-    produce(bootstrap, topic, _records([("a", "a,1", 1000), ("b", "b,2", 1001), ("b", "b,3", 1002)]),
+    produce(bootstrap, topic, records([("a", "a,1", 1000), ("b", "b,2", 1001), ("b", "b,3", 1002)]),
             create_partitions=1)
     session.sql(f"CREATE SOURCE g_{suffix} FROM KAFKA TOPIC '{topic}' FORMAT CSV WITH 2 COLUMNS", **MZ)
     grouped = (f"SELECT column1 AS k, count(*) AS n, sum(column2::int) AS total FROM g_{suffix} "
@@ -136,12 +110,12 @@ def test_aggregations_retract_a_groups_old_row(session, names):
     total = session.sql(f"SUBSCRIBE ({overall})", **MZ)  # a global aggregate: one group
     try:
         assert list(handle.rows().columns) == ["mz_timestamp", "mz_diff", "k", "n", "total"]
-        snapshot = _rows_until(handle, 2)
+        snapshot = rows_until(handle, 2)
         assert sorted(r[1:] for r in snapshot) == [(1, "a", 1, 1), (1, "b", 2, 5)]
-        assert _rows_until(total, 1)[0][1:] == (1, 3, 3)
-        produce(bootstrap, topic, _records([("a", "a,4", 2000), ("b", "b,1", 2001), ("c", "c,1", 2002)]))
-        rows = _rows_until(handle, 6)
-        overall_rows = _rows_until(total, 3)
+        assert rows_until(total, 1)[0][1:] == (1, 3, 3)
+        produce(bootstrap, topic, records([("a", "a,4", 2000), ("b", "b,1", 2001), ("c", "c,1", 2002)]))
+        rows = rows_until(handle, 6)
+        overall_rows = rows_until(total, 3)
     finally:
         handle.stop()
         total.stop()
@@ -152,14 +126,14 @@ def test_aggregations_retract_a_groups_old_row(session, names):
         (-1, "b", 2, 5),  # b reaches 3 records: HAVING drops it, its row is retracted
         (1, "c", 1, 1)])
     assert Counter(r[1:] for r in overall_rows[1:]) == Counter([(-1, 3, 3), (1, 6, 4)])
-    assert _consolidated(rows) == _snapshot(session, f"SELECT * FROM gv_{suffix}")
-    assert _consolidated(overall_rows) == _snapshot(session, overall)
+    assert consolidated(rows) == _snapshot(session, f"SELECT * FROM gv_{suffix}")
+    assert consolidated(overall_rows) == _snapshot(session, overall)
 
 
 def test_an_aggregation_over_an_upsert_source(session, names):
     suffix, bootstrap = names
     topic = f"mzst_{suffix}"
-    produce(bootstrap, topic, _records([("k1", "red", 1000), ("k2", "red", 1001), ("k3", "blue", 1002)]),
+    produce(bootstrap, topic, records([("k1", "red", 1000), ("k2", "red", 1001), ("k3", "blue", 1002)]),
             create_partitions=1)
     session.sql(f"CREATE SOURCE t_{suffix} FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
                 "INCLUDE KEY ENVELOPE UPSERT", **MZ)
@@ -168,16 +142,16 @@ def test_an_aggregation_over_an_upsert_source(session, names):
     paired = session.sql(f"SUBSCRIBE ({query}) ENVELOPE DEBEZIUM (KEY (colour))", **MZ)
     try:
         assert list(paired.rows().columns) == ["mz_timestamp", "mz_state", "colour", "before_n", "after_n"]
-        snapshot = _rows_until(handle, 2)
+        snapshot = rows_until(handle, 2)
         assert sorted(r[1:] for r in snapshot) == [(1, "blue", 1), (1, "red", 2)]
-        assert sorted(r[1:] for r in _rows_until(paired, 2)) == [("insert", "blue", None, 1), ("insert", "red", None, 2)]
-        produce(bootstrap, topic, _records([("k3", "red", 2000)]))  # blue's last row moves to red
-        rows = _rows_until(handle, 5)
-        pairs = _rows_until(paired, 4)
+        assert sorted(r[1:] for r in rows_until(paired, 2)) == [("insert", "blue", None, 1), ("insert", "red", None, 2)]
+        produce(bootstrap, topic, records([("k3", "red", 2000)]))  # blue's last row moves to red
+        rows = rows_until(handle, 5)
+        pairs = rows_until(paired, 4)
     finally:
         handle.stop()
         paired.stop()
     assert sorted(pairs[2:]) == [(2000, "delete", "blue", 1, None), (2000, "upsert", "red", 2, 3)]
     assert Counter(r[1:] for r in rows[2:]) == Counter([(-1, "blue", 1), (-1, "red", 2), (1, "red", 3)])
     assert {r[0] for r in rows[2:]} == {2000}
-    assert _consolidated(rows) == _snapshot(session, query)
+    assert consolidated(rows) == _snapshot(session, query)
