@@ -93,8 +93,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
     from pyspark.sql import functions as F
 
     import kafkasql_magic as ks
-    from ingest import SqlCases, make_records
-    from kafkasql_magic.engine.analysis.raw_columns import ALL_METADATA
+    from ingest import SqlCases, every_column, make_records
     from kafkasql_magic.engine.build.decode import worker_decoding
     from kafkasql_magic.local import LocalStack, produce
     from kafkasql_magic.sql import parse_statement
@@ -126,14 +125,6 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
                 text = f"SELECT {', '.join(columns)} FROM {stream};"
                 planned[stream] = queries.prepare(session, parse_statement(text)).read.options()
             return spark.read.format("kafkasql").options(**planned[stream]).load()
-
-        def every_column(fn):
-            saved = queries.raw_bytes_unused, queries.metadata_columns
-            queries.raw_bytes_unused, queries.metadata_columns = (lambda *a, **k: False), (lambda *a, **k: ALL_METADATA)
-            try:
-                return fn()
-            finally:
-                queries.raw_bytes_unused, queries.metadata_columns = saved
 
         def counted(frame):
             assert frame.count() == n

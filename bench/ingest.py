@@ -219,6 +219,20 @@ def retried(fn, attempts: int = 3):
             print(f"retrying after: {str(exc).splitlines()[0][:200]}")
 
 
+def every_column(fn):
+    """`fn()` with reads carrying every raw column (engine.analysis.raw_columns off): the raw
+    bytes of records decoded in the worker, the topic and the timestamp, as before."""
+    from kafkasql_magic.engine.analysis.raw_columns import ALL_METADATA
+    from kafkasql_magic.statements import queries
+
+    saved = queries.raw_bytes_unused, queries.metadata_columns
+    queries.raw_bytes_unused, queries.metadata_columns = (lambda *a, **k: False), (lambda *a, **k: ALL_METADATA)
+    try:
+        return fn()
+    finally:
+        queries.raw_bytes_unused, queries.metadata_columns = saved
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -312,19 +326,6 @@ def main(argv=None) -> int:
                 return fn()
             finally:
                 queries.worker_decoding = saved
-
-        def every_column(fn):
-            """`fn()` with reads carrying every raw column (engine.analysis.raw_columns off): the
-            raw bytes of records decoded in the worker, the topic and the timestamp, as before."""
-            from kafkasql_magic.engine.analysis.raw_columns import ALL_METADATA
-            from kafkasql_magic.statements import queries
-
-            saved = queries.raw_bytes_unused, queries.metadata_columns
-            queries.raw_bytes_unused, queries.metadata_columns = (lambda *a, **k: False), (lambda *a, **k: ALL_METADATA)
-            try:
-                return fn()
-            finally:
-                queries.raw_bytes_unused, queries.metadata_columns = saved
 
         def decode(frame=None):
             frame = source() if frame is None else frame
