@@ -107,8 +107,10 @@ def _column(c, decoded: dict[str, Column], raw: _Raw) -> Column:
     if c.role == HEADERS:
         return _headers(c)
     if c.role == HEADER:
-        raw = _last_header(c)
-        return F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")) if c.type.name == "STRING" else raw
+        header = _last_header(c)
+        if c.type.name != "STRING":
+            return header
+        return F.when(F.is_valid_utf8(header.cast("string")), header.cast("string"))
     return METADATA_COLUMNS[c.role](raw)
 
 
