@@ -49,12 +49,21 @@ def object_fields(text: Column, names: list[str], parsed: Column | None = None) 
     none of them finds (another case, absent, or null) falls back to the case-insensitive
     member map, a branch Spark evaluates only for the rows that need it."""
     parsed = _parse_object(text, names) if parsed is None else parsed
+    every_member = object_members(text)  # one expression for every column: built once
     members = {}
     for name in names:
         found = F.coalesce(*[parsed[s] for s in spellings(name)])
-        members[name] = F.when(found.isNotNull(), found).otherwise(object_members(text)[name.lower()])
-    invalid = parsed.isNull() | parsed[_CORRUPT].isNotNull() | ~F.ltrim(text).startswith("{")
-    return members, invalid
+        members[name] = F.when(found.isNotNull(), found).otherwise(every_member[name.lower()])
+    return members, not_an_object(text, parsed)
+
+
+def not_an_object(text: Column, parsed: Column) -> Column:
+    """Whether `text` is not a JSON object (`parsed`: its _parse_object)."""
+    return parsed.isNull() | parsed[_CORRUPT].isNotNull() | ~F.ltrim(text).startswith("{")
+
+
+def _each(members: dict[str, Column], fields) -> list[Column]:
+    return [members[f.name] for f in fields]
 
 
 #: Why a record whose JSON value is followed by more text is refused.
@@ -160,10 +169,10 @@ class JsonFormat(Format):
             return Decoded([])
         stage = f"__{role}_json"
         groups, finish = self._stages(raw, fields, spec, role)
-        intermediates = []
-        for group in groups:
-            intermediates += [(f"{stage}_{name}", build(lambda n: F.col(f"{stage}_{n}"))) for name, build in group]
-        columns, error = finish(lambda n: F.col(f"{stage}_{n}"))
+        get = lambda n: F.col(f"{stage}_{n}")  # noqa: E731 - each stage is a column
+        intermediates = [(f"{stage}_{name}", column) for names, build in groups
+                         for name, column in zip(names, build(get))]
+        columns, error = finish(get)
         return Decoded(columns, error, intermediates)
 
     def decode_bound(self, raw, fields, spec, role) -> Column:
@@ -177,15 +186,16 @@ class JsonFormat(Format):
             if at == len(groups):
                 columns, error = finish(get)
                 return F.struct(*[c.alias(f"v{i}") for i, c in enumerate(columns)], error.alias("error"))
-            group = groups[at]
-            value = F.struct(*[build(get).alias(name) for name, build in group])
-            return F.transform(F.array(value), lambda x: bound(at + 1, {**env, **{n: x for n, _ in group}}))[0]
+            names, build = groups[at]
+            value = F.struct(*[column.alias(name) for name, column in zip(names, build(get))])
+            return F.transform(F.array(value), lambda x: bound(at + 1, {**env, **{n: x for n in names}}))[0]
 
         return bound(0, {})
 
     def _stages(self, raw, fields, spec, role):
-        """([[(name, build)]], finish): groups of named stages, each `build(get)` an expression over
-        the earlier stages (`get(name)`), and `finish(get)` -> (columns, error)."""
+        """([(names, build)], finish): groups of named stages, each `build(get)` the group's
+        expressions over the earlier stages (`get(name)`), built together so that what they share
+        is built once, and `finish(get)` -> (columns, error)."""
         text = raw.cast("string")
         anonymous = self._anonymous(fields, spec, role)
         names = [f.name for f in fields]
@@ -198,13 +208,13 @@ class JsonFormat(Format):
             parse_error = lambda get: F.when(  # noqa: E731
                 raw.isNotNull() & get("m0").isNull() & (F.trim(text) != "null"), F.lit("Invalid JSON"))
         else:
-            groups.append([("p", lambda get: _parse_object(text, names))])
+            groups.append((["p"], lambda get: [_parse_object(text, names)]))
             members = lambda get: object_fields(text, names, parsed=get("p"))[0]  # noqa: E731
             parse_error = lambda get: F.when(  # noqa: E731
-                raw.isNotNull() & object_fields(text, names, parsed=get("p"))[1], F.lit("Invalid JSON object"))
-        groups.append([(f"m{i}", lambda get, name=f.name: members(get)[name]) for i, f in enumerate(fields)])
-        groups.append([(f"v{i}", lambda get, i=i, t=f.type: from_json_text(get(f"m{i}"), t))
-                       for i, f in enumerate(fields)])
+                raw.isNotNull() & not_an_object(text, get("p")), F.lit("Invalid JSON object"))
+        groups.append(([f"m{i}" for i in range(len(fields))], lambda get: _each(members(get), fields)))
+        groups.append(([f"v{i}" for i in range(len(fields))],
+                       lambda get: [from_json_text(get(f"m{i}"), f.type) for i, f in enumerate(fields)]))
 
         def finish(get):
             columns = [get(f"v{i}").alias(f.name) for i, f in enumerate(fields)]

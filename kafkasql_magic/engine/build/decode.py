@@ -3,7 +3,9 @@ metadata columns, pseudocolumns, and the bookkeeping the runtime needs (engine.c
 
 from __future__ import annotations
 
-from dataclasses import replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame, Window
@@ -58,8 +60,8 @@ class _Raw:
     value is missing when NULL and not decoded by the reader's worker (a decoded record's bytes
     may be left out; it had them: kafka.worker_decoding)."""
 
-    def __init__(self, raw: DataFrame, source: SourceDef):
-        self.columns, self.topic = set(raw.columns), source.topic
+    def __init__(self, columns, source: SourceDef):
+        self.columns, self.topic = set(columns), source.topic
 
     def metadata(self, name: str) -> Column:
         if name in self.columns:
@@ -167,7 +169,7 @@ def _avro_layout(spec, columns, role: str):
     return avro.layout_for([Field(name, t) for name, t in columns], spec, role)
 
 
-def _decoded_in_worker(raw: DataFrame, raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
+def _decoded_in_worker(raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
     """The reader's columns where its flag says it decoded the record (no error: it decodes only
     what converts without one); the planner's decoding for the rest, as one struct bound per
     record (formats.json.decode_bound) in a CASE branch Spark evaluates only for those rows. So
@@ -190,18 +192,18 @@ def _decoded_in_worker(raw: DataFrame, raw_column: Column, fields: list[Field], 
                    F.col(fallback)["error"], [(fallback, F.when(~done, planner))])
 
 
-def _decode(raw: DataFrame, raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
+def _decode(read: set[str], raw_column: Column, fields: list[Field], spec, role: str) -> Decoded:
     """`role`'s columns: from the reader's AVRO struct when it decoded them, by the reader's JSON
     columns where its flag says they are exact, else by the format."""
     avro_column = AVRO_COLUMN[role]
-    if spec.name == "AVRO" and fields and avro_column in raw.columns:
+    if spec.name == "AVRO" and fields and avro_column in read:
         return avro.from_struct(F.col(avro_column), fields, role)
-    if spec.name == "JSON" and fields and json_columns.NAMES[role][0] in raw.columns:
-        return _decoded_in_worker(raw, raw_column, fields, spec, role)
+    if spec.name == "JSON" and fields and json_columns.NAMES[role][0] in read:
+        return _decoded_in_worker(raw_column, fields, spec, role)
     return formats.lookup(spec.name).decode(raw_column, fields, spec, role)
 
 
-def _value(raw: DataFrame, source: SourceDef, value_columns):
+def _value(read: set[str], source: SourceDef, value_columns):
     """(decoded value, its columns, whether a record deletes its key). ENVELOPE DEBEZIUM reads
     the value's `after` record: its fields are the columns, and an `after` of NULL deletes."""
     fmt = formats.lookup(source.value_format.name)
@@ -210,31 +212,78 @@ def _value(raw: DataFrame, source: SourceDef, value_columns):
         return _debezium_json(fmt.decode(F.col("value"), [Field(c.format_field, c.type) for c in value_columns],
                                          source.value_format, "value"))
     if source.envelope != "DEBEZIUM":
-        value = _decode(raw, F.col("value"), fields, source.value_format, "value")
-        return value, value.columns, _Raw(raw, source).missing("value")
+        value = _decode(read, F.col("value"), fields, source.value_format, "value")
+        return value, value.columns, _Raw(read, source).missing("value")
     after_type = ast.Type("STRUCT", fields=tuple((c.format_field, c.type) for c in value_columns))
     value = fmt.decode(F.col("value"), [Field(debezium.AFTER, after_type)], source.value_format, "value")
     after = value.columns[0]
     return value, [after[c.format_field] for c in value_columns], F.col("value").isNull() | after.isNull()
 
 
+@dataclass(frozen=True)
+class _Recipe:
+    """What logical_frame does to a read, as expressions: the records it skips, the stages it
+    computes once per record, and the columns it selects."""
+
+    filters: tuple[Column, ...]
+    stages: tuple[tuple[str, Column], ...]
+    columns: tuple[Column, ...]
+
+
+class _Recipes:
+    """Recipes by source and read columns, kept for the JVM that built them. Why: a recipe is
+    thousands of py4j calls (~0.5 s for a JSON source with its fallback decoding), which every
+    query over the source paid again; the expressions name columns, so they fit any read of
+    the same columns."""
+
+    def __init__(self, build: Callable[[SourceDef, set[str]], _Recipe], size: int = 64):
+        self._kept: OrderedDict = OrderedDict()
+        self._build, self._gateway, self._size, self._lock = build, None, size, threading.Lock()
+
+    def get(self, source: SourceDef, read: tuple[str, ...]) -> _Recipe:
+        from pyspark import SparkContext
+
+        key = (repr(source), read)  # repr: every field, the format options too
+        with self._lock:
+            if SparkContext._gateway is not self._gateway:
+                self._kept.clear()
+                self._gateway = SparkContext._gateway
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        recipe = self._build(source, set(read))
+        with self._lock:
+            self._kept[key] = recipe
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return recipe
+
+
 def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
     """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
-    dialect = dialects.get(source.dialect)
     if "headers" not in raw.columns:  # a read without headers: every record's list is empty
         raw = raw.withColumn("headers", F.array().cast(HEADERS_TYPE))
-    record = _Raw(raw, source)
+    recipe = _RECIPES.get(source, tuple(raw.columns))
+    for condition in recipe.filters:
+        raw = raw.where(condition)
+    for name, expression in recipe.stages:
+        raw = raw.withColumn(name, expression)  # one stage each: computed once per record
+    return raw.select(*recipe.columns)
+
+
+def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
+    dialect = dialects.get(source.dialect)
+    record = _Raw(read, source)
+    filters = []
     if dialect.skips_empty(source):
-        raw = raw.where(~record.missing("key") | ~record.missing("value"))  # empty records are skipped
-    if dialects.get(source.dialect).skips_null_value(source):
-        raw = raw.where(~record.missing("value"))
-    key = _decode(raw, window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns],
+        filters.append(~record.missing("key") | ~record.missing("value"))  # empty records are skipped
+    if dialect.skips_null_value(source):
+        filters.append(~record.missing("value"))
+    key = _decode(read, window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns],
                   source.key_format, "key")
     windowed = window_keys.window_columns(source)  # the window bounds, from the key
     value_fields = [c for c in source.value_columns if c.name not in windowed]
-    value, value_columns, tombstone = _value(raw, source, value_fields)
-    for name, expression in key.intermediates + value.intermediates:
-        raw = raw.withColumn(name, expression)  # one stage each: computed once per record
+    value, value_columns, tombstone = _value(read, source, value_fields)
     decoded = {c.name: col for c, col in zip(source.key_columns, key.columns)}
     decoded.update({c.name: col for c, col in zip(value_fields, value_columns)})
     decoded.update(windowed)
@@ -263,7 +312,10 @@ def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
         F.col("headers").alias(RAW_HEADERS), record.metadata("timestamp").alias(RAW_TIMESTAMP),
         tombstone.alias(TOMBSTONE),
     ]
-    return raw.select(*columns, *pseudo, *meta)
+    return _Recipe(tuple(filters), tuple(key.intermediates + value.intermediates), (*columns, *pseudo, *meta))
+
+
+_RECIPES = _Recipes(_recipe)
 
 
 def current_rows(raw: DataFrame, source: SourceDef) -> DataFrame:
