@@ -15,6 +15,11 @@ the ingest bench's topics. Each case is run as a chain of steps, each adding one
   planner_agg   the ingest bench's query (an aggregation over every decoded column): + what the
                 bench's aggregation adds
   planner_only  `planner` with no worker decoding (Spark's own decoding, or the AVRO UDF)
+  planner_agg_prebuilt   `planner_agg` with the query's DataFrame built before the measured run:
+                `planner_agg` less this is what building the query costs
+  worker_columns_agg     (JSON cases) the bench's aggregation over the worker's columns of the
+                shaped read as they are: `planner_agg_prebuilt` less this is what the planner's
+                fallback decoding, checks and bookkeeping cost a record the worker decoded
 and, beside the chain, what the raw columns a read leaves out save (engine.analysis.raw_columns):
   count_no_metadata   `count` without the four metadata columns (topic, partition, offset, timestamp)
   worker_shaped       `worker` with the planner's read shape: the raw bytes of decoded records, the
@@ -47,10 +52,6 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CASES = {"json_value": ("BENCH", ("ID", "NAME", "AMOUNT", "TS", "TAGS")),
          "json_key_value": ("KV_JSON", ("K", "ID", "NAME", "AMOUNT")),
          "avro_key_value": ("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))}
-STEPS = ("count", "count_no_metadata", "worker", "worker_shaped", "planner", "planner_agg",
-         "planner_agg_every_column", "planner_only")
-
-
 def _processes() -> dict[int, tuple[int, float, float]]:
     """pid -> (parent, own CPU-seconds, reaped children's CPU-seconds)."""
     out = {}
@@ -95,6 +96,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
     import kafkasql_magic as ks
     from ingest import SqlCases, every_column, make_records
     from kafkasql_magic.engine.build.decode import worker_decoding
+    from kafkasql_magic.kafka import json_columns
     from kafkasql_magic.local import LocalStack, produce
     from kafkasql_magic.sql import parse_statement
     from kafkasql_magic.statements import queries
@@ -129,6 +131,14 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
         def counted(frame):
             assert frame.count() == n
 
+        def aggregated(frame, columns, aggregate=True):
+            if aggregate:
+                found = [F.count(columns[0])] + [F.max(F.length(F.col(c).cast("string"))) for c in columns[1:]]
+            else:
+                found = [F.count(F.hash(*columns))]
+            row = frame.agg(*found).collect()[0]
+            assert row[0] == n, row
+
         def planner(stream, columns, aggregate=True, in_worker=True):
             saved = queries.worker_decoding
             if not in_worker:
@@ -137,12 +147,28 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
                 frame = session.dataframe(f"SELECT {', '.join(columns)} FROM {stream};")
             finally:
                 queries.worker_decoding = saved
-            if aggregate:
-                found = [F.count(columns[0])] + [F.max(F.length(F.col(c).cast("string"))) for c in columns[1:]]
+            aggregated(frame, columns, aggregate)
+
+        prebuilt: dict = {}
+
+        def planner_prebuilt(stream, columns):
+            """The planner's query built before the measured run (see the warm-up below)."""
+            if stream not in prebuilt:
+                prebuilt[stream] = session.dataframe(f"SELECT {', '.join(columns)} FROM {stream};")
+            aggregated(prebuilt[stream], columns)
+
+        def worker_columns(stream, columns):
+            """The worker's JSON columns of the shaped read as they are, named as the query names
+            them: no fallback decoding, no checks, no bookkeeping."""
+            definition = session.catalog.get(stream)
+            found = {c.name: F.col(json_columns.COLUMN.format(i)) for i, c in enumerate(definition.value_columns)}
+            keys = definition.key_columns
+            if keys and keys[0].type.name == "STRUCT":
+                found[keys[0].name] = F.struct(*[F.col(json_columns.KEY_COLUMN.format(i)).alias(name)
+                                                 for i, (name, _) in enumerate(keys[0].type.fields)])
             else:
-                found = [F.count(F.hash(*columns))]
-            row = frame.agg(*found).collect()[0]
-            assert row[0] == n, row
+                found.update({c.name: F.col(json_columns.KEY_COLUMN.format(i)) for i, c in enumerate(keys)})
+            aggregated(shaped(stream, columns).select(*[found[c].alias(c) for c in columns]), columns)
 
         def steps(stream, columns):
             return {"count": lambda: counted(source(stream, False)),
@@ -151,12 +177,16 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
                     "worker_shaped": lambda: counted(shaped(stream, columns)),
                     "planner": lambda: planner(stream, columns, aggregate=False),
                     "planner_agg": lambda: planner(stream, columns),
+                    "planner_agg_prebuilt": lambda: planner_prebuilt(stream, columns),
+                    **({"worker_columns_agg": lambda: worker_columns(stream, columns)}
+                       if session.catalog.get(stream).value_format.name == "JSON" else {}),
                     "planner_agg_every_column": lambda: every_column(lambda: planner(stream, columns)),
                     "planner_only": lambda: planner(stream, columns, aggregate=False, in_worker=False)}
 
         counted(source("BENCH", False))  # warm-up: Python workers started, the reader imported
         for stream, columns in cases.values():
             shaped(stream, columns)  # the planner's options, before anything is measured
+            planner_prebuilt(stream, columns)  # and the query built beforehand, run once
         broker = stack.broker.pid
         rounds: dict = {}
         for _ in range(repeat):
@@ -173,7 +203,9 @@ STAGES = {"fetch_arrow_intake": ("count", None), "worker_decode_and_intake": ("w
           "planner_alone_over_count": ("planner_only", "count"),
           "metadata_columns_intake": ("count", "count_no_metadata"),
           "left_out_raw_columns_worker": ("worker", "worker_shaped"),
-          "left_out_raw_columns_query": ("planner_agg_every_column", "planner_agg")}
+          "left_out_raw_columns_query": ("planner_agg_every_column", "planner_agg"),
+          "query_build": ("planner_agg", "planner_agg_prebuilt"),
+          "fallback_checks_bookkeeping": ("planner_agg_prebuilt", "worker_columns_agg")}
 
 
 def main(argv=None) -> int:
@@ -212,7 +244,8 @@ def main(argv=None) -> int:
         else:
             per_record = {step: v / big for step, v in totals[big].items()}
         results["stages"][case] = {stage: round((per_record[a] - (per_record[b] if b else 0)) * 1e6, 2)
-                                   for stage, (a, b) in STAGES.items()}
+                                   for stage, (a, b) in STAGES.items()
+                                   if a in per_record and (b is None or b in per_record)}
     results.update({"load_average_1min": [round(load_before, 2), round(load_after, 2)], "machine": machine_facts(),
                     "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     print(json.dumps({"steps": results["steps"], "stages": results["stages"]}, indent=1))

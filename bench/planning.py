@@ -10,6 +10,11 @@ checker) and build (plan -> Spark DataFrame, resolved by Spark's analyser: `fram
 over an empty frame of raw records (nothing is read). The best of `--repeat` runs counts. The
 report gives each step's seconds per size and, between the two largest sizes, the ratio of
 the time ratio to the size ratio: about 1 for linear growth, about 2 for quadratic.
+
+Beside the shapes, the build of a plain query over a source whose records the reader's worker
+decodes (JSON value; JSON key + value): the first build over the source, which makes its
+decoding expressions (engine.build.decode's recipes), and a build after it, which reuses them;
+seconds (best of `--repeat`) and py4j calls, each a round trip to Spark's JVM.
 """
 
 from __future__ import annotations
@@ -89,6 +94,65 @@ def run(repeat: int, spark=None) -> dict:
     return report
 
 
+#: source -> (CREATE, the query built over it)
+DECODED_SOURCES = {
+    "json_value": ("CREATE STREAM j (id BIGINT, name STRING, amount DOUBLE, ts BIGINT, tags STRING) "
+                   "WITH (kafka_topic='j', value_format='JSON');", "SELECT id, name, amount, ts, tags FROM j EMIT CHANGES;"),
+    "json_key_value": ("CREATE STREAM kv (k STRUCT<k BIGINT> KEY, id BIGINT, name STRING, amount DOUBLE) "
+                       "WITH (kafka_topic='kv', format='JSON');", "SELECT k, id, name, amount FROM kv EMIT CHANGES;"),
+}
+
+
+class _Py4jCalls:
+    """Counts the driver's py4j round trips while on."""
+
+    def __init__(self):
+        from py4j.clientserver import ClientServerConnection
+
+        self.count, self._cls, self._send = 0, ClientServerConnection, ClientServerConnection.send_command
+
+    def __enter__(self):
+        def counted(connection, command):
+            self.count += 1
+            return self._send(connection, command)
+
+        self._cls.send_command = counted
+        return self
+
+    def __exit__(self, *exc):
+        self._cls.send_command = self._send
+
+
+def decoded_source_builds(repeat: int, spark) -> dict:
+    from pyspark.sql.types import StructType
+
+    from kafkasql_magic.engine.build import build, decode
+    from kafkasql_magic.kafka.source import SCHEMA
+
+    report = {}
+    for name, (create, query) in DECODED_SOURCES.items():
+        catalog = Catalog()
+        source = ksql_sources.source_from_create(parse_statement(create), {ksql_sources.DEFAULT_KEY_FORMAT: "KAFKA"})
+        catalog.add(source)
+        raw = spark.createDataFrame([], StructType(SCHEMA.fields + decode.worker_decoding(source).spark_fields()))
+        plan = analyse(parse_statement(query), catalog)
+
+        def built(first: bool) -> int:
+            if first:
+                decode._RECIPES = decode._Recipes(decode._recipe)  # none kept: the source's first query
+            with _Py4jCalls() as calls:
+                build(plan, raw, lambda *a: raw).frame.schema
+            return calls.count
+
+        built(False)  # Spark's own first-use costs
+        first_s, first_calls = best(lambda: built(True), repeat)
+        kept_s, kept_calls = best(lambda: built(False), repeat)
+        report[name] = {"first_build_s": round(first_s, 4), "first_build_py4j_calls": first_calls,
+                        "later_build_s": round(kept_s, 4), "later_build_py4j_calls": kept_calls}
+        print(name, report[name], flush=True)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "planning.json"))
@@ -103,6 +167,8 @@ def main() -> None:
 
         spark = sparkenv.prepare(spark_session(2))  # with the SQL settings ksql semantics need
     report = {"machine": machine_facts(), "shapes": run(args.repeat, spark)}
+    if spark is not None:
+        report["decoded_source_builds"] = decoded_source_builds(args.repeat, spark)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {args.out}")
 
