@@ -111,9 +111,9 @@ class PersistentQueries:
                       query_id: str | None = None) -> PersistentQuery:
         from ..engine.analysis import check_insert_kind
         from ..engine.analysis.key_projection import check_key_projected
-        from ..statements.records import check_insert_select
+        from ..statements.records import check_insert_select, insert_target
 
-        target = self.session.catalog.get(stmt.target, self.session.dialect_now.name)
+        target = insert_target(self.session.catalog, stmt, self.session.dialect_now.name)
         check_insert_select(target)
         query, prepared, outputs, window = self._planned(stmt.query)
         check_key_projected(target.name, prepared.plan)

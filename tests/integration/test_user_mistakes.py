@@ -46,6 +46,9 @@ def deep(opening: str, operand: str, closing: str, depth: int) -> str:
      "Expressions nest too deeply", None),
     ("CREATE STREAM e (v STRING) WITH (kafka_topic='', value_format='JSON', partitions=1);", StatementError,
      "Topic name is illegal, it can't be empty", None),
+    ("INSERT INTO nope SELECT * FROM s;", StatementError, "line 1:12: NOPE does not exist.", None),
+    ("INSERT INTO nope (id, v) VALUES (1, 'a');", StatementError,
+     "Cannot insert values into an unknown stream/table: NOPE", None),
 ])
 def test_a_users_mistake_is_a_user_error_with_ksqldbs_message(session, text, kind, message, column):
     with pytest.raises(KStreamError) as info:

@@ -123,3 +123,18 @@ def test_materialize_aggregates_are_materialize_only():
         plan_of("SELECT ARRAY_AGG(text) FROM events GROUP BY text EMIT CHANGES;")
     assert plan_of("SELECT text, array_agg(text) AS texts FROM events GROUP BY text", "materialize").names == \
         ["text", "texts"]
+
+
+def test_an_insert_into_an_unknown_source_is_refused_in_ksqldbs_words():
+    from kafkasql_magic.statements.records import insert_target
+
+    source_catalog = catalog()
+    select = parse_statement("INSERT INTO nope SELECT * FROM orders;")
+    with pytest.raises(StatementError) as info:
+        insert_target(source_catalog, select, "ksql")
+    assert str(info.value) == "line 1:12: NOPE does not exist."  # ksqlDB counts INSERT INTO's length
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    values = parse_statement("INSERT INTO nope (a) VALUES (1);")
+    with pytest.raises(StatementError, match="^Cannot insert values into an unknown stream/table: NOPE$"):
+        insert_target(source_catalog, values, "ksql")
+    assert insert_target(source_catalog, parse_statement("INSERT INTO orders SELECT * FROM clicks;"), "ksql").name == "ORDERS"
