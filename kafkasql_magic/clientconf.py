@@ -145,12 +145,27 @@ def for_librdkafka(kafka: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+#: How many times the settings changed: what is built from them and kept (a decoding UDF holds
+#: its registry's properties) compares it to know it is stale.
+_version = 0
+
+
+def version() -> int:
+    return _version
+
+
+def _changed() -> None:
+    global _version
+    _version += 1
+
+
 def configure(bootstrap: str | None, registry_url: str | None, properties: Mapping[str, str]) -> None:
     """Give every client for `bootstrap` and `registry_url` these properties (added to any set)."""
     redact.remember_properties(properties)
     kafka, registry = split(properties)
     redact.remember_properties(kafka)  # a password taken out of sasl.jaas.config
     with _lock:
+        _changed()
         if bootstrap and kafka:
             _kafka.setdefault(bootstrap, {}).update(kafka)
         if registry_url and registry:
@@ -162,12 +177,14 @@ def configure_registry(url: str, properties: Mapping[str, str]) -> None:
     as a CONFLUENT SCHEMA REGISTRY connection declares them)."""
     redact.remember_properties(properties)
     with _lock:
+        _changed()
         _registry.setdefault(_registry_key(url), {}).update(properties)
 
 
 def forget(bootstrap: str | None, registry_url: str | None, names) -> None:
     """UNSET: drop these properties from the clients of `bootstrap` and `registry_url`."""
     with _lock:
+        _changed()
         for name in names:
             reg = registry_name(name)
             if reg is not None:

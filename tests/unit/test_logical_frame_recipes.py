@@ -58,3 +58,17 @@ def test_the_oldest_recipe_goes_first_and_a_new_jvm_clears_them(monkeypatch):
     monkeypatch.setattr(SparkContext, "_gateway", object())
     assert recipes.get(_source(A="1"), READ) is not one
     assert len(built) == count + 1
+
+
+def test_changed_client_settings_rebuild_a_recipe():
+    """An AVRO or PROTOBUF decoding UDF holds its registry's client properties, as they were."""
+    from kafkasql_magic import clientconf
+
+    built, recipes = _counting()
+    first = recipes.get(_source(), READ)
+    clientconf.configure_registry("http://registry.invalid:8081", {"basic.auth.user.info": "u:p"})
+    try:
+        assert recipes.get(_source(), READ) is not first
+        assert len(built) == 2
+    finally:
+        clientconf.forget(None, "http://registry.invalid:8081", ["schema.registry.basic.auth.user.info"])

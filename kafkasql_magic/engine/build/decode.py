@@ -11,7 +11,7 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ... import dialects, formats, types
+from ... import clientconf, dialects, formats, types
 from ...catalog import HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
 from ...dialects import debezium
@@ -231,10 +231,11 @@ class _Recipe:
 
 
 class _Recipes:
-    """Recipes by source and read columns, kept for the JVM that built them. Why: a recipe is
-    thousands of py4j calls (~0.5 s for a JSON source with its fallback decoding), which every
-    query over the source paid again; the expressions name columns, so they fit any read of
-    the same columns."""
+    """Recipes by source and read columns, kept for the JVM that built them and the client
+    settings they were built with (an AVRO or PROTOBUF UDF holds its registry's properties).
+    Why: a recipe is thousands of py4j calls (~0.5 s for a JSON source with its fallback
+    decoding), which every query over the source paid again; the expressions name columns, so
+    they fit any read of the same columns."""
 
     def __init__(self, build: Callable[[SourceDef, set[str]], _Recipe], size: int = 64):
         self._kept: OrderedDict = OrderedDict()
@@ -243,7 +244,7 @@ class _Recipes:
     def get(self, source: SourceDef, read: tuple[str, ...]) -> _Recipe:
         from pyspark import SparkContext
 
-        key = (repr(source), read)  # repr: every field, the format options too
+        key = (repr(source), read, clientconf.version())  # repr: every field, the format options too
         with self._lock:
             if SparkContext._gateway is not self._gateway:
                 self._kept.clear()
