@@ -10,6 +10,7 @@ from kafkasql_magic.clientconf import SECRET_OPTION
 from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.kafka import worker_decoding
 from kafkasql_magic.kafka.arrow_batch import BATCH_ROWS, IDLE_TIMEOUT, METADATA
+from kafkasql_magic.kafka.json_options import json_list
 from kafkasql_magic.kafka.offsets import parse_offsets
 from kafkasql_magic.kafka.outage import limit_of
 
@@ -31,30 +32,16 @@ def _positive_int(options: Mapping[str, str], name: str, default: int | None) ->
 
 def _header_keys(options: Mapping[str, str]) -> tuple[str, ...] | None:
     """headerKeys: a JSON list of header keys (only their last values are read), else None."""
-    raw = options.get("headerKeys")
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        keys = json.loads(raw)
-    except ValueError:
-        keys = None
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise KafkaError(f"Option headerKeys must be a JSON list of header keys, not {raw!r}")
-    return tuple(keys)
+    keys = json_list(options, "headerKeys", lambda keys: all(isinstance(k, str) for k in keys),
+                     "a JSON list of header keys")
+    return None if keys is None else tuple(keys)
 
 
 def _metadata(options: Mapping[str, str]) -> tuple[str, ...]:
     """metadataColumns: a JSON list naming some of topic, partition, offset, timestamp; default all."""
-    raw = options.get("metadataColumns")
-    if raw is None or str(raw).strip() == "":
-        return METADATA
-    try:
-        names = json.loads(raw)
-    except ValueError:
-        names = None
-    if not isinstance(names, list) or not all(name in METADATA for name in names):
-        raise KafkaError(f"Option metadataColumns must be a JSON list of some of {', '.join(METADATA)}, not {raw!r}")
-    return tuple(name for name in METADATA if name in names)
+    names = json_list(options, "metadataColumns", lambda names: all(name in METADATA for name in names),
+                      f"a JSON list of some of {', '.join(METADATA)}")
+    return METADATA if names is None else tuple(name for name in METADATA if name in names)
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:

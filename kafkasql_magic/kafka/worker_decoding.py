@@ -30,6 +30,7 @@ from typing import Mapping
 
 from ..errors import KafkaError
 from . import json_columns
+from .json_options import json_list
 
 ROLES = ("key", "value")
 #: Each role's AVRO struct column (decode_batch's result).
@@ -180,19 +181,10 @@ def _raw_bytes(options: Mapping[str, str]) -> bool:
 
 
 def _json_pairs(options: Mapping[str, str], name: str) -> tuple[tuple[str, str], ...] | None:
-    raw = options.get(name)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        pairs = json.loads(raw)
-    except ValueError:
-        pairs = None
-    if not isinstance(pairs, list) or not pairs or not all(
-            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[1] in json_columns.ARROW_TYPES
-            for p in pairs):
-        raise KafkaError(f"Option {name} must be a JSON list of [member, type] pairs "
-                         f"(types {', '.join(json_columns.ARROW_TYPES)}), not {raw!r}")
-    return tuple((member, type_name) for member, type_name in pairs)
+    pairs = json_list(options, name, lambda pairs: bool(pairs) and all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[1] in json_columns.ARROW_TYPES
+        for p in pairs), f"a JSON list of [member, type] pairs (types {', '.join(json_columns.ARROW_TYPES)})")
+    return None if pairs is None else tuple((member, type_name) for member, type_name in pairs)
 
 
 def _layout(options: Mapping[str, str], name: str):
