@@ -129,7 +129,8 @@ def lookup(name: str, nargs: int, star: bool) -> Aggregate:
     aggregate = AGGREGATES[name]
     if star and not aggregate.star:
         raise StatementError(f"Function '{name}' does not accept '*'.")
-    if not star and nargs != aggregate.args:
+    counts_rows = aggregate.star and nargs == 0  # ksqlDB's COUNT() counts rows, as COUNT(*) does
+    if not star and not counts_rows and nargs != aggregate.args:
         raise StatementError(f"Function '{name}' does not accept {nargs} argument(s).")
     return aggregate
 

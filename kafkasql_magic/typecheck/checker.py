@@ -153,7 +153,8 @@ class Checker:
         if any(isinstance(a, ast.Lambda) for a in e.args):
             raise self.error(e, self.messages.no_overload(e.name, [self.argument(a) for a in e.args],
                                                           signatures.SIGNATURES[e.name]))
-        if e.star and e.name in signatures.STAR_AGGREGATES:
+        if e.name in signatures.STAR_AGGREGATES and (e.star or (not e.args and self.dialect == "ksql")):
+            # ksqlDB's COUNT() counts rows as COUNT(*) does; PostgreSQL has no count()
             return ast.Type("BIGINT")
         args = [signatures_more.TIMEUNIT if signatures_more.time_unit(e.name, i, a) else self.type_of(a)
                 for i, a in enumerate(e.args)]

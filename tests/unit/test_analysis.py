@@ -184,3 +184,10 @@ def test_a_windowed_source_is_not_re_keyed():
             plan_of(text, cat=cat)
         assert str(caught.value) == message
     assert plan_of("SELECT * FROM counts PARTITION BY item EMIT CHANGES;", cat=cat).keys == ("ITEM",)
+
+
+def test_count_with_no_argument_counts_rows_in_ksql_only():
+    assert plan_of("SELECT item, COUNT() AS n FROM orders GROUP BY item EMIT CHANGES;").grouping.calls == (
+        ast.FunctionCall("COUNT", (), False),)
+    with pytest.raises(StatementError, match=r"function count\(\) does not exist"):
+        plan_of("SELECT item, count() AS n FROM orders GROUP BY item", "materialize")
