@@ -52,6 +52,10 @@ class Dialect:
     prefixes_join_star = True
     #: Two result columns with one name are refused.
     refuses_duplicate_names = True
+    #: A comparison (=, <>, <, <=, >, >=, and so BETWEEN and IN) with a NULL operand is false, not
+    #: NULL: ksqlDB's generated code tests for NULL first (SqlToJavaVisitor.nullCheckPrefix,
+    #: InListEvaluator), so `NOT (a > b)` holds when b is NULL and `a > b` selects `false`.
+    null_comparisons_are_false = True
     #: A join is keyed by its join expression: a synthetic `ROWKEY` when no source column is it
     #: (FULL OUTER, an ON of two expressions), and an outer join's key column never NULL.
     synthetic_join_key = True

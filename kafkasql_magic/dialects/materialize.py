@@ -22,6 +22,7 @@ class Materialize(Dialect):
     ksql_clause_rules = False
     prefixes_join_star = False
     refuses_duplicate_names = False
+    null_comparisons_are_false = False  # PostgreSQL's three-valued logic
     synthetic_join_key = False
     seeks_pseudocolumns = False
     skips_empty_records = True

@@ -137,3 +137,19 @@ def test_time_json_series_entries_sort_trunc_and_md5_compute_as_ksqldb_documents
     messages = set(session.processing_log().MESSAGE)  # a record's first failure is logged
     assert "Error computing expression PARSE_TIME('nope', 'HH:mm') for column BAD_TIME with index 1: " \
            "Failed to parse time 'nope' with formatter 'HH:mm'" in messages
+
+
+def test_a_comparison_with_null_is_false_in_ksql_and_null_in_materialize(session, broker, new_topic):
+    """ksqlDB's generated code tests comparison operands for NULL first: `a > b` is false, so
+    `NOT (a > b)` holds; PostgreSQL's (Materialize's) three-valued logic keeps NULL."""
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": json.dumps(v)} for v in
+                                              ({"a": 1, "b": None, "n": 1}, {"a": 2, "b": 1, "n": 2})])
+    session.sql(f"CREATE STREAM cmp (a INT, b INT, n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    rows = session.sql("SELECT n, a > b AS gt, a = b AS eq, NOT (a > b) AS ngt, a IN (b, 5) AS isin, "
+                       "a NOT IN (b, 5) AS notin, a BETWEEN b AND 10 AS btw FROM cmp;").to_dict("records")
+    assert rows == [{"N": 1, "GT": False, "EQ": False, "NGT": True, "ISIN": False, "NOTIN": True, "BTW": False},
+                    {"N": 2, "GT": True, "EQ": False, "NGT": False, "ISIN": False, "NOTIN": True, "BTW": True}]
+    assert session.sql("SELECT n FROM cmp WHERE NOT (a > b);").N.tolist() == [1]
+    mz = session.sql("SELECT n, a > b AS gt FROM cmp", dialect="materialize").to_dict("records")
+    assert [(r["n"], None if r["gt"] is None or r["gt"] != r["gt"] else r["gt"]) for r in mz] == [(1, None), (2, True)]

@@ -143,7 +143,7 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
     groups = Scope(grouped, set(grouped.columns), set(), plan.dialect)
     gone = deleted
     if grouping.having is not None:
-        keep = Compiler(groups).compile(grouping.having)
+        keep = Compiler(groups).predicate(grouping.having)
         if deleted is None:
             grouped = grouped.where(keep)
         else:

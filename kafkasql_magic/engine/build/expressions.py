@@ -48,6 +48,7 @@ OPERATORS: dict[str, Callable[[Column, Column], Column]] = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
 }
+COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
 
 
 def quoted(name: str) -> str:
@@ -159,6 +160,20 @@ class Compiler:
             result = F.when(condition, message) if result is None else result.when(condition, message)
         return result if result is not None else F.lit(None).cast("string")
 
+    def predicate(self, e: ast.Expr) -> Column:
+        """A condition (WHERE, HAVING, ON): a row where it is NULL is dropped as one where it is
+        false, so its top-level comparisons stay Spark's own (an ON's equalities stay the
+        equi-join keys Spark's stream joins need)."""
+        if isinstance(e, ast.And):
+            return self.predicate(e.left) & self.predicate(e.right)
+        if isinstance(e, ast.BinaryOp) and e.op in COMPARISONS:
+            return OPERATORS[e.op](self.compile(e.left), self.compile(e.right))
+        return self.compile(e)
+
+    def _truth(self, result: Column) -> Column:
+        """A comparison's value in the query's dialect: ksqlDB's is false where SQL's is NULL."""
+        return F.coalesce(result, F.lit(False)) if self.scope.dialect.null_comparisons_are_false else result
+
     def compile(self, e: ast.Expr) -> Column:
         handler = getattr(self, "_" + type(e).__name__, None)
         if handler is None:
@@ -235,6 +250,8 @@ class Compiler:
         if e.op == "%":
             self.fail(right == 0, F.lit("/ by zero"))
             return F.when(right != 0, left % right)
+        if e.op in COMPARISONS:
+            return self._truth(OPERATORS[e.op](left, right))
         return OPERATORS[e.op](left, right)
 
     def _is_text(self, expr: ast.Expr, column: Column) -> bool:
@@ -272,11 +289,11 @@ class Compiler:
         return ~result if e.negated else result
 
     def _InList(self, e: ast.InList) -> Column:
-        result = self.compile(e.operand).isin(*[self.compile(i) for i in e.items])
+        result = self._truth(self.compile(e.operand).isin(*[self.compile(i) for i in e.items]))
         return ~result if e.negated else result
 
     def _Between(self, e: ast.Between) -> Column:
-        result = self.compile(e.operand).between(self.compile(e.low), self.compile(e.high))
+        result = self._truth(self.compile(e.operand).between(self.compile(e.low), self.compile(e.high)))
         return ~result if e.negated else result
 
     def _Case(self, e: ast.Case) -> Column:

@@ -180,7 +180,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
             continue
         join = stmt.joins[index - 1]
         both = frame.crossJoin(frame_i)  # for typing the condition only
-        condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).compile(join.on)
+        condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).predicate(join.on)
         if join.within is not None and join.kind != "INNER" and raw.isStreaming:  # unmatched rows behind watermarks
             _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))  # both sides have record times
             frame, frame_i, timed = watermarked(frame, frame_i, quoted(sides[0][1][ROWTIME]),
@@ -266,7 +266,7 @@ def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope, changelog: bool 
     if stmt.where is None:
         return frame, F.lit(None).cast("string")
     where = Compiler(scope)
-    keep = where.compile(stmt.where)
+    keep = where.predicate(stmt.where)
     where_error = computing_error(where, stmt.where, "WHERE", None)
     if changelog:
         frame = frame.withColumn(TOMBSTONE, F.col(TOMBSTONE) | ~F.coalesce(keep, F.lit(False)))
@@ -302,7 +302,7 @@ def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tup
     outputs = outputs_of(stmt, [table])
     scope = Scope(frame, set(frame.columns), {qualifier})
     if stmt.where is not None:
-        frame = frame.where(Compiler(scope).compile(stmt.where))
+        frame = frame.where(Compiler(scope).predicate(stmt.where))
     result = frame.select(*[Compiler(scope).compile(e).alias(result_column(i)) for i, (_, e) in enumerate(outputs)])
     if stmt.limit is not None:
         result = result.limit(stmt.limit)
