@@ -63,10 +63,16 @@ class Dialect:
     seeks_pseudocolumns = True
     #: Records with neither key nor value are skipped (sources of this dialect without an envelope).
     skips_empty_records = False
-    #: A NULL value (tombstone) on a stream with value columns is skipped, as ksqlDB's queries
-    #: skip it (its transient-query queue drops them); a stream of only key and header columns
-    #: has nothing to decode from the value and keeps every record. Tables treat it as a delete.
+    #: A NULL value (tombstone) on a stream with value columns is skipped by push and pull queries
+    #: (ksqlDB's transient-query queue drops them), aggregations, joins and WHERE clauses; a
+    #: persistent query's projection passes it on (engine/build/query.py); a stream of only key and
+    #: header columns has nothing to decode from the value and keeps every record. Tables treat it
+    #: as a delete.
     skips_stream_tombstones = True
+    #: A table aggregation's group that its last row leaves stays, with the aggregates of no rows
+    #: (a count of 0, a sum of 0), as Kafka Streams' subtractor leaves it in ksqlDB; when False
+    #: (Materialize) the group is gone: a tombstone, a retraction in SUBSCRIBE.
+    keeps_emptied_groups = True
     #: A record without a header its source includes by key is an error (sources of this dialect).
     requires_included_headers = False
     #: Under ENVELOPE UPSERT, NULL is one more key: a record with a NULL key and a NULL value

@@ -27,6 +27,7 @@ class Materialize(Dialect):
     seeks_pseudocolumns = False
     skips_empty_records = True
     skips_stream_tombstones = False
+    keeps_emptied_groups = False
     requires_included_headers = True
     fails_on_bad_records = True
     joins_with_diffs = True

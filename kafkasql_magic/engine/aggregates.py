@@ -28,6 +28,17 @@ class Aggregate:
     args: int = 1
     star: bool = False  # COUNT(*)
     in_order: bool = False  # built over a Sorting (ORDER BY keys, then arrival) rather than arrival order
+    #: The value over no rows, of the result's type (ksqlDB's initial value, mapped: what its
+    #: subtractor leaves a table aggregation's emptied group); None: NULL.
+    empty: Callable[[T.DataType], Column] | None = None
+
+
+def _zero(result: T.DataType) -> Column:
+    return F.lit(0).cast(result)
+
+
+def _no_elements(result: T.DataType) -> Column:
+    return F.array().cast(result)
 
 
 @dataclass(frozen=True)
@@ -108,18 +119,18 @@ def _by_offset(pick):
 
 
 AGGREGATES: dict[str, Aggregate] = {
-    "COUNT": Aggregate(lambda a, t, o: F.count(a[0]) if a else F.count(F.lit(1)), star=True),
-    "SUM": Aggregate(_sum),
-    "AVG": Aggregate(lambda a, t, o: F.avg(a[0])),
+    "COUNT": Aggregate(lambda a, t, o: F.count(a[0]) if a else F.count(F.lit(1)), star=True, empty=_zero),
+    "SUM": Aggregate(_sum, empty=_zero),
+    "AVG": Aggregate(lambda a, t, o: F.avg(a[0]), empty=_zero),  # ksqlDB's average of no rows: 0.0
     "MIN": Aggregate(lambda a, t, o: F.min(a[0])),
     "MAX": Aggregate(lambda a, t, o: F.max(a[0])),
-    "COUNT_DISTINCT": Aggregate(lambda a, t, o: F.size(F.collect_set(a[0])).cast("bigint")),
-    "COLLECT_LIST": Aggregate(lambda a, t, o: F.collect_list(a[0])),
+    "COUNT_DISTINCT": Aggregate(lambda a, t, o: F.size(F.collect_set(a[0])).cast("bigint"), empty=_zero),
+    "COLLECT_LIST": Aggregate(lambda a, t, o: F.collect_list(a[0]), empty=_no_elements),
     "ARRAY_AGG": Aggregate(_list_agg, in_order=True),
     "LIST_AGG": Aggregate(_list_agg, in_order=True),
     "MAP_AGG": Aggregate(_map_agg, args=2, in_order=True),
     "STRING_AGG": Aggregate(_string_agg, args=2, in_order=True),
-    "COLLECT_SET": Aggregate(lambda a, t, o: F.collect_set(a[0])),
+    "COLLECT_SET": Aggregate(lambda a, t, o: F.collect_set(a[0]), empty=_no_elements),
     "LATEST_BY_OFFSET": Aggregate(_by_offset(F.max_by)),
     "EARLIEST_BY_OFFSET": Aggregate(_by_offset(F.min_by)),
 }

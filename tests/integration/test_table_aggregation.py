@@ -54,10 +54,11 @@ def test_a_changed_moved_or_deleted_row_is_retracted_from_its_group(people, brok
     # person 4 has no region (dropped and logged)
     produce(broker.bootstrap_servers, people.topic,
             [person(1, "us", 20), tombstone(2), person(3, "us", 8), person(4, None, 1)])
-    state = settle(handle, "REGION", lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
+    state = settle(handle, "REGION", lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") == 0)
     us = state["us"]
     assert (us["TOTAL"], us["LOW"], us["HIGH"], sorted(us["IDS"])) == (28, 8, 20, [1, 3])
-    assert state["eu"] == {"REGION": "eu", "N": None, "TOTAL": None, "LOW": None, "HIGH": None, "IDS": None}
+    # eu is kept, with the aggregates of no rows (ksqlDB's subtractor takes each row back)
+    assert state["eu"] == {"REGION": "eu", "N": 0, "TOTAL": 0, "LOW": None, "HIGH": None, "IDS": []}
     assert None not in state  # no NULL group
     log = people.processing_log(query=handle.id)
     assert list(log[["PARTITION", "OFFSET"]].itertuples(index=False, name=None)) == [(0, 6)]
@@ -72,8 +73,8 @@ def test_a_row_the_where_clause_stops_matching_leaves_its_group(people, broker):
         assert time.monotonic() < deadline and handle.failure is None, handle.rows()
         time.sleep(0.3)
     produce(broker.bootstrap_servers, people.topic, [person(1, "eu", 2), person(2, "us", 9)])
-    state = settle(handle, "REGION", lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") is None)
-    assert state["eu"]["N"] is None
+    state = settle(handle, "REGION", lambda s: s.get("us", {}).get("N") == 2 and s.get("eu", {}).get("N") == 0)
+    assert state["eu"]["N"] == 0
 
 
 def test_a_pull_query_over_a_table_counts_each_row_once(people, broker):
@@ -128,16 +129,58 @@ def test_a_persistent_table_aggregation_retracts_rows_it_saw_before_a_restart(br
     produce(broker.bootstrap_servers, topic, [person(1, "us", 20), tombstone(2), person(3, "us", 8)])
     second = connect()
     try:
-        after = changelog(lambda got: len(got) > len(before) and latest(got).get("eu", 0) is None
+        after = changelog(lambda got: len(got) > len(before) and latest(got).get("eu") == {"N": 0, "TOTAL": 0}
                           and latest(got).get("us") == {"N": 2, "TOTAL": 28})
     finally:
         second.stop()
     assert after[:len(before)] == before
     changes = after[len(before):]
-    # eu is retracted as each of its rows leaves (1 moved, then 2 deleted): a tombstone at the end,
-    # never a count that includes a row seen before the restart
+    # eu is retracted as each of its rows leaves (1 moved, then 2 deleted): a count of 0 at the
+    # end, never a count that includes a row seen before the restart
     eu = [v for k, v in changes if k == "eu"]
-    assert eu and eu[-1] is None and all(v is None or v == {"N": 1, "TOTAL": 5} for v in eu)
+    assert eu and eu[-1] == {"N": 0, "TOTAL": 0} and all(v in ({"N": 0, "TOTAL": 0}, {"N": 1, "TOTAL": 5}) for v in eu)
     us = [v for k, v in changes if k == "us"]
     assert us[-1] == {"N": 2, "TOTAL": 28}
     assert all(v in ({"N": 2, "TOTAL": 27}, {"N": 2, "TOTAL": 28}) for v in us)  # 3 counted once, 1 once
+
+
+
+def test_a_persistent_table_aggregation_writes_an_emptied_groups_new_value(broker, spark, tmp_path):
+    """ksqlDB (Kafka Streams' subtractor) keeps a group its rows left, with its new value (a count
+    of 0, a sum of 0: `count.json` "should count back to zero", `group-by.json` "field with re-key
+    (table->table)") over which HAVING decides, and writes a tombstone where HAVING stops holding
+    (`group-by.json` "with having expression (table->table)"). Each change is produced once the
+    last one's records are written, so that each micro-batch holds one change."""
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    tag = uuid.uuid4().hex[:8].upper()
+    topic = f"people_{tag.lower()}"
+    produce(broker.bootstrap_servers, topic, [person(1, "eu", 10), person(2, "eu", 5), person(3, "us", 7)],
+            create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=str(tmp_path))
+    try:
+        s.sql(f"""SET 'auto.offset.reset'='earliest';
+            CREATE TABLE p_{tag} (id INT PRIMARY KEY, region STRING, score INT)
+              WITH (kafka_topic='{topic}', value_format='JSON');
+            CREATE TABLE r_{tag} AS SELECT region, COUNT(*) AS n, SUM(score) AS total FROM p_{tag}
+              GROUP BY region HAVING SUM(score) < 25;""")
+        query = next(iter(s.persistent.queries.values()))
+
+        def written(count: int) -> list[tuple]:
+            """(key, value or None, timestamp) of the sink's records, once there are `count`."""
+            query.wait_for_records(count, 120)
+            got = fetch_records(broker.bootstrap_servers, query.sink_topic, from_beginning=True, limit=None,
+                                timeout_s=10, until_end=True)
+            assert len(got) == count, (query.failure, got)
+            return [(r["key"], None if r["value"] is None else json.loads(r["value"]), r["timestamp"])
+                    for r in sorted(got, key=lambda r: r["offset"])]
+
+        assert sorted(written(2)) == [(b"eu", {"N": 2, "TOTAL": 15}, T0 + 2), (b"us", {"N": 1, "TOTAL": 7}, T0 + 3)]
+        produce(broker.bootstrap_servers, topic, [person(1, "us", 20) | {"timestamp": T0 + 50}])  # eu keeps one row
+        assert sorted(written(4)[2:], key=lambda r: r[0]) == [
+            (b"eu", {"N": 1, "TOTAL": 5}, T0 + 50),
+            (b"us", None, T0 + 50)]  # a sum of 27: HAVING stopped holding, a tombstone
+        produce(broker.bootstrap_servers, topic, [tombstone(2) | {"timestamp": T0 + 60}])  # eu's last row goes
+        assert written(5)[4:] == [(b"eu", {"N": 0, "TOTAL": 0}, T0 + 60)]  # kept, counted back to 0; HAVING holds
+    finally:
+        s.stop()

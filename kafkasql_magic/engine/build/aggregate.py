@@ -15,6 +15,7 @@ from typing import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ...sql import ast
 from ...sql.render import render
@@ -99,6 +100,16 @@ def aggregate_columns(staged: Staged) -> list[Column]:
     return [aggregate.build([F.col(f"__a{i}_{n}") for n in range(len(types_))], types_,
                             _order(i, aggregate, order_by)).alias(f"__agg{i}")
             for i, (aggregate, types_, order_by) in enumerate(staged.builders)]
+
+
+def empty_aggregates(staged: Staged, types_: dict[str, T.DataType]) -> list[Column]:
+    """`aggregate_columns` of a group without rows (`types_`: each column's type): each
+    aggregate's value over nothing (engine.aggregates: a count of 0, NULL for MIN)."""
+    if not staged.builders:
+        return [F.lit(0).cast(types_["__n"]).alias("__n")]
+    return [(aggregate.empty(types_[f"__agg{i}"]) if aggregate.empty is not None
+             else F.lit(None).cast(types_[f"__agg{i}"])).alias(f"__agg{i}")
+            for i, (aggregate, _, _) in enumerate(staged.builders)]
 
 
 def _order(index: int, aggregate: aggregates.Aggregate, order_by) -> Column | aggregates.Sorting:

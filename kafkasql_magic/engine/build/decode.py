@@ -223,11 +223,13 @@ def _value(read: set[str], source: SourceDef, value_columns):
 @dataclass(frozen=True)
 class _Recipe:
     """What logical_frame does to a read, as expressions: the records it skips, the stages it
-    computes once per record, and the columns it selects."""
+    computes once per record, and the columns it selects. `tombstones` skips a stream's NULL
+    values, unless the read passes them on."""
 
     filters: tuple[Column, ...]
     stages: tuple[tuple[str, Column], ...]
     columns: tuple[Column, ...]
+    tombstones: tuple[Column, ...] = ()
 
 
 class _Recipes:
@@ -260,12 +262,13 @@ class _Recipes:
         return recipe
 
 
-def logical_frame(raw: DataFrame, source: SourceDef) -> DataFrame:
-    """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping."""
+def logical_frame(raw: DataFrame, source: SourceDef, tombstones: bool = False) -> DataFrame:
+    """Raw Kafka records -> the source's columns, pseudocolumns and bookkeeping. `tombstones`:
+    a stream's NULL values stay (TOMBSTONE set), for a persistent query that passes them on."""
     if "headers" not in raw.columns:  # a read without headers: every record's list is empty
         raw = raw.withColumn("headers", F.array().cast(HEADERS_TYPE))
     recipe = _RECIPES.get(source, tuple(raw.columns))
-    for condition in recipe.filters:
+    for condition in recipe.filters + (() if tombstones else recipe.tombstones):
         raw = raw.where(condition)
     for name, expression in recipe.stages:
         raw = raw.withColumn(name, expression)  # one stage each: computed once per record
@@ -278,8 +281,7 @@ def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
     filters = []
     if dialect.skips_empty(source):
         filters.append(~record.missing("key") | ~record.missing("value"))  # empty records are skipped
-    if dialect.skips_null_value(source):
-        filters.append(~record.missing("value"))
+    tombstones = (~record.missing("value"),) if dialect.skips_null_value(source) else ()
     key = _decode(read, window_keys.inner_key(source), [Field(c.format_field, c.type) for c in source.key_columns],
                   source.key_format, "key")
     windowed = window_keys.window_columns(source)  # the window bounds, from the key
@@ -313,7 +315,8 @@ def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
         F.col("headers").alias(RAW_HEADERS), record.metadata("timestamp").alias(RAW_TIMESTAMP),
         tombstone.alias(TOMBSTONE),
     ]
-    return _Recipe(tuple(filters), tuple(key.intermediates + value.intermediates), (*columns, *pseudo, *meta))
+    return _Recipe(tuple(filters), tuple(key.intermediates + value.intermediates), (*columns, *pseudo, *meta),
+                   tombstones)
 
 
 _RECIPES = _Recipes(_recipe)

@@ -105,7 +105,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         frame = logical_frame(raw, first.source)
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors, batch_id)
-    frame, scope = with_join_key(plan, *_from(plan, raw, read, captures))
+    tombstones = _passes_tombstones(plan, changelog)
+    frame, scope = with_join_key(plan, *_from(plan, raw, read, captures, tombstones))
     frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None or deletes_rejected)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
@@ -126,14 +127,39 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     if plan.diffs and raw.isStreaming:
         changes = [(n, F.col(n)) for n in (MZ_TIMESTAMP, MZ_DIFF)]
         return with_diff_columns(_projected(frame, scope, where_error, outputs, changes), len(outputs))
-    return order.ordered(_projected(frame, scope, where_error, outputs, extra), extra, keys)
+    computed = _computed_on_tombstones(plan, outputs) if tombstones else None
+    return order.ordered(_projected(frame, scope, where_error, outputs, extra, computed), extra, keys)
+
+
+def _passes_tombstones(plan: QueryPlan, changelog: bool) -> bool:
+    """Whether a NULL value on the FROM stream goes on as a tombstone: in a persistent query
+    (`changelog`) that projects one stream without WHERE, as ksqlDB's projection maps a NULL
+    value to NULL (its SelectValueMapper); its filter drops one (SqlPredicate), its aggregations
+    and joins skip one, and so do push and pull queries (its transient-query queue)."""
+    stmt, first = plan.statement, plan.inputs[0]
+    return (changelog and first.kind == "STREAM" and first.view is None and not stmt.joins and stmt.where is None
+            and plan.grouping is None and plan.changes is None)
+
+
+def _computed_on_tombstones(plan: QueryPlan, outputs) -> tuple[bool, ...]:
+    """Which outputs a passed-on tombstone computes: the key columns whose expressions read only
+    the source's key columns (its key, or a PARTITION BY expression of them, which ksqlDB's
+    PartitionByParamsFactory evaluates over the key alone). Every other one is NULL: a key
+    reading a value column or pseudocolumn (ksqlDB evaluates it over the NULL row), and the value."""
+    key_columns = {c.name.lower() for c in plan.inputs[0].source.key_columns}
+
+    def from_key(expr) -> bool:
+        return all(n.name.lower() in key_columns for n in ast.walk(expr) if isinstance(n, ast.ColumnRef))
+
+    return tuple(name in plan.keys and from_key(expr) for name, expr in outputs)
 
 
 def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures,
-                 deletes_rejected: bool = False) -> DataFrame:
+                 deletes_rejected: bool = False, tombstones: bool = False) -> DataFrame:
     """One FROM item's rows: a source decoded (a keyed one as it is now, when read bounded),
     or a view's planned rows named by its columns. `deletes_rejected`: a view over a changelog
-    keeps the rows its WHERE clause rejects, as deletes of their keys (a diff join's input)."""
+    keeps the rows its WHERE clause rejects, as deletes of their keys (a diff join's input).
+    `tombstones`: a stream's NULL values stay, to be passed on."""
     if side.view is not None:
         planned = _frame(side.view, raw, read, captures, deletes_rejected=deletes_rejected)
         if side.view.limit is not None:  # a subquery's top-n (snapshots only: analysis refuses it in SUBSCRIBE)
@@ -144,12 +170,14 @@ def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captur
                               *[F.col(c) for c in BOOKKEEPING])
     source = side.source
     if raw.isStreaming or not source.keyed:
-        return logical_frame(raw, source)
+        return logical_frame(raw, source, tombstones)
     return window_keys.retained(current_rows(raw, source), raw, source)  # a windowed table's retention
 
 
-def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures) -> tuple[DataFrame, Scope]:
-    """The FROM clause: one source's rows, or the joined rows of several."""
+def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
+          tombstones: bool = False) -> tuple[DataFrame, Scope]:
+    """The FROM clause: one source's rows, or the joined rows of several (`tombstones`: the
+    FROM stream's NULL values stay)."""
     stmt = plan.statement
     first = plan.inputs[0]
     if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
@@ -158,7 +186,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures)
         return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures,
                                                                             side.kind == "TABLE"),
                            captures.without_errors)
-    frame = _input_frame(first, raw, read, captures, plan.changes == CHANGELOG)
+    frame = _input_frame(first, raw, read, captures, plan.changes == CHANGELOG, tombstones)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
     sides = []
@@ -275,16 +303,22 @@ def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope, changelog: bool 
     return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")
 
 
-def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, extra=()) -> DataFrame:
-    """The result columns (plus `extra` (name, column) pairs, such as sort keys) and bookkeeping."""
+def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, extra=(),
+               computed: tuple[bool, ...] | None = None) -> DataFrame:
+    """The result columns (plus `extra` (name, column) pairs, such as sort keys) and bookkeeping.
+    `computed`: which outputs a tombstone passed on computes (the others are NULL, never failing)."""
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
     for index, (name, expr) in enumerate(outputs):
         compiler = Compiler(scope)
         value = compiler.compile(expr)
+        skipped = computed is not None and not computed[index]
         if compiler.failures:
-            errors.append(computing_error(compiler, expr, name, index))
+            error = computing_error(compiler, expr, name, index)
+            errors.append(F.when(~F.col(TOMBSTONE), error) if skipped else error)
             value = F.when(compiler.error().isNull(), value)
+        if skipped:
+            value = F.when(~F.col(TOMBSTONE), value)
         values.append(value.alias(result_column(index)))
     error = F.coalesce(*errors)
     origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) else F.col(c)

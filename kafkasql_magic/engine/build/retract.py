@@ -7,7 +7,9 @@ keys and aggregate arguments) between batches; each batch replaces the rows of t
 carries (a tombstone, a row the WHERE clause now rejects or a NULL group key removes one),
 and only the groups those rows left or joined are aggregated again, from their current
 members, with the same aggregate table as a stream's aggregation. A group left with no
-member comes out as a tombstone (its key columns, the rest NULL): the changelog a sink writes.
+member comes out with the aggregates of no rows (a count of 0), as Kafka Streams' subtractor
+leaves it in ksqlDB, and HAVING decides over them; in a dialect that does not keep such groups
+(Materialize) it is a tombstone (its key columns, the rest NULL): the changelog a sink writes.
 A group's output record has the time and headers of the newest change that touched it.
 """
 
@@ -20,7 +22,7 @@ from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
 from ..columns import ERROR, RAW_KEY, TOMBSTONE
-from .aggregate import aggregate_columns, computing_error, finished, record_columns, stage
+from .aggregate import aggregate_columns, computing_error, empty_aggregates, finished, record_columns, stage
 from .batch_store import BatchState, BatchStore
 from .expressions import Compiler, Scope
 
@@ -80,10 +82,12 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
     current = state.rows.join(affected, staged.keys, "left_semi")
     grouped = current.groupBy(*staged.keys).agg(*aggregate_columns(staged))
     emptied = affected.join(grouped.select(*staged.keys), staged.keys, "left_anti")
-    emptied = emptied.select("*", *[F.lit(None).cast(grouped.schema[c].dataType).alias(c)
-                                    for c in grouped.columns if c not in staged.keys])
+    types_ = {c: grouped.schema[c].dataType for c in grouped.columns if c not in staged.keys}
+    kept = plan.dialect.keeps_emptied_groups
+    emptied = emptied.select("*", *(empty_aggregates(staged, types_) if kept
+                                    else [F.lit(None).cast(t).alias(c) for c, t in types_.items()]))
     changed = grouped.withColumn("__deleted", F.lit(False)).unionByName(
-        emptied.withColumn("__deleted", F.lit(True))).join(record, staged.keys)
+        emptied.withColumn("__deleted", F.lit(not kept))).join(record, staged.keys)
     return finished(plan, changed, deleted=F.col("__deleted"))
 
 
