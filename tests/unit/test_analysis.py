@@ -184,3 +184,18 @@ def test_a_windowed_source_is_not_re_keyed():
             plan_of(text, cat=cat)
         assert str(caught.value) == message
     assert plan_of("SELECT * FROM counts PARTITION BY item EMIT CHANGES;", cat=cat).keys == ("ITEM",)
+
+
+@pytest.mark.parametrize("text, keys", [
+    # group-by.json "fields (stream->table)": SELECT f1, f2 ... GROUP BY f2, f1 is keyed F2, F1
+    ("SELECT qty, item, COUNT(*) FROM orders GROUP BY item, qty EMIT CHANGES;", ["ITEM", "QTY"]),
+    # partition-by.json "... reorder partition by but keep same order in project"
+    ("SELECT id, qty, item FROM orders PARTITION BY qty, id EMIT CHANGES;", ["QTY", "ID"]),
+    ("SELECT k2, v, k FROM multi EMIT CHANGES;", ["K", "K2"]),  # the source key's order
+])
+def test_the_key_columns_are_in_the_key_order_not_the_projection_order(text, keys):
+    cat = catalog()
+    cat.add(ddl.source_from_create(parse_statement(
+        "CREATE STREAM multi (k INT KEY, k2 INT KEY, v INT) WITH (kafka_topic='m', format='JSON');"), SETTINGS))
+    assert plan_of(text, cat=cat).key_names == keys
+

@@ -1,0 +1,63 @@
+"""Keys of the records persistent queries write, as ksqlDB writes them (its query-validation
+tests `group-by.json` and `partition-by.json`): the key columns in the key's order, whatever the
+projection's. Each sink topic is read back record by record: key bytes, value, timestamp."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from kafkasql_magic.kafka.peek import fetch_records
+from kafkasql_magic.kafka.producer import produce
+
+BASE = 1_700_000_000_000
+
+
+def tagged(prefix: str) -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8].upper()
+    return f"{prefix}_{tag}", f"t-{prefix.lower()}-{tag.lower()}"
+
+
+def read_back(broker, topic: str, count: int) -> list[dict]:
+    got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=30,
+                        until_end=False)
+    assert len(got) == count, got
+    return sorted(got, key=lambda r: (r["key"] or b"", r["partition"], r["offset"]))  # one batch: any order
+
+
+def keys_of(ksql, name: str) -> list[str]:
+    described = ksql.sql(f"DESCRIBE {name};")
+    return [field for field, kind in described.itertuples(index=False) if kind.endswith("key)")]
+
+
+def test_multi_column_keys_follow_group_by_and_partition_by_order(ksql, broker):
+    src, topic = tagged("G")
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, A INT, B STRING) WITH (kafka_topic='{topic}', "
+             "format='DELIMITED', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": b"1", "value": b"7,x", "timestamp": BASE + 1},
+        {"key": b"2", "value": b"8,y", "timestamp": BASE + 2}])
+    # group-by.json "fields (stream->table)": SELECT f1, f2 ... GROUP BY f2, f1 keys 'a,1'
+    delimited = ksql.sql(f"CREATE TABLE D_{src} AS SELECT B, A, COUNT(*) AS N FROM {src} GROUP BY A, B;")
+    as_json = ksql.sql(f"CREATE TABLE J_{src} WITH (KEY_FORMAT='JSON') AS SELECT B, A, COUNT(*) AS N "
+                       f"FROM {src} GROUP BY A, B;")
+    # partition-by.json "multiple columns - select explicit - reorder partition by but keep same order in project"
+    moved = ksql.sql(f"CREATE STREAM P_{src} WITH (KEY_FORMAT='JSON') AS SELECT ID, B, A FROM {src} "
+                     "PARTITION BY A, ID;")
+    for query in (delimited, as_json, moved):
+        assert query.wait_for_records(2, 180), query.failure
+    got = read_back(broker, f"D_{src}", 2)
+    assert [(r["key"], r["value"], r["timestamp"]) for r in got] == [
+        (b"7,x", b"1", BASE + 1), (b"8,y", b"1", BASE + 2)]
+    got = read_back(broker, f"J_{src}", 2)
+    assert [(r["key"], r["value"], r["timestamp"]) for r in got] == [  # the value stays DELIMITED
+        (b'{"A":7,"B":"x"}', b"1", BASE + 1), (b'{"A":8,"B":"y"}', b"1", BASE + 2)]
+    got = read_back(broker, f"P_{src}", 2)
+    assert [(r["key"], r["value"], r["timestamp"]) for r in got] == [
+        (b'{"A":7,"ID":1}', b"x", BASE + 1), (b'{"A":8,"ID":2}', b"y", BASE + 2)]
+    assert keys_of(ksql, f"D_{src}") == ["A", "B"]
+    assert keys_of(ksql, f"J_{src}") == ["A", "B"]
+    assert keys_of(ksql, f"P_{src}") == ["A", "ID"]
+    described = ksql.sql(f"DESCRIBE J_{src};")
+    assert list(described.iloc[:, 0]) == ["A", "B", "N"]  # ksqlDB's schema: `A INT KEY, B STRING KEY, N BIGINT`
+
