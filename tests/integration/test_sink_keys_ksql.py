@@ -1,6 +1,7 @@
-"""Keys of the records persistent queries write, as ksqlDB writes them (its query-validation
-tests `group-by.json` and `partition-by.json`): the key columns in the key's order, whatever the
-projection's. Each sink topic is read back record by record: key bytes, value, timestamp."""
+"""Keys and timestamps of the records persistent queries write, as ksqlDB writes them (its
+query-validation tests `group-by.json` and `partition-by.json`): the key columns in the key's
+order, whatever the projection's, and the record time as given, 0 included. Each sink topic is
+read back record by record: key bytes, value, timestamp."""
 
 from __future__ import annotations
 
@@ -61,3 +62,17 @@ def test_multi_column_keys_follow_group_by_and_partition_by_order(ksql, broker):
     described = ksql.sql(f"DESCRIBE J_{src};")
     assert list(described.iloc[:, 0]) == ["A", "B", "N"]  # ksqlDB's schema: `A INT KEY, B STRING KEY, N BIGINT`
 
+
+def test_a_record_time_of_zero_is_written_as_zero(ksql, broker):
+    src, topic = tagged("Z")
+    ksql.sql(f"CREATE STREAM {src} (ID STRING KEY, T BIGINT, V INT) WITH (kafka_topic='{topic}', "
+             "value_format='JSON', partitions=1);")
+    times = [0, 5, 0, 0, 7]  # runs of time 0 between others: the partition keeps its order
+    produce(broker.bootstrap_servers, topic, [
+        {"key": f"k{i}".encode(), "value": json.dumps({"T": t, "V": i}).encode(), "timestamp": BASE + i}
+        for i, t in enumerate(times)])
+    query = ksql.sql(f"CREATE STREAM Z_{src} WITH (TIMESTAMP='T') AS SELECT * FROM {src};")
+    assert query.wait_for_records(len(times), 180), query.failure
+    got = sorted(read_back(broker, f"Z_{src}", len(times)), key=lambda r: r["offset"])
+    assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
+        (f"k{i}".encode(), {"T": t, "V": i}, t) for i, t in enumerate(times)]
