@@ -1,7 +1,8 @@
 """Keys and timestamps of the records persistent queries write, as ksqlDB writes them (its
-query-validation tests `group-by.json` and `partition-by.json`): the key columns in the key's
-order, whatever the projection's, and the record time as given, 0 included. Each sink topic is
-read back record by record: key bytes, value, timestamp."""
+query-validation tests `group-by.json`, `partition-by.json` and `multi-col-keys.json`): the key
+columns in the key's order, whatever the projection's, no key where the input record had none,
+and the record time as given, 0 included. Each sink topic is read back record by record: key
+bytes, value, timestamp."""
 
 from __future__ import annotations
 
@@ -76,3 +77,23 @@ def test_a_record_time_of_zero_is_written_as_zero(ksql, broker):
     got = sorted(read_back(broker, f"Z_{src}", len(times)), key=lambda r: r["offset"])
     assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
         (f"k{i}".encode(), {"T": t, "V": i}, t) for i, t in enumerate(times)]
+
+
+def test_a_record_without_a_key_keeps_none_through_a_multi_column_key(ksql, broker):
+    src, topic = tagged("N")
+    ksql.sql(f"CREATE STREAM {src} (K INT KEY, K2 INT KEY, V INT) WITH (kafka_topic='{topic}', format='JSON', "
+             "partitions=1);")
+    keys = [b'{"K":1,"K2":2}', b'{"K":null,"K2":2}', None, b'{"K":null,"K2":null}']
+    produce(broker.bootstrap_servers, topic, [
+        {"key": key, "value": json.dumps({"V": i}).encode(), "timestamp": BASE + i} for i, key in enumerate(keys)])
+    # multi-col-keys.json "select * from stream": a NULL key stays NULL, a key of NULL columns stays one
+    as_json = ksql.sql(f"CREATE STREAM J_{src} AS SELECT * FROM {src};")
+    delimited = ksql.sql(f"CREATE STREAM D_{src} WITH (KEY_FORMAT='DELIMITED') AS SELECT * FROM {src};")
+    for query in (as_json, delimited):
+        assert query.wait_for_records(4, 180), query.failure
+    got = sorted(read_back(broker, f"J_{src}", 4), key=lambda r: r["offset"])
+    assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
+        (key, {"V": i}, BASE + i) for i, key in enumerate(keys)]
+    got = sorted(read_back(broker, f"D_{src}", 4), key=lambda r: r["offset"])
+    assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
+        (key, {"V": i}, BASE + i) for i, key in enumerate([b"1,2", b",2", None, b","])]

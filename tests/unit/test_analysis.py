@@ -199,3 +199,9 @@ def test_the_key_columns_are_in_the_key_order_not_the_projection_order(text, key
         "CREATE STREAM multi (k INT KEY, k2 INT KEY, v INT) WITH (kafka_topic='m', format='JSON');"), SETTINGS))
     assert plan_of(text, cat=cat).key_names == keys
 
+
+def test_only_a_key_passed_through_from_the_record_can_be_the_record_s_missing_key():
+    assert plan_of("SELECT id, item FROM orders EMIT CHANGES;").passes_key
+    assert not plan_of("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;").passes_key
+    assert not plan_of("SELECT item, id FROM orders PARTITION BY item EMIT CHANGES;").passes_key
+    assert not plan_of("SELECT o.id, i.price FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;").passes_key
