@@ -7,6 +7,7 @@ bytes, value, timestamp."""
 from __future__ import annotations
 
 import json
+import struct
 import uuid
 
 from kafkasql_magic.kafka.peek import fetch_records
@@ -97,3 +98,14 @@ def test_a_record_without_a_key_keeps_none_through_a_multi_column_key(ksql, brok
     got = sorted(read_back(broker, f"D_{src}", 4), key=lambda r: r["offset"])
     assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
         (key, {"V": i}, BASE + i) for i, key in enumerate([b"1,2", b",2", None, b","])]
+
+
+def test_insert_values_with_a_rowtime_of_zero_writes_time_zero(session, broker):
+    src, topic = tagged("I")
+    session.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', "
+                "partitions=1);")
+    session.sql(f"INSERT INTO {src} (ID, V, ROWTIME) VALUES (1, 'a', 0);"
+                f"INSERT INTO {src} (ID, V, ROWTIME) VALUES (2, 'b', 5);")
+    got = sorted(read_back(broker, topic, 2), key=lambda r: r["offset"])
+    assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
+        (struct.pack(">i", 1), {"V": "a"}, 0), (struct.pack(">i", 2), {"V": "b"}, 5)]
