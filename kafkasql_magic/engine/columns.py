@@ -25,6 +25,9 @@ RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE = "__RAW_HEADERS", "__RAW_TIMESTAMP", "__T
 #: NULL (a tombstone stays one). Never collected to the driver.
 RECORD = (RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE)
 BOOKKEEPING = (ERROR, DROP) + ORIGIN + RECORD
+#: A persistent query whose key is its record's key passed through (`QueryPlan.passes_key`):
+#: whether the input record had no key, so that the output record has none either.
+KEYLESS = "__KEYLESS"
 
 
 def result_column(index: int) -> str:

@@ -2,7 +2,7 @@
 
 A record is a dict with optional `key` and `value` (bytes, str or None), `headers` (a list of
 (str, bytes | None) pairs; order and duplicates kept), `partition` (int) and `timestamp`
-(milliseconds since the epoch).
+(milliseconds since the epoch; 0 is written as 0, by `zero_time`: librdkafka writes it as now).
 """
 
 from __future__ import annotations
@@ -80,6 +80,23 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, **kwargs) -> b
     return admin.create_topic(bootstrap, topic, partitions, **kwargs)
 
 
+def _write_time_zero(prod, settings: Mapping[str, object], topic: str, record: Mapping, timeout: float) -> None:
+    """A record of time 0, after the records before it are acknowledged (`zero_time`)."""
+    from .zero_time import ZeroTimeFailed, produce_zero_time
+
+    if prod.flush(timeout):
+        raise KafkaError(f"records to topic {topic!r} were not acknowledged within {timeout:g}s")
+
+    def raw(data):
+        return data.encode() if isinstance(data, str) else data
+
+    row = (raw(record.get("key")), raw(record.get("value")), record.get("headers"), record.get("partition", -1))
+    try:
+        produce_zero_time(prod, settings, topic, [row], timeout)
+    except (ZeroTimeFailed, OSError) as exc:
+        raise KafkaError(f"Cannot write a record of time 0 to topic {topic!r}: {exc}") from exc
+
+
 def produce(
     bootstrap_servers: str,
     topic: str,
@@ -100,6 +117,7 @@ def produce(
     if create_partitions is not None:
         create_topic(bootstrap_servers, topic, create_partitions, conf=conf)
     prod = producer(bootstrap_servers, conf)
+    settings = admin.client_conf(bootstrap_servers, {**PRODUCER_CONF, **(conf or {})})
     delivery = _Delivery()
     send = prod.produce
     poll = prod.poll
@@ -116,6 +134,10 @@ def produce(
             kwargs.pop("headers", None)
         else:
             kwargs["headers"] = checked_headers(kwargs["headers"])
+        if kwargs.get("timestamp") == 0:
+            _write_time_zero(prod, settings, topic, kwargs, timeout)
+            count += 1
+            continue
         while True:
             try:
                 send(topic, on_delivery=delivery, **kwargs)

@@ -5,7 +5,8 @@ Input columns (by name; only `value` is required):
   value      binary       the record value (null: a tombstone); or, with the value.avro.*
                           options, a struct of the fields the writer encodes as Avro
   headers    array<struct<key string, value binary>>   record headers, in order
-  timestamp  timestamp    the record timestamp (null or absent: the producer's clock)
+  timestamp  timestamp    the record timestamp (null or absent: the producer's clock; 0 is
+                          written as 0, by `zero_time`, as librdkafka reads 0 as "none given")
   partition  int          the target partition (null or absent: the producer's partitioner,
                           or the windowed partitioner below)
 
@@ -162,6 +163,50 @@ def _partitions(batch, keys: list, options: SinkOptions) -> list:
     return [-1 if key is None else windowed_partition(key, window_bytes, count) for key in keys]
 
 
+def _zero_times(batch) -> list | None:
+    """Which records' timestamp is 0 as given (NULL is none given), or None when none is."""
+    import pyarrow.compute as pc
+
+    index = batch.schema.get_field_index("timestamp")
+    if index < 0:
+        return None
+    zero = pc.equal(_millis(batch.column(index)), 0)
+    return zero.fill_null(False).to_pylist() if pc.any(zero).as_py() else None
+
+
+def _write_zero_run(producer, options: SinkOptions, run: list, failures: list) -> None:
+    """Records of time 0 (`zero_time`), after every record produced before them is acknowledged,
+    so a partition keeps the batch's order."""
+    from kafkasql_magic.kafka.zero_time import ZeroTimeFailed, produce_zero_time
+
+    topic = options.topic
+    if producer.flush(options.flush_timeout) or failures:
+        raise DeliveryFailed(f"records to topic {topic!r} were not acknowledged before {len(run)} record(s) "
+                             f"of time 0 (bootstrap {options.bootstrap}){': ' + failures[0] if failures else ''}")
+    rows = [(key, value, hdrs, part) for key, value, hdrs, _, part in run]
+    try:
+        produce_zero_time(producer, options.producer_conf(), topic, rows, options.flush_timeout)
+    except (ZeroTimeFailed, OSError) as exc:
+        raise DeliveryFailed(f"Cannot write {len(run)} record(s) of time 0 to topic {topic!r} (bootstrap "
+                             f"{options.bootstrap}): {exc}") from exc
+
+
+def _produce_in_runs(producer, options: SinkOptions, rows, zeros: list, delivered, failures: list) -> None:
+    """A batch holding records of time 0: runs of them written by `zero_time`, the rest by `producer`."""
+    run: list = []
+    for row, zero in zip(rows, zeros):
+        if zero:
+            run.append(row)
+            continue
+        if run:
+            _write_zero_run(producer, options, run, failures)
+            run = []
+        key, value, hdrs, stamp, part = row
+        _produce_when_room(producer, options.topic, value, key, part, delivered, stamp, hdrs)
+    if run:
+        _write_zero_run(producer, options, run, failures)
+
+
 def _headers(cells: list) -> list:
     return [None if not cell else [(h["key"], h["value"]) for h in cell] for cell in cells]
 
@@ -205,8 +250,14 @@ def produce_batches(options: SinkOptions, batches: Iterator) -> SinkCommit:
         stamps, parts = _column(batch, "timestamp", 0), _partitions(batch, keys, options)
         produce = producer.produce
         sent += len(keys)
+        zeros = _zero_times(batch)
+        if zeros is not None:  # NULL became 0 above: `zeros` tells a 0 given from none given
+            _produce_in_runs(producer, options, zip(keys, values, headers, stamps, parts), zeros, delivered,
+                             failures)
+            producer.poll(0)
+            continue
         for key, value, hdrs, stamp, part in zip(keys, values, headers, stamps, parts):
-            try:  # partition -1 and timestamp 0 mean none given: no per-record branching
+            try:  # partition -1 and timestamp 0 (NULL: no record here is of time 0) mean none given
                 produce(topic, value, key, part, on_delivery=delivered, timestamp=stamp, headers=hdrs)
             except BufferError:  # the local queue is full: serve deliveries, then retry this record
                 _produce_when_room(producer, topic, value, key, part, delivered, stamp, hdrs)

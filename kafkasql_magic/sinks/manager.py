@@ -150,9 +150,10 @@ class PersistentQueries:
         if select_is_session(select) and "WINDOWEND" not in window:
             raise StatementError("A SESSION-windowed persistent query must select WINDOWEND too: a session's "
                                  "record key ends with its end and start, as ksqlDB serializes session keys.")
-        outputs = [sink_plan.Output(name, types.from_spark(planned.schema[result_column(i)].dataType),
-                                    name in key_names and name not in window.values())
-                   for i, name in enumerate(plan.names)]
+        outputs = sink_plan.keys_first([
+            sink_plan.Output(name, types.from_spark(planned.schema[result_column(i)].dataType),
+                             name in key_names and name not in window.values())
+            for i, name in enumerate(plan.names)], plan.key_names)
         sink_plan.check_value_columns(outputs)
         return query, prepared, outputs, window
 

@@ -33,6 +33,15 @@ class Output:
     key: bool = False
 
 
+def keys_first(outputs: Sequence[Output], key_names: Sequence[str]) -> list[Output]:
+    """The sink's schema as ksqlDB builds it: the key columns first, in the key's order
+    (`key_names`: GROUP BY's or PARTITION BY's order, else the source key's), then the value
+    columns in the projection's order. The key bytes follow it (`SELECT b, a ... GROUP BY a, b`
+    writes the key `a,b`)."""
+    rank = {name: i for i, name in enumerate(key_names)}
+    return sorted(outputs, key=lambda o: (0, rank[o.name]) if o.key else (1, 0))
+
+
 def query_id(kind: str, sink: str, number: int) -> str:
     """ksqlDB's ids: CSAS_<SINK>_<n>, CTAS_<SINK>_<n>, INSERTQUERY_<n>."""
     prefix = QUERY_PREFIXES[kind]

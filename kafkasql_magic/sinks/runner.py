@@ -22,8 +22,8 @@ from ..catalog import KEY, SourceDef
 from ..errors import StatementError
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
-from ..engine.columns import (DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND, WINDOWSTART,
-                              result_column)
+from ..engine.columns import (DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND,
+                              WINDOWSTART, result_column)
 from ..results import ProcessingLog, observed_errors
 from ..runtime import failure_message
 from . import layout
@@ -76,6 +76,8 @@ class SinkWrite:
             by_role[KEY if c.role == KEY else "VALUE"].append(c)
         key = encode([column[c.name] for c in by_role[KEY]], [Field(c.name, c.type) for c in by_role[KEY]],
                      self.sink.key_format, "key", self.registered.get("key"))
+        if KEYLESS in rows.columns:  # the input record had no key: ksqlDB's key is NULL, not NULL columns
+            key = F.when(~F.col(KEYLESS), key)
         if self.window_start is not None:  # ksqlDB's windowed key: the inner key, then the window start (8 bytes)
             bounds = [self.session_end] if self.session_end is not None else []  # Kafka Streams' session key
             key = F.concat(F.coalesce(key, F.lit(b"").cast("binary")),

@@ -191,3 +191,24 @@ def test_count_with_no_argument_counts_rows_in_ksql_only():
         ast.FunctionCall("COUNT", (), False),)
     with pytest.raises(StatementError, match=r"function count\(\) does not exist"):
         plan_of("SELECT item, count() AS n FROM orders GROUP BY item", "materialize")
+
+
+@pytest.mark.parametrize("text, keys", [
+    # group-by.json "fields (stream->table)": SELECT f1, f2 ... GROUP BY f2, f1 is keyed F2, F1
+    ("SELECT qty, item, COUNT(*) FROM orders GROUP BY item, qty EMIT CHANGES;", ["ITEM", "QTY"]),
+    # partition-by.json "... reorder partition by but keep same order in project"
+    ("SELECT id, qty, item FROM orders PARTITION BY qty, id EMIT CHANGES;", ["QTY", "ID"]),
+    ("SELECT k2, v, k FROM multi EMIT CHANGES;", ["K", "K2"]),  # the source key's order
+])
+def test_the_key_columns_are_in_the_key_order_not_the_projection_order(text, keys):
+    cat = catalog()
+    cat.add(ddl.source_from_create(parse_statement(
+        "CREATE STREAM multi (k INT KEY, k2 INT KEY, v INT) WITH (kafka_topic='m', format='JSON');"), SETTINGS))
+    assert plan_of(text, cat=cat).key_names == keys
+
+
+def test_only_a_key_passed_through_from_the_record_can_be_the_record_s_missing_key():
+    assert plan_of("SELECT id, item FROM orders EMIT CHANGES;").passes_key
+    assert not plan_of("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;").passes_key
+    assert not plan_of("SELECT item, id FROM orders PARTITION BY item EMIT CHANGES;").passes_key
+    assert not plan_of("SELECT o.id, i.price FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;").passes_key

@@ -7,7 +7,7 @@ import pytest
 from kafkasql_magic.catalog import KEY, VALUE, Column, SourceDef
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.formats import FormatSpec
-from kafkasql_magic.sinks.plan import Output, check_insert, query_id, sink_formats, sink_source
+from kafkasql_magic.sinks.plan import Output, check_insert, keys_first, query_id, sink_formats, sink_source
 from kafkasql_magic.sql import ast
 
 INT, STRING, BIGINT = ast.Type("INT"), ast.Type("STRING"), ast.Type("BIGINT")
@@ -86,3 +86,11 @@ def test_a_result_key_holding_a_map_is_refused_before_its_format():
                                                                     Output("M", map_type)],
                        source(), SETTINGS, None, "sql")
     assert [c.type.name for c in sink.columns] == ["INT", "MAP"]
+
+
+def test_the_sink_schema_lists_the_key_columns_first_in_the_key_order():
+    outputs = [Output("B", STRING, True), Output("N", BIGINT), Output("A", INT, True), Output("M", INT)]
+    assert [o.name for o in keys_first(outputs, ["A", "B"])] == ["A", "B", "N", "M"]
+    sink = sink_source("TABLE", "T", {"KEY_FORMAT": "JSON"}, keys_first(outputs, ["A", "B"]), source(), SETTINGS,
+                       None, "")
+    assert [(c.name, c.role) for c in sink.columns] == [("A", KEY), ("B", KEY), ("N", VALUE), ("M", VALUE)]

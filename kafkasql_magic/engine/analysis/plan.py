@@ -118,6 +118,16 @@ class QueryPlan:
         return list(self.keys)
 
     @property
+    def passes_key(self) -> bool:
+        """The result's key is its one source's record key, passed through (no GROUP BY,
+        PARTITION BY or join makes a new one): where that record had no key, ksqlDB's key is
+        NULL as a whole, not a key of NULL columns, and so its sink writes no key bytes."""
+        stmt = self.statement
+        return (bool(self.keys) and self.grouping is None and not stmt.partition_by and not stmt.joins
+                and len(self.inputs) == 1 and self.inputs[0].view is None and self.table_join is None
+                and not self.diffs)
+
+    @property
     def aggregating(self) -> bool:
         return self.grouping is not None
 

@@ -201,11 +201,14 @@ def _same_dialect(side, naming) -> bool:
 
 def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool, join: JoinKey | None = None) -> list[str]:
     """The result's key: GROUP BY or PARTITION BY expressions when selected, a join's key column
-    (one the chain's ON clauses make equivalent, or its synthetic key column), else the source's key."""
+    (one the chain's ON clauses make equivalent, or its synthetic key column), else the source's key.
+    In ksqlDB's order, whatever the projection's: the GROUP BY or PARTITION BY expressions' order,
+    else the source's key columns' (its `Selection` keeps the upstream key's order), so a sink's
+    key columns, and so its key bytes, are ksqlDB's."""
     keys = (stmt.group_by + (tuple(WINDOW_BOUNDS) if stmt.window else ())) if aggregating else stmt.partition_by
     if keys:  # selected with or without the source's qualifier
-        wanted = {qualified(k, inputs) for k in keys}
-        return [n for n, e in outputs if qualified(e, inputs) in wanted]
+        selected = [(n, qualified(e, inputs)) for n, e in outputs]
+        return list(dict.fromkeys(n for k in keys for n, e in selected if e == qualified(k, inputs)))
     if join is not None and join.synthetic is not None:
         return [n for n, e in outputs if is_synthetic_ref(e, join)]
     if join is not None:
@@ -213,10 +216,16 @@ def key_names(stmt: ast.Select, outputs, inputs, aggregating: bool, join: JoinKe
     if stmt.joins:
         return join_key(stmt.joins[-1].on, outputs, inputs)
     first = inputs[0]
-    key_columns = {c.name.lower() for c in first.source.key_columns}
+    key_columns = [c.name.lower() for c in first.source.key_columns]
     if first.view is None and window_of(first.source) is not None:
-        key_columns |= {b.lower() for b in WINDOW_BOUNDS_OF_SOURCE}
-    return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and e.name.lower() in key_columns]
+        key_columns += [b.lower() for b in WINDOW_BOUNDS_OF_SOURCE]
+    return in_key_order(outputs, key_columns)
+
+
+def in_key_order(outputs, key_columns: list[str], selects=lambda e: True) -> list[str]:
+    """The outputs that select a key column (lower-cased names, in the key's order), in that order."""
+    return [n for k in key_columns for n, e in outputs
+            if isinstance(e, ast.ColumnRef) and e.name.lower() == k and selects(e)]
 
 
 def is_null(expr: ast.Expr) -> bool:

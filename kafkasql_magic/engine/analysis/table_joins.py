@@ -177,8 +177,7 @@ def _is_key(expr: ast.Expr, side: Input) -> bool:
 
 def left_key_outputs(outputs, inputs) -> list[str]:
     """A foreign-key join's result is keyed by the left table's key: the result columns that are it."""
-    from .select import side_of
+    from .select import in_key_order, side_of
 
-    keys = {c.name.lower() for c in inputs[0].source.key_columns}
-    return [n for n, e in outputs if isinstance(e, ast.ColumnRef) and (side_of(e, inputs) or (None, ""))[0] == 0
-            and e.name.lower() in keys]
+    keys = [c.name.lower() for c in inputs[0].source.key_columns]
+    return in_key_order(outputs, keys, lambda e: (side_of(e, inputs) or (None, ""))[0] == 0)

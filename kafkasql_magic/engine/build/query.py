@@ -20,8 +20,8 @@ from ...sql import ast
 from ..analysis.select import side_of
 from ..analysis.table_joins import join_sides, tracks_table
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
-from ..columns import (BOOKKEEPING, DROP, ERROR, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, RECORD,
-                       ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
+from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
+                       RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
 from . import order, window_keys
 from .retract import TableState, retracted
@@ -121,6 +121,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
     if plan.changes == CHANGELOG:  # each row replaces its key's
         extra = [(IDENTITY, changelog_identity(plan.inputs[0]))]
+    if changelog and plan.passes_key:  # no key in, no key out (not a key of NULL columns)
+        extra = [*extra, (KEYLESS, F.col(RAW_KEY).isNull())]
     outputs = keyed_outputs(plan, plan.outputs)
     if plan.table_join is not None:
         return tombstoned(plan, _projected(frame, scope, where_error, outputs))
