@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import textwrap
 from pathlib import Path
 
 from IPython.core.error import UsageError
@@ -41,6 +42,16 @@ def with_caret(message: str, text: str) -> str:
         return message
     line, column = int(match.group(1)), int(match.group(2))
     return f"{message}\n{lines[line - 1]}\n{' ' * (column - 1)}^"
+
+
+def usage(doc: str) -> str:
+    """The manual as `--help` prints it. IPython's `magic_arguments` puts the usage line under a
+    reStructuredText `::` line (for `%kstream?`), which means nothing on a terminal."""
+    head, blank, rest = doc.partition("\n\n")
+    if head.strip() != "::":
+        return doc
+    line, blank, rest = rest.partition("\n\n")
+    return textwrap.dedent(line) + blank + rest
 
 
 def _display_live(query):
@@ -148,7 +159,7 @@ class KStreamMagics(Magics):
     def kstream(self, line: str, cell: str | None = None):
         """Streaming SQL over Kafka, on Spark.
 
-        Usage::
+        Usage:
 
             %load_ext kafkasql_magic
             %kstream_local start                 # an embedded Kafka broker for trying things out
@@ -185,7 +196,7 @@ class KStreamMagics(Magics):
         except (LineError, ValueError) as exc:
             raise UsageError(f"%kstream: {exc}") from None
         if args.help or (cell is None and not parsed.sql and not args.file):
-            print(self.kstream.__doc__)
+            print(usage(self.kstream.__doc__))
             return None
         if cell is None and parsed.sql.split()[:1] == ["schema"]:
             return self._schema_pane(parsed.sql.split()[1:])
