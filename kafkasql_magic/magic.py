@@ -1,8 +1,9 @@
 """The `%%kstream` and `%kstream_local` magics: a thin shell over `Session`.
 
-The only module that imports IPython. User errors are shown as `UsageError` (no traceback);
-internal errors keep theirs. Options are declared with IPython's `magic_arguments`, so the
-usage text is generated from them; settings (`%config KStreamMagics.*` and the cell's options)
+The only module that imports IPython. SQL errors are shown as their own class (`StatementError`,
+`SqlSyntaxError`, ...) and message, without a traceback; a misused magic (an unknown option) is a
+`UsageError`; internal errors keep their traceback. Options are declared with IPython's
+`magic_arguments`, so the usage text is generated from them; settings (`%config KStreamMagics.*` and the cell's options)
 are read again for every cell, as JupySQL does.
 """
 
@@ -209,8 +210,9 @@ class KStreamMagics(Magics):
             self._replace_cell_query(line, cell)
             result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
                                  dialect=args.dialect or self.dialect)
-        except KStreamError as exc:
-            raise UsageError(with_caret(str(exc), text)) from None
+        except KStreamError as exc:  # shown as its class and message, without a traceback (errors.py)
+            exc.args = (with_caret(str(exc), text),)
+            raise exc from None
         from .sinks.runner import PersistentQuery
 
         shown = None

@@ -7,6 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
+from kafkasql_magic.errors import KStreamError, QueryTimeout, SqlSyntaxError
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.runtime import PushQuery
 
@@ -43,8 +44,8 @@ def test_line_magic_runs_one_statement(shell, stream):
     assert stream in set(shown["Stream Name"])
 
 
-def test_sql_error_is_a_usage_error_with_line_and_caret(shell):
-    with pytest.raises(UsageError) as info:
+def test_sql_error_is_its_own_error_with_line_and_caret(shell):
+    with pytest.raises(SqlSyntaxError) as info:
         shell.run_cell_magic("kstream", "", "SELECT a,\n  FROM s EMIT CHANGES;")
     assert "line 3:3" in str(info.value) and "^" in str(info.value)  # the %%kstream line is line 1
 
@@ -205,7 +206,7 @@ def test_python_variables_assignment_and_file(shell, stream, tmp_path):
     script = tmp_path / "q.sql"
     script.write_text(f"SELECT k FROM {stream} WHERE n = 2 EMIT CHANGES LIMIT 1;")
     assert list(shell.run_line_magic("kstream", f"-f {script}").K) == ["k2"]
-    with pytest.raises(UsageError, match="No Python variable named 'nope' for :nope at line 2:"):
+    with pytest.raises(KStreamError, match="No Python variable named 'nope' for :nope at line 2:"):
         shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE k = :nope;")
 
 
@@ -234,12 +235,15 @@ def test_print_says_which_key_and_value_formats_it_detected(shell, stream):
     assert "Key format: KAFKA_STRING" in out.stdout and "Value format: JSON" in out.stdout
 
 
-def test_unknown_column_error_carries_a_caret(shell, stream):
-    with pytest.raises(UsageError) as info:
+def test_unknown_column_error_carries_a_caret_and_the_nearest_names(shell, stream):
+    with pytest.raises(KStreamError) as info:
         shell.run_cell_magic("kstream", "", f"SELECT k,\n       nope FROM {stream};")
     *_, message, excerpt, caret = str(info.value).splitlines()
     assert "line 3:8" in message and "NOPE" in message
     assert (excerpt, caret) == (f"       nope FROM {stream};", "       ^")
+    with pytest.raises(KStreamError) as info:
+        shell.run_cell_magic("kstream", "", f"SELECT kk FROM {stream};")
+    assert info.value._render_traceback_()[-1] == "Did you mean K?"
 
 
 def test_sql_on_the_cell_magic_line_is_refused(shell):
@@ -305,7 +309,7 @@ def test_config_settings_apply_to_the_next_statement_of_an_existing_session(shel
         q = shell.user_ns["q"]
         q.stop()
         assert q._trigger == "3 seconds"
-        with pytest.raises(UsageError, match=r"returned 0 of 1 rows within 1.5 seconds"):
+        with pytest.raises(QueryTimeout, match=r"returned 0 of 1 rows within 1.5 seconds"):
             shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE n < 0 EMIT CHANGES LIMIT 1;")
     finally:
         for name, value in (("dialect", "'ksql'"), ("trigger_interval", "'0.5 seconds'"), ("timeout", "60.0"),

@@ -21,3 +21,55 @@ def test_help_starts_with_the_usage_line(shell):
     first, *rest = out.stdout.splitlines()
     assert first.startswith("%kstream [-h]") and "::" not in out.stdout.split("Streaming SQL")[0]
     assert "::" not in out.stdout and "EMIT CHANGES" in out.stdout and "--max-rows N" in out.stdout
+
+
+@pytest.fixture
+def unreachable(shell):
+    """A cluster nobody answers on: enough for statements that fail before they reach it."""
+    import kafkasql_magic.magic as magic
+
+    shell.run_line_magic("config", "KStreamMagics.bootstrap_servers = '127.0.0.1:9'")
+    yield magic._sessions.setdefault("127.0.0.1:9", __import__("kafkasql_magic").Session("127.0.0.1:9"))
+    shell.run_line_magic("config", "KStreamMagics.bootstrap_servers = None")
+    magic._sessions.pop("127.0.0.1:9", None)
+
+
+def _shown_error(shell, cell: str):
+    """What the notebook shows for a failing cell: (error class name, its lines)."""
+    shown = {}
+    shell._showtraceback = lambda etype, value, stb: shown.update(name=etype.__name__, lines=stb)
+    try:
+        shell.run_cell(cell)
+    finally:
+        del shell._showtraceback
+    return shown["name"], shown["lines"]
+
+
+def test_a_sql_error_shows_its_own_class_and_message_without_traceback(shell, unreachable):
+    name, lines = _shown_error(shell, "%%kstream\nSELECT a,\n  FROM s EMIT CHANGES;")
+    assert name == "SqlSyntaxError" and lines[0].startswith("SqlSyntaxError: line 3:")
+    assert lines[-1].strip() == "^" and not any("Traceback" in line or "File " in line for line in lines)
+
+
+def test_an_unknown_source_says_which_names_are_close(shell, unreachable):
+    from kafkasql_magic.catalog import SourceDef
+    from kafkasql_magic.formats import FormatSpec
+
+    for name in ("ORDERS", "ORDER_LINES", "PAYMENTS"):
+        unreachable.catalog._sources[name] = SourceDef("STREAM", name, name.lower(), FormatSpec("KAFKA"),
+                                                       FormatSpec("JSON"), ())
+    try:
+        name, lines = _shown_error(shell, "%%kstream\nDESCRIBE ordrs;")
+    finally:
+        unreachable.catalog._sources.clear()
+    assert name == "StatementError" and lines == ["StatementError: ORDRS does not exist.",
+                                                  "Did you mean ORDERS or ORDER_LINES?"]  # nearest first
+
+
+def test_long_messages_wrap_between_words():
+    from kafkasql_magic.errors import StatementError
+
+    message = "Cannot do this because " + " ".join(f"reason{i}" for i in range(40)) + "."
+    lines = StatementError(message)._render_traceback_()
+    assert len(lines) > 1 and all(len(line) <= 100 for line in lines)
+    assert " ".join(line.strip() for line in lines) == f"StatementError: {message}"
