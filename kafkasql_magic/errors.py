@@ -111,6 +111,18 @@ class QueryTimeout(KStreamError):
         super().__init__(message)
 
 
+class QueryStopped(KeyboardInterrupt):
+    """The notebook's Interrupt (or Ctrl-C) ended a query the caller was waiting for, and the query
+    stopped cleanly. Still a `KeyboardInterrupt`, so a script ends as before; a notebook shows
+    its one line instead of a traceback through the package."""
+
+    def __init__(self, message: str = "Query stopped."):
+        super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 class ExpressionTypeError(StatementError):
     """An expression whose types do not fit (a STRING in WHERE, ABS('x'), a bad CAST); the
     message names line and column and, when the cell is known, shows it with a caret."""

@@ -17,7 +17,7 @@ from collections import deque
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from .errors import KafkaError, KStreamError, QueryTimeout
+from .errors import KafkaError, KStreamError, QueryStopped, QueryTimeout
 from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
@@ -262,7 +262,7 @@ class PushQuery:
             finished = self._done.wait(timeout)
         except KeyboardInterrupt:  # the notebook's Interrupt: nothing keeps running unseen
             self.stop()
-            raise
+            raise QueryStopped() from None
         waiting = None if finished else self.waiting_for  # asked before stop(): why rows are missing
         if not finished:
             self.stop()
