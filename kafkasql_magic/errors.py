@@ -23,6 +23,8 @@ class KStreamError(Exception):
     an unknown one) is shown under the message, never part of it: the message stays ksqlDB's."""
 
     hint: str | None = None
+    #: (n, count) when the error is statement n's of several: what ran before it stays done
+    statement: tuple[int, int] | None = None
 
     def __init__(self, *args):
         from .redact import text
@@ -36,7 +38,21 @@ class KStreamError(Exception):
     def _render_traceback_(self) -> list[str]:
         """What IPython shows in place of a traceback (its hook for exceptions that render
         themselves): the class, the message and the hint, long lines wrapped at word boundaries."""
-        return shown_lines(f"{type(self).__name__}: {self}" + (f"\n{self.hint}" if self.hint else ""))
+        notes = [note for note in (self.hint, statement_note(*self.statement) if self.statement else None) if note]
+        return shown_lines("\n".join([f"{type(self).__name__}: {self}", *notes]))
+
+
+def statement_note(index: int, count: int) -> str:
+    """Which statement of a cell failed, and what that means for the others."""
+    def span(first: int, last: int) -> str:
+        return f"statement {first}" if first == last else f"statements {first}-{last}"
+
+    note = f"Statement {index} of {count} failed"
+    if index > 1:
+        note += f"; {span(1, index - 1)} before it ran (what {'it' if index == 2 else 'they'} did stays done)"
+    if index < count:
+        note += f"; {span(index + 1, count)} did not run"
+    return note + "."
 
 
 def shown_lines(text: str, width: int = WIDTH) -> list[str]:

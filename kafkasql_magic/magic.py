@@ -209,7 +209,7 @@ class KStreamMagics(Magics):
             session = self._session(args)
             self._replace_cell_query(line, cell)
             result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
-                                 dialect=args.dialect or self.dialect)
+                                 dialect=args.dialect or self.dialect, on_done=print)
         except KStreamError as exc:  # shown as its class and message, without a traceback (errors.py)
             exc.args = (with_caret(str(exc), text),)
             raise exc from None

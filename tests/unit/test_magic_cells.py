@@ -73,3 +73,16 @@ def test_long_messages_wrap_between_words():
     lines = StatementError(message)._render_traceback_()
     assert len(lines) > 1 and all(len(line) <= 100 for line in lines)
     assert " ".join(line.strip() for line in lines) == f"StatementError: {message}"
+
+
+def test_statements_that_succeed_say_so_and_a_failing_one_says_which_it_was(shell, unreachable):
+    with capture_output() as out:
+        name, lines = _shown_error(shell, "%%kstream\nSET 'auto.offset.reset'='earliest';\nSET 'auto.offset.reset'='latest';"
+                                          "\nTERMINATE NOPE_1;\nDEFINE x = 'y';")
+    assert out.stdout.splitlines() == [
+        "Successfully changed local property 'auto.offset.reset' to 'earliest'. Use the UNSET command to revert "
+        "your change.",
+        "Successfully changed local property 'auto.offset.reset' from 'earliest' to 'latest'."]
+    assert name == "StatementError" and " ".join(line.strip() for line in lines[1:]) == (
+        "Statement 3 of 4 failed; statements 1-2 before it ran (what they did stays done); statement 4 did not run.")
+    assert "x" not in unreachable.variables
