@@ -15,6 +15,7 @@ import shlex
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -23,6 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
+from .live.result import ResultTable
 from .magic_line import LineError, split_line
 from .session import Session
 
@@ -179,8 +181,9 @@ class KStreamMagics(Magics):
 
         A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
         in the background until you press Stop; running its cell again replaces it. With `LIMIT n`
-        the cell waits for n rows and returns a pandas DataFrame (Interrupt stops the query); so
-        does a SELECT without EMIT CHANGES (a snapshot of the topic as it is now).
+        the cell waits for n rows and shows them as a table (Interrupt stops the query); so does a
+        SELECT without EMIT CHANGES (a snapshot of the topic as it is now). `-o NAME` binds the
+        pandas DataFrame; the table the cell returns holds it as `.frame`.
         `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
         string is quoted, so a value can never add SQL); `${var}` by `DEFINE var = 'value';`.
         A persistent query (CREATE STREAM|TABLE ... AS SELECT, INSERT INTO ... SELECT) returns
@@ -227,7 +230,9 @@ class KStreamMagics(Magics):
         target = parsed.target or args.output
         if target:
             self.shell.user_ns[target] = result
-        return result if shown is None else None
+        if shown is not None:
+            return None
+        return ResultTable(result) if isinstance(result, pd.DataFrame) else result  # the DataFrame is `.frame`
 
     @property
     def _parser(self):

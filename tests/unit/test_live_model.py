@@ -222,15 +222,17 @@ def test_concurrent_batches_count_exactly():
     "value, text",
     [
         (None, "NULL"),
-        (b"\x00\xffA", r"b'\x00\xffA'"),
-        (bytearray(b"\x01"), r"b'\x01'"),
+        (b"\x00\xffA", r"\x00\xffA"),  # bytes readable: printable UTF-8 as text, other bytes as \xNN
+        (bytearray(b"caf\xc3\xa9\x01"), r"café\x01"),
+        ([{"KEY": "tenant", "VALUE": b"acme"}, {"key": "v", "value": None}], "[tenant=acme, v=NULL]"),  # headers
         ({"A": 1, "B": "x, y", "C": None}, '{"A": 1, "B": "x, y", "C": NULL}'),
         ([1, "a", [2, None]], '[1, "a", [2, NULL]]'),
         (True, "true"),
         (3, "3"),
         (1.5, "1.5"),
         (decimal.Decimal("1.10"), "1.10"),
-        (dt.datetime(2024, 5, 1, 12, 30), "2024-05-01 12:30:00"),
+        (dt.datetime(2024, 5, 1, 12, 30), "2024-05-01T12:30:00.000"),  # ISO 8601, milliseconds
+        (dt.datetime(2024, 5, 1, 12, 30, 0, 1500, tzinfo=dt.timezone.utc), "2024-05-01T12:30:00.001500Z"),
         ("plain", "plain"),
         ("two\nlines\t", r"two\nlines\t"),
     ],

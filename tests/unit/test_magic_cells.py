@@ -86,3 +86,16 @@ def test_statements_that_succeed_say_so_and_a_failing_one_says_which_it_was(shel
     assert name == "StatementError" and " ".join(line.strip() for line in lines[1:]) == (
         "Statement 3 of 4 failed; statements 1-2 before it ran (what they did stays done); statement 4 did not run.")
     assert "x" not in unreachable.variables
+
+
+def test_a_finite_result_shows_as_a_table_and_binds_its_dataframe(shell, unreachable):
+    import pandas as pd
+
+    from kafkasql_magic.live.result import ResultTable
+
+    long = "v" * 30 + " " + "w" * 40
+    shell.run_cell_magic("kstream", "", f"DEFINE long_one = '{long}';")
+    shown = shell.run_cell_magic("kstream", "listed <<", "SHOW VARIABLES;")
+    assert isinstance(shown, ResultTable) and isinstance(shell.user_ns["listed"], pd.DataFrame)
+    assert shown.frame is shell.user_ns["listed"]
+    assert f">{long}</td>" in shown._repr_html_() and "1 row" in shown._repr_html_()
