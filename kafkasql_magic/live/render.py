@@ -15,7 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 MAX_CELL = 80
-NULL = "NULL"
+#: SQL NULL, as ksqlDB's CLI spells it; every display uses this one spelling
+NULL = "null"
 
 _CONTROL = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
@@ -196,6 +197,7 @@ _CELL = "padding:1px 10px;border-bottom:1px solid #e0e0e0;white-space:nowrap;tex
 _WRAPPED = ("padding:1px 10px;border-bottom:1px solid #e0e0e0;white-space:pre-wrap;overflow-wrap:anywhere;"
             "vertical-align:top;max-width:60em;text-align:{align}")
 _NUMBERS = (int, float, decimal.Decimal)
+_NULL_STYLE = ";color:#9e9e9e"  # a NULL reads apart from the text 'null'
 
 
 def _align(value) -> str:
@@ -212,7 +214,8 @@ def html_table(columns, rows, text: Callable[[Any], str] = format_cell, *, css_c
     head = "".join(f'<th style="{_CELL.format(align="left")};position:sticky;top:0;background:#fafafa">'
                    f"{esc(str(c))}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f'<td style="{style.format(align=_align(v))}">{esc(text(v))}</td>' for v in row) + "</tr>"
+        "<tr>" + "".join(f'<td style="{style.format(align=_align(v))}{_NULL_STYLE if v is None else ""}">'
+                         f"{esc(text(v))}</td>" for v in row) + "</tr>"
         for row in rows
     )
     return (f'<table class="{css_class}" style="font-family:monospace;font-size:12px;line-height:1.4;'

@@ -2,13 +2,17 @@
 the notebook shows it: the live widget's table (`render.py`), with the whole text of every value.
 
 Only the display: the DataFrame stays what `Session.sql` returned (`.frame`; `-o NAME` and
-`NAME <<` bind it). No index column; long values wrap, never cut; a line counts the rows.
+`NAME <<` bind it). No index column; long values wrap, never cut; NULL has one spelling
+(`render.NULL`) whatever pandas made of it; a line counts the rows.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import textwrap
+
+import pandas as pd
 
 from .render import boxed, cell_text, html_table
 
@@ -33,6 +37,14 @@ def _wrapped(text: str) -> str:
     return "\n".join(textwrap.wrap(text, TEXT_WIDTH, break_on_hyphens=False, drop_whitespace=True) or [text])
 
 
+def _sql_value(value):
+    """A DataFrame cell as the SQL value it stands for: pandas spells a missing value `NaN`,
+    `<NA>` or `NaT` by column type (a NULL in a DOUBLE column is NaN), the display spells it NULL."""
+    if value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
 class ResultTable:
     """The display of a pandas DataFrame of results: `_repr_html_` for the notebook, `repr` for
     a terminal (a boxed table, as ksqlDB's CLI draws one)."""
@@ -43,7 +55,7 @@ class ResultTable:
 
     def _rows(self) -> list[tuple]:
         shown = self.frame.iloc[: self.shown_rows]
-        return list(zip(*(shown.iloc[:, i].tolist() for i in range(shown.shape[1]))))
+        return list(zip(*([_sql_value(v) for v in shown.iloc[:, i].tolist()] for i in range(shown.shape[1]))))
 
     def _count(self) -> str:
         return count_line(len(self.frame), min(len(self.frame), self.shown_rows))

@@ -52,3 +52,30 @@ def test_values_read_as_the_live_widget_shows_them():
     page = ResultTable(frame)._repr_html_()
     aligned = re.findall(r'<td style="[^"]*text-align:(\w+)">', page)
     assert aligned == ["left", "left", "left", "right"]  # text on the left, numbers on the right
+
+
+def test_null_has_one_spelling_whatever_pandas_made_of_it():
+    frame = to_pandas([(1, None, None, None, "x"), (None, 2.5, dt.datetime(2024, 1, 1), "a", None)],
+                      ["I", "D", "T", "S", "S2"])  # Int64's <NA>, float's NaN, NaT, None
+    frame["T"] = pd.to_datetime(frame["T"])
+    page = ResultTable(frame)._repr_html_()
+    assert _cells(page) == ["1", "null", "null", "null", "x", "null", "2.5", "2024-01-01T00:00:00.000", "a", "null"]
+    assert page.count("color:#9e9e9e") == 5  # a NULL reads apart from the text 'null'
+    assert "NaN" not in repr(ResultTable(frame)) and "<NA>" not in repr(ResultTable(frame))
+
+
+def test_show_queries_types_a_transient_query_push_without_a_sink():
+    from types import SimpleNamespace
+
+    from kafkasql_magic import Session
+
+    session = Session("127.0.0.1:9")
+    session.queries["transient_S_1"] = SimpleNamespace(id="transient_S_1", state="RUNNING",
+                                                       sql="SELECT *\nFROM s EMIT CHANGES;")
+    for statement in ("SHOW QUERIES;", "SHOW QUERIES EXTENDED;"):
+        shown = session.sql(statement)
+        row = shown.iloc[0].to_dict()
+        assert row["Query Type"] == "PUSH" and row["Sink Name"] is None and row["Sink Kafka Topic"] is None
+        assert list(shown.columns[:6]) == ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic",
+                                           "Query String"]
+        assert "NaN" not in repr(ResultTable(shown))
