@@ -30,11 +30,10 @@ def count_line(rows: int, shown: int) -> str:
 
 
 def _wrapped(text: str) -> str:
-    """A long value over several lines of at most TEXT_WIDTH characters, broken between words
-    where it can be; nothing is left out."""
-    if len(text) <= TEXT_WIDTH:
-        return text
-    return "\n".join(textwrap.wrap(text, TEXT_WIDTH, break_on_hyphens=False, drop_whitespace=True) or [text])
+    """A value's text over lines of at most TEXT_WIDTH characters: its own line breaks kept (a
+    statement's lines stay lines), a long line broken between words where it can be; nothing left out."""
+    return "\n".join(piece for line in text.split("\n")
+                     for piece in (textwrap.wrap(line, TEXT_WIDTH, break_on_hyphens=False) or [line]))
 
 
 def _sql_value(value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import re
 
 import pandas as pd
@@ -79,3 +80,14 @@ def test_show_queries_types_a_transient_query_push_without_a_sink():
         assert list(shown.columns[:6]) == ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic",
                                            "Query String"]
         assert "NaN" not in repr(ResultTable(shown))
+
+
+def test_a_statement_keeps_its_line_breaks():
+    statement = "CREATE STREAM big_orders AS\n  SELECT id, item, qty * 2 AS doubled, price FROM orders WHERE qty > 4\n  EMIT CHANGES;"
+    table = ResultTable(pd.DataFrame({"Query ID": ["CSAS_BIG_ORDERS_1"], "Query String": [statement]}))
+    page = table._repr_html_()
+    assert f">{html.escape(statement)}</td>" in page and "white-space:pre-wrap" in page  # breaks, not a literal \n
+    text = repr(table)
+    assert "\\n" not in text
+    lines = [line.split("|")[2].rstrip() for line in text.splitlines()[3:-2]]
+    assert lines[0] == " CREATE STREAM big_orders AS" and lines[-1] == "   EMIT CHANGES;" and len(lines) == 4
