@@ -193,9 +193,14 @@ def boxed(columns, cells: list[list[str]]) -> str:
 
 
 _CELL = "padding:1px 10px;border-bottom:1px solid #e0e0e0;white-space:nowrap;text-align:{align}"
-#: a finite result's cells: the whole text, long values wrapped between words (or anywhere in a long word)
-_WRAPPED = ("padding:1px 10px;border-bottom:1px solid #e0e0e0;white-space:pre-wrap;overflow-wrap:anywhere;"
-            "vertical-align:top;max-width:60em;text-align:{align}")
+#: a finite result's cells: the whole text; a short value on one line (`pre`: a browser never
+#: breaks it to narrow its column), a long one or one of several lines wrapped between words
+#: (anywhere in a word longer than the column), its line breaks kept
+_WHOLE = "padding:1px 10px;border-bottom:1px solid #e0e0e0;vertical-align:top;white-space:pre;text-align:{align}"
+_WRAPPED = ("padding:1px 10px;border-bottom:1px solid #e0e0e0;vertical-align:top;white-space:pre-wrap;"
+            "overflow-wrap:anywhere;min-width:24em;text-align:{align}")
+#: values longer than this wrap
+SHORT = 40
 _NUMBERS = (int, float, decimal.Decimal)
 _NULL_STYLE = ";color:#9e9e9e"  # a NULL reads apart from the text 'null'
 
@@ -210,12 +215,17 @@ def html_table(columns, rows, text: Callable[[Any], str] = format_cell, *, css_c
     """Aligned monospace columns under sticky headers: the live widget's look, which every result
     shares. `text` turns a value into its cell's text; `wrap` lets long cells wrap."""
     esc = html.escape
-    style = _WRAPPED if wrap else _CELL
+
+    def style(cell: str) -> str:
+        if not wrap:
+            return _CELL
+        return _WRAPPED if len(cell) > SHORT or "\n" in cell else _WHOLE
+
     head = "".join(f'<th style="{_CELL.format(align="left")};position:sticky;top:0;background:#fafafa">'
                    f"{esc(str(c))}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f'<td style="{style.format(align=_align(v))}{_NULL_STYLE if v is None else ""}">'
-                         f"{esc(text(v))}</td>" for v in row) + "</tr>"
+        "<tr>" + "".join(f'<td style="{style(t).format(align=_align(v))}{_NULL_STYLE if v is None else ""}">'
+                         f"{esc(t)}</td>" for v, t in ((v, text(v)) for v in row)) + "</tr>"
         for row in rows
     )
     return (f'<table class="{css_class}" style="font-family:monospace;font-size:12px;line-height:1.4;'

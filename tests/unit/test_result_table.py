@@ -91,3 +91,10 @@ def test_a_statement_keeps_its_line_breaks():
     assert "\\n" not in text
     lines = [line.split("|")[2].rstrip() for line in text.splitlines()[3:-2]]
     assert lines[0] == " CREATE STREAM big_orders AS" and lines[-1] == "   EMIT CHANGES;" and len(lines) == 4
+
+
+def test_short_values_stay_on_one_line_and_long_ones_wrap():
+    frame = pd.DataFrame({"STATUS": ["RUNNING"], "TEXT": ["word " * 20]})
+    styles = re.findall(r'<td style="([^"]*)">', ResultTable(frame)._repr_html_())
+    assert "white-space:pre;" in styles[0] and "overflow-wrap" not in styles[0]  # never 'RUNNIN' / 'G'
+    assert "white-space:pre-wrap" in styles[1] and "overflow-wrap:anywhere" in styles[1]
