@@ -203,6 +203,40 @@ def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):
     assert spark.streams.active == []
 
 
+def test_interrupting_a_query_while_spark_starts_it_stops_it_too(shell, stream, spark, monkeypatch, caplog):
+    """Jupyter's Interrupt can land in a call to the JVM while Spark starts the query (the call cut,
+    the JVM carrying on): still one line, no traceback logged by py4j, and the query it started
+    anyway does not run on unseen."""
+    import signal
+    import threading
+
+    from pyspark.sql.streaming import DataStreamWriter
+
+    started = threading.Event()
+    real_start = DataStreamWriter.start
+
+    def slow_start(self, *args, **kwargs):
+        query = real_start(self, *args, **kwargs)  # Spark started it; the call has not returned yet
+        started.set()
+        spark._jvm.java.lang.Thread.sleep(60_000)  # a JVM call the interrupt cuts
+        return query
+
+    def interrupt_once_started():
+        started.wait(120)
+        time.sleep(0.5)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    monkeypatch.setattr(DataStreamWriter, "start", slow_start)
+    timer = threading.Thread(target=interrupt_once_started, daemon=True)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt) as info:
+        shell.run_cell_magic("kstream", "--timeout 120", f"SELECT * FROM {stream} EMIT CHANGES LIMIT 1000;")
+    timer.join()
+    assert info.value._render_traceback_() == ["Query stopped."]
+    assert spark.streams.active == []
+    assert "KeyboardInterrupt while sending command" not in caplog.text
+
+
 def test_python_variables_assignment_and_file(shell, stream, tmp_path):
     shell.user_ns.update(wanted="k1", smallest=1)
     shell.run_cell_magic("kstream", "picked <<", f"SELECT k, n FROM {stream} WHERE k = {{wanted}} AND n >= :smallest "
