@@ -47,7 +47,8 @@ def _dropped(stmt: ast.Drop, session) -> str:
     name = session.catalog.resolve(stmt.name, session.dialect_now.name)
     if name is None:
         return f"Source `{stmt.name}` does not exist."  # DROP ... IF EXISTS
-    return f"Source `{name}` (topic: {session.catalog.get(name).topic}) was dropped."
+    topic = getattr(session.catalog.get(name), "topic", None)  # a view has none
+    return f"Source `{name}` (topic: {topic}) was dropped." if topic else f"Source `{name}` was dropped."
 
 
 def _local(session, name: str) -> str | None:

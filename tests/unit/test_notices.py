@@ -57,3 +57,11 @@ def test_set_and_unset_name_the_value_a_set_gave(session):
         "Successfully changed local property 'auto.offset.reset' from 'earliest' to 'latest'."
     assert notice(parse_statement("UNSET 'auto.offset.reset';"), session) == \
         "Successfully unset local property 'auto.offset.reset' (value was 'earliest')."
+
+
+def test_dropping_a_view_from_the_ksql_dialect_names_no_topic(session):
+    from kafkasql_magic.catalog import ViewDef
+
+    session.catalog.add(ViewDef("V", query=None))
+    session.dialect_now = dialect("ksql")
+    assert notice(parse_statement("DROP STREAM v;"), session) == "Source `V` was dropped."
