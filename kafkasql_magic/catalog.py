@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import StatementError
+from .errors import StatementError, did_you_mean
 from .formats import FormatSpec
 from .sql import ast
 from .sql.names import match
@@ -122,7 +122,7 @@ class Catalog:
     def get(self, name: str, dialect: str | None = None):
         source = self._sources.get(self.resolve(name, dialect) or name)
         if source is None:
-            raise StatementError(f"{name} does not exist.")
+            raise StatementError(f"{name} does not exist.").hinted(did_you_mean(name, self._sources))
         return source
 
     def drop(self, kind: str, name: str, *, if_exists: bool = False):
@@ -131,7 +131,8 @@ class Catalog:
         if source is None or kind not in (source.kind, "SOURCE"):
             if if_exists:
                 return None
-            raise StatementError(f"{kind.capitalize()} {name} does not exist.")
+            raise StatementError(f"{kind.capitalize()} {name} does not exist.").hinted(
+                did_you_mean(name, [n for n, s in self._sources.items() if kind in (s.kind, "SOURCE")]))
         return self._sources.pop(source.name)
 
     def __iter__(self):

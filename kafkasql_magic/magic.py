@@ -1,8 +1,9 @@
 """The `%%kstream` and `%kstream_local` magics: a thin shell over `Session`.
 
-The only module that imports IPython. User errors are shown as `UsageError` (no traceback);
-internal errors keep theirs. Options are declared with IPython's `magic_arguments`, so the
-usage text is generated from them; settings (`%config KStreamMagics.*` and the cell's options)
+The only module that imports IPython. SQL errors are shown as their own class (`StatementError`,
+`SqlSyntaxError`, ...) and message, without a traceback; a misused magic (an unknown option) is a
+`UsageError`; internal errors keep their traceback. Options are declared with IPython's
+`magic_arguments`, so the usage text is generated from them; settings (`%config KStreamMagics.*` and the cell's options)
 are read again for every cell, as JupySQL does.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import textwrap
 from pathlib import Path
 
+import pandas as pd
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -21,6 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
+from .live.result import ResultTable
 from .magic_line import LineError, split_line
 from .session import Session
 
@@ -41,6 +45,16 @@ def with_caret(message: str, text: str) -> str:
         return message
     line, column = int(match.group(1)), int(match.group(2))
     return f"{message}\n{lines[line - 1]}\n{' ' * (column - 1)}^"
+
+
+def usage(doc: str) -> str:
+    """The manual as `--help` prints it. IPython's `magic_arguments` puts the usage line under a
+    reStructuredText `::` line (for `%kstream?`), which means nothing on a terminal."""
+    head, blank, rest = doc.partition("\n\n")
+    if head.strip() != "::":
+        return doc
+    line, blank, rest = rest.partition("\n\n")
+    return textwrap.dedent(line) + blank + rest
 
 
 def _display_live(query):
@@ -148,7 +162,7 @@ class KStreamMagics(Magics):
     def kstream(self, line: str, cell: str | None = None):
         """Streaming SQL over Kafka, on Spark.
 
-        Usage::
+        Usage:
 
             %load_ext kafkasql_magic
             %kstream_local start                 # an embedded Kafka broker for trying things out
@@ -167,8 +181,9 @@ class KStreamMagics(Magics):
 
         A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
         in the background until you press Stop; running its cell again replaces it. With `LIMIT n`
-        the cell waits for n rows and returns a pandas DataFrame (Interrupt stops the query); so
-        does a SELECT without EMIT CHANGES (a snapshot of the topic as it is now).
+        the cell waits for n rows and shows them as a table (Interrupt stops the query); so does a
+        SELECT without EMIT CHANGES (a snapshot of the topic as it is now). `-o NAME` binds the
+        pandas DataFrame; the table the cell returns holds it as `.frame`.
         `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
         string is quoted, so a value can never add SQL); `${var}` by `DEFINE var = 'value';`.
         A persistent query (CREATE STREAM|TABLE ... AS SELECT, INSERT INTO ... SELECT) returns
@@ -185,7 +200,7 @@ class KStreamMagics(Magics):
         except (LineError, ValueError) as exc:
             raise UsageError(f"%kstream: {exc}") from None
         if args.help or (cell is None and not parsed.sql and not args.file):
-            print(self.kstream.__doc__)
+            print(usage(self.kstream.__doc__))
             return None
         if cell is None and parsed.sql.split()[:1] == ["schema"]:
             return self._schema_pane(parsed.sql.split()[1:])
@@ -197,9 +212,10 @@ class KStreamMagics(Magics):
             session = self._session(args)
             self._replace_cell_query(line, cell)
             result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
-                                 dialect=args.dialect or self.dialect)
-        except KStreamError as exc:
-            raise UsageError(with_caret(str(exc), text)) from None
+                                 dialect=args.dialect or self.dialect, on_done=print)
+        except KStreamError as exc:  # shown as its class and message, without a traceback (errors.py)
+            exc.args = (with_caret(str(exc), text),)
+            raise exc from None
         from .sinks.runner import PersistentQuery
 
         shown = None
@@ -214,7 +230,9 @@ class KStreamMagics(Magics):
         target = parsed.target or args.output
         if target:
             self.shell.user_ns[target] = result
-        return result if shown is None else None
+        if shown is not None:
+            return None
+        return ResultTable(result) if isinstance(result, pd.DataFrame) else result  # the DataFrame is `.frame`
 
     @property
     def _parser(self):

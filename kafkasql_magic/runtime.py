@@ -8,7 +8,9 @@ so everything here that the UI reads is guarded by locks or events.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import tempfile
 import threading
 import time
@@ -17,7 +19,7 @@ from collections import deque
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from .errors import KafkaError, KStreamError, QueryTimeout
+from .errors import KafkaError, KStreamError, QueryStopped, QueryTimeout
 from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
@@ -30,6 +32,8 @@ from .results import ProcessingLog, collectable, located_message, observed_error
 
 #: How long a stopping query waits for Spark's stream thread to close its last micro-batch.
 STREAM_THREAD_WAIT = 10.0
+#: seconds an interrupted start waits for Spark to show the query it may have started anyway
+UNSEEN_START_WAIT = 10.0
 
 
 class PushQuery:
@@ -79,9 +83,29 @@ class PushQuery:
         writer = (self._frame.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
                   .foreachBatch(self._on_batch)
                   .option("checkpointLocation", self._checkpoint).trigger(processingTime=self._trigger))
-        self._query = writer.start()
+        try:
+            self._query = writer.start()
+        except KeyboardInterrupt:  # the notebook's Interrupt cut the call, not Spark's start
+            self._stop_unseen()
+            raise
         threading.Thread(target=self._watch, name=f"{self.id}-watch", daemon=True).start()
         return self
+
+    def _stop_unseen(self) -> None:
+        """Stop the query an interrupted start may have left running: the JVM carries on with a
+        call Python stopped waiting for, so look for the query by name for a few seconds."""
+        streams = self._frame.sparkSession.streams
+        deadline = time.monotonic() + UNSEEN_START_WAIT
+        while time.monotonic() < deadline:
+            started = [q for q in streams.active if q.name == self.id]
+            for query in started:
+                query.stop()
+                remove_when_stopped(query, self._checkpoint)
+            if started:
+                break
+            time.sleep(0.2)
+        self.model.set_state("STOPPED")
+        self._done.set()
 
     def _watch(self) -> None:
         from .waiting import PROBE_INTERVAL_S
@@ -262,7 +286,7 @@ class PushQuery:
             finished = self._done.wait(timeout)
         except KeyboardInterrupt:  # the notebook's Interrupt: nothing keeps running unseen
             self.stop()
-            raise
+            raise QueryStopped() from None
         waiting = None if finished else self.waiting_for  # asked before stop(): why rows are missing
         if not finished:
             self.stop()
@@ -297,6 +321,36 @@ def failure_message(exc: BaseException) -> str:
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def stops_on_interrupt(handler):
+    """A query statement whose run the notebook's Interrupt may cut anywhere (planning, Spark's
+    start, the wait for rows, a snapshot's Spark job, which PySpark cancels): `QueryStopped`, one
+    line, instead of a traceback through the package; a query it started is stopped first."""
+    @functools.wraps(handler)
+    def run(*args, **kwargs):
+        root = logging.getLogger()
+        root.addFilter(_PY4J_INTERRUPTED)
+        try:
+            return handler(*args, **kwargs)
+        except QueryStopped:
+            raise
+        except KeyboardInterrupt:
+            raise QueryStopped() from None
+        finally:
+            root.removeFilter(_PY4J_INTERRUPTED)
+    return run
+
+
+class _Py4jInterrupted(logging.Filter):
+    """py4j logs the traceback of an Interrupt that cut a call to the JVM (on the root logger);
+    a query statement handles that interrupt itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "KeyboardInterrupt while sending command."
+
+
+_PY4J_INTERRUPTED = _Py4jInterrupted()
 
 
 def collect_bounded(built: Built, plan: QueryPlan, *, query_id: str, log: ProcessingLog) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import Callable
 
 import pandas as pd
 
@@ -30,6 +31,7 @@ from .sql import ast
 from .sql.ast_materialize import CreateSink, base_relation
 from .statements import HANDLERS
 from .statements.defaults import DEFAULT_SETTINGS
+from .statements.notices import notice
 from .statements.queries import prepare
 
 
@@ -89,20 +91,34 @@ class Session:
                 prepare_spark(self._spark)
             return self._spark
 
-    def sql(self, text: str, *, timeout: float | None = None, dialect: str | None = None):
+    def sql(self, text: str, *, timeout: float | None = None, dialect: str | None = None,
+            on_done: Callable[[str], None] | None = None):
         """Run every statement in `text` in order; return the last one's result.
 
-        `dialect` ("ksql" or "materialize") overrides the session's for this call."""
+        `dialect` ("ksql" or "materialize") overrides the session's for this call. `on_done`
+        gets the line each statement that succeeded says, if it says one (ksqlDB's CLI messages,
+        `statements/notices.py`). When one of several statements fails, its error's `statement`
+        is (its number, how many): those before it ran."""
         chosen = dialects.get(dialect or self.dialect)
         result = None
         self.text_now = text
-        for stmt, body in self._statements(text, chosen):
-            self.dialect_now = chosen
-            handler = HANDLERS.get(type(stmt))
-            if handler is None:
-                raise StatementError(f"{type(stmt).__name__} statements are not supported yet by kafkasql_magic.")
-            result = handler(self, stmt, body.strip(), timeout)
+        pieces = self._pieces(text, chosen)
+        for number, piece in enumerate(pieces, 1):
+            try:
+                stmt, body = self._parse(piece, chosen)
+                self.dialect_now = chosen
+                handler = HANDLERS.get(type(stmt))
+                if handler is None:
+                    raise StatementError(f"{type(stmt).__name__} statements are not supported yet by kafkasql_magic.")
+                said = notice(stmt, self)
+                result = handler(self, stmt, body.strip(), timeout)
+            except KStreamError as exc:
+                if len(pieces) > 1:
+                    exc.statement = (number, len(pieces))
+                raise
             self._record(stmt, body.strip(), chosen.name, result)
+            if on_done is not None and said:
+                on_done(said)
         return result
 
     def _record(self, stmt, text: str, dialect: str, result) -> None:
@@ -153,16 +169,22 @@ class Session:
         self.persistent.stop_all()
 
     # ------------------------------------------------------------ for the statement handlers
-    def _statements(self, text: str, dialect: dialects.Dialect):
-        """(statement, its text after variable substitution) per statement of `text`, parsed
-        one at a time (a DEFINE changes what the next statement reads)."""
+    def _pieces(self, text: str, dialect: dialects.Dialect) -> list:
         try:
-            pieces = sqlparse.split_statements(text)
+            return sqlparse.split_statements(text)
         except SqlSyntaxError as e:
             raise e.headed(dialect.parser.syntax_headline) from None
-        for piece in pieces:
-            body = sqlparse.substitute_variables(piece.text, self.variables, line=piece.line, column=piece.column)
-            yield dialect.parser.parse_statement(body, line=piece.line, column=piece.column), body
+
+    def _parse(self, piece, dialect: dialects.Dialect):
+        """(statement, its text after variable substitution): parsed one at a time, when its turn
+        comes (a DEFINE changes what the next statement reads)."""
+        body = sqlparse.substitute_variables(piece.text, self.variables, line=piece.line, column=piece.column)
+        return dialect.parser.parse_statement(body, line=piece.line, column=piece.column), body
+
+    def _statements(self, text: str, dialect: dialects.Dialect):
+        """(statement, its text) per statement of `text`."""
+        for piece in self._pieces(text, dialect):
+            yield self._parse(piece, dialect)
 
     def next_id(self) -> int:
         return next(self._ids)

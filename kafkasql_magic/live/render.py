@@ -12,22 +12,46 @@ import html
 import json
 from typing import Any, Callable
 
+import numpy as np
+
 MAX_CELL = 80
-NULL = "NULL"
+#: SQL NULL, as ksqlDB's CLI spells it; every display uses this one spelling
+NULL = "null"
 
 _CONTROL = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
 def _bytes(value: bytes | bytearray | memoryview) -> str:
-    return repr(bytes(value))
+    """Bytes as text where they are printable UTF-8, each other byte as `\\xNN`."""
+    text = bytes(value).decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() or c == "\\" else f"\\x{ord(c):02x}" for c in text)
+
+
+def _is_header(value: dict) -> bool:
+    return len(value) == 2 and {str(k).lower() for k in value} == {"key", "value"}
+
+
+def _header(value: dict) -> str:
+    """A record header (ksqlDB's STRUCT<KEY, VALUE>, Materialize's record) as `key=value`."""
+    by_name = {str(k).lower(): v for k, v in value.items()}
+    return f"{cell_text(by_name['key'])}={cell_text(by_name['value'])}"
 
 
 def _mapping(value: dict) -> str:
+    if _is_header(value):
+        return _header(value)
     return "{" + ", ".join(f"{_inner(k)}: {_inner(v)}" for k, v in value.items()) + "}"
 
 
 def _sequence(value: list | tuple) -> str:
     return "[" + ", ".join(_inner(v) for v in value) + "]"
+
+
+def _timestamp(value: _dt.datetime) -> str:
+    """ISO 8601 with milliseconds (microseconds when there are any), `Z` for UTC."""
+    micros = value.microsecond % 1000 or getattr(value, "nanosecond", 0)
+    text = value.isoformat(timespec="microseconds" if micros else "milliseconds")
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 # One table, looked up along the value's MRO (so bool wins over int, subclasses inherit).
@@ -44,7 +68,7 @@ FORMATTERS: dict[type, Callable[[Any], str]] = {
     dict: _mapping,
     list: _sequence,
     tuple: _sequence,
-    _dt.datetime: lambda v: v.isoformat(sep=" "),
+    _dt.datetime: _timestamp,
     _dt.date: lambda v: v.isoformat(),
     _dt.time: lambda v: v.isoformat(),
     object: str,
@@ -63,13 +87,26 @@ def _lookup(table: dict[type, Callable[[Any], str]], value: Any) -> Callable[[An
 
 
 def _inner(value: Any) -> str:
+    value = plain(value)
     fmt = _lookup(_INNER, value) or _lookup(FORMATTERS, value)
     return fmt(value)
 
 
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (pandas hands out numpy's numbers)."""
+    return value.item() if isinstance(value, np.generic) and not isinstance(value, np.datetime64) else value
+
+
+def cell_text(value: Any) -> str:
+    """The whole text of a cell value, as every display shows it."""
+    value = plain(value)
+    return _lookup(FORMATTERS, value)(value)
+
+
 def format_cell(value: Any, limit: int = MAX_CELL) -> str:
-    """One line of text for a cell value, at most `limit` characters (unescaped)."""
-    text = _lookup(FORMATTERS, value)(value).translate(_CONTROL)
+    """One line of text for a cell value, at most `limit` characters (unescaped): the live
+    widget's compact cells (a finite result shows the whole text, `result.py`)."""
+    text = cell_text(value).translate(_CONTROL)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
@@ -134,50 +171,78 @@ def newest_first(snap) -> list[tuple]:
 
 def table_text(snap) -> str:
     """A ksqlDB-CLI-like boxed table, newest row first."""
-    cells = [[format_cell(v) for v in row] for row in newest_first(snap)]
-    widths = [len(c) for c in snap.columns]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    return boxed(snap.columns, [[format_cell(v) for v in row] for row in newest_first(snap)])
+
+
+def boxed(columns, cells: list[list[str]]) -> str:
+    """Cell texts as a ksqlDB-CLI-like boxed table; a cell of several lines makes its row as tall."""
+    split = [[c.split("\n") for c in row] for row in cells]
+    widths = [len(c) for c in columns]
+    for row in split:
+        widths = [max(w, *(len(line) for line in c)) for w, c in zip(widths, row)]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
-    def line(values):
-        return "|" + "|".join(f" {v:<{w}} " for v, w in zip(values, widths)) + "|"
+    def lines(row: list[list[str]]) -> list[str]:
+        return ["|" + "|".join(f" {(c[i] if i < len(c) else ''):<{w}} " for c, w in zip(row, widths)) + "|"
+                for i in range(max((len(c) for c in row), default=1))]
 
-    out = [rule, line(snap.columns), rule, *(line(r) for r in cells)]
+    out = [rule, *lines([[c] for c in columns]), rule, *(line for row in split for line in lines(row))]
     if cells:
         out.append(rule)
     return "\n".join(out)
 
 
 _CELL = "padding:1px 10px;border-bottom:1px solid #e0e0e0;white-space:nowrap;text-align:{align}"
+#: a finite result's cells: the whole text; a short value on one line (`pre`: a browser never
+#: breaks it to narrow its column), a long one or one of several lines wrapped between words
+#: (anywhere in a word longer than the column), its line breaks kept
+_WHOLE = "padding:1px 10px;border-bottom:1px solid #e0e0e0;vertical-align:top;white-space:pre;text-align:{align}"
+_WRAPPED = ("padding:1px 10px;border-bottom:1px solid #e0e0e0;vertical-align:top;white-space:pre-wrap;"
+            "overflow-wrap:anywhere;min-width:24em;text-align:{align}")
+#: values longer than this wrap
+SHORT = 40
 _NUMBERS = (int, float, decimal.Decimal)
+_NULL_STYLE = ";color:#9e9e9e"  # a NULL reads apart from the text 'null'
 
 
 def _align(value) -> str:
+    value = plain(value)
     return "right" if isinstance(value, _NUMBERS) and not isinstance(value, bool) else "left"
+
+
+def html_table(columns, rows, text: Callable[[Any], str] = format_cell, *, css_class: str = "kstream-live",
+               wrap: bool = False) -> str:
+    """Aligned monospace columns under sticky headers: the live widget's look, which every result
+    shares. `text` turns a value into its cell's text; `wrap` lets long cells wrap."""
+    esc = html.escape
+
+    def style(cell: str) -> str:
+        if not wrap:
+            return _CELL
+        return _WRAPPED if len(cell) > SHORT or "\n" in cell else _WHOLE
+
+    head = "".join(f'<th style="{_CELL.format(align="left")};position:sticky;top:0;background:#fafafa">'
+                   f"{esc(str(c))}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{style(t).format(align=_align(v))}{_NULL_STYLE if v is None else ""}">'
+                         f"{esc(t)}</td>" for v, t in ((v, text(v)) for v in row)) + "</tr>"
+        for row in rows
+    )
+    return (f'<table class="{css_class}" style="font-family:monospace;font-size:12px;line-height:1.4;'
+            'border-collapse:collapse;font-variant-numeric:tabular-nums">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def table_html(snap) -> str:
     """Aligned monospace columns, newest row on top; the SQL above on one line (full text on hover)."""
     esc = html.escape
-    head = "".join(f'<th style="{_CELL.format(align="left")};position:sticky;top:0;background:#fafafa">'
-                   f"{esc(c)}</th>" for c in snap.columns)
-    body = "".join(
-        "<tr>" + "".join(f'<td style="{_CELL.format(align=_align(v))}">{esc(format_cell(v))}</td>' for v in row)
-        + "</tr>"
-        for row in newest_first(snap)
-    )
     title = ""
     if snap.title:
         one_line = " ".join(snap.title.split())
         title = (f'<div class="kstream-sql" title="{esc(snap.title)}" style="font-family:monospace;color:#616161;'
                  f'white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:100%">{esc(one_line)}</div>')
-    return (
-        f'{title}<div style="max-height:24em;overflow:auto">'
-        '<table class="kstream-live" style="font-family:monospace;font-size:12px;line-height:1.4;'
-        'border-collapse:collapse;font-variant-numeric:tabular-nums">'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-    )
+    return (f'{title}<div style="max-height:24em;overflow:auto">'
+            f"{html_table(snap.columns, newest_first(snap))}</div>")
 
 
 def errors_text(snap) -> str:

@@ -73,7 +73,8 @@ def _show_queries(session, extended: bool):
     persistent = session.persistent.show(extended=extended)
     if not session.queries:
         return persistent
-    return pd.concat([persistent, listings.show_queries(list(session.queries.values()))], ignore_index=True)
+    transient = listings.show_queries(list(session.queries.values()), list(persistent.columns))
+    return transient if persistent.empty else pd.concat([persistent, transient], ignore_index=True)
 
 
 def print_topic(session, stmt: ast.Print, text, timeout):

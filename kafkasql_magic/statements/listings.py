@@ -41,9 +41,11 @@ def show_topics(topics: list[tuple[str, int]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Kafka Topic", "Partitions"])
 
 
-def show_queries(queries) -> pd.DataFrame:
-    rows = [(q.id, q.state, q.sql) for q in queries]
-    return pd.DataFrame(rows, columns=["Query ID", "Status", "Query String"])
+def show_queries(queries, columns: list[str]) -> pd.DataFrame:
+    """Transient push queries as SHOW QUERIES lists them beside persistent ones: of type PUSH, with
+    no sink (NULL, as every column a push query has no value for)."""
+    rows = [(q.id, "PUSH", q.state, None, None, q.sql) + (None,) * (len(columns) - 6) for q in queries]
+    return pd.DataFrame(rows, columns=columns, dtype=object)
 
 
 def show_properties(settings: dict[str, str]) -> pd.DataFrame:

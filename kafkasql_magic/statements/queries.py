@@ -27,7 +27,7 @@ from ..kafka.reach import ensure_reachable
 from ..kafka.source_options import ReadShape
 from ..kafka.start_position import START_PROPERTY
 from ..results import located_message, to_pandas
-from ..runtime import PushQuery, collect_bounded
+from ..runtime import PushQuery, collect_bounded, stops_on_interrupt
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..sql.render import render
@@ -122,6 +122,7 @@ def analysed(step):
         raise StatementError(str(exc).splitlines()[0]) from None
 
 
+@stops_on_interrupt
 def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
            subscription: ast.Subscribe | None = None):
     """`subscription`: the SUBSCRIBE running `stmt` (its rows are diffs), else None."""
@@ -177,6 +178,7 @@ def failing_sources(plan: QueryPlan) -> frozenset[str]:
                      for name in (i.name, i.source.name))
 
 
+@stops_on_interrupt
 def subscribe(session, stmt: ast.Subscribe, text, timeout):
     """Materialize's SUBSCRIBE: the snapshot (the current rows at one mz_timestamp), then every
     change, as diffs (analysis.subscribe). It reads from the earliest offsets whatever

@@ -31,11 +31,12 @@ def insert_target(catalog, stmt: ast.InsertValues | ast.InsertSelect, dialect: s
     says where, counting as ksqlDB does (INSERT INTO's length past the statement's column)."""
     try:
         return catalog.get(stmt.target, dialect)
-    except StatementError:
+    except StatementError as unknown:
         if isinstance(stmt, ast.InsertValues):
-            raise StatementError(f"Cannot insert values into an unknown stream/table: {stmt.target}") from None
+            raise StatementError(f"Cannot insert values into an unknown stream/table: {stmt.target}").hinted(
+                unknown.hint) from None
         raise StatementError(f"line {stmt.line}:{stmt.column + len('INSERT INTO')}: {stmt.target} does not exist.") \
-            from None
+            .hinted(unknown.hint) from None
 
 
 def check_insert_select(target: SourceDef) -> None:
@@ -82,7 +83,7 @@ def record_from_insert(stmt: ast.InsertValues, target: SourceDef) -> dict:
             f"{len(stmt.values)} values")
     unknown = [n for n in names if n not in by_name and n != ROWTIME]
     if unknown:
-        raise StatementError(f"Column name {unknown[0]} does not exist.")
+        raise StatementError(f"Column name {unknown[0]} does not exist.").hinted(did_you_mean(unknown[0], by_name))
     given = {n: _literal(v) for n, v in zip(names, stmt.values)}
     timestamp = given.pop(ROWTIME, None)
     row = {n: _coerce(v, by_name[n]) for n, v in given.items()}

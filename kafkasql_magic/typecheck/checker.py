@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..errors import ExpressionTypeError
+from ..errors import ExpressionTypeError, did_you_mean
 from ..sql import ast
 from ..sql.names import match
 from ..sql.render import render
@@ -91,13 +91,15 @@ class Checker:
             if columns is None:
                 raise self.error(e, f"'{e.qualifier}' is not a valid stream/table name or alias.")
             found = self._found(e.qualifier, e.name, columns)
+            known = list(columns)
         else:
             found = self._found(None, e.name, self.plain)
             if not found and e.qualifier is None:
                 found = [f for q, columns in self.qualified.items() for f in self._found(q, e.name, columns)]
+            known = [*self.plain, *(n for columns in self.qualified.values() for n in columns)]
         if not found:
             name = f"{e.qualifier}.{e.name}" if e.qualifier else e.name
-            raise self.error(e, self.messages.unknown_column(name))
+            raise self.error(e, self.messages.unknown_column(name)).hinted(did_you_mean(e.name, known))
         if len(found) > 1:
             raise self.error(e, f"Column '{e.name}' is ambiguous. Could be any of: "
                              + ", ".join(f"{q.upper()}.{n}" for q, n, _ in found))

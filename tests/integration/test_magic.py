@@ -7,6 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
+from kafkasql_magic.errors import KStreamError, QueryTimeout, SqlSyntaxError
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.runtime import PushQuery
 
@@ -38,13 +39,17 @@ def test_cell_binds_its_result_and_ignores_comments_on_the_magic_line(shell, str
     assert sorted(rows.N) == [0, 1, 2] and list(rows.columns) == ["K", "N"]
 
 
-def test_line_magic_runs_one_statement(shell, stream):
+def test_line_magic_runs_one_statement_and_shows_its_result_as_the_widget_does(shell, stream):
+    from kafkasql_magic.live.result import ResultTable
+
     shown = shell.run_line_magic("kstream", "SHOW STREAMS;")
-    assert stream in set(shown["Stream Name"])
+    assert isinstance(shown, ResultTable) and stream in set(shown.frame["Stream Name"])  # the DataFrame stays
+    page = shown._repr_html_()
+    assert 'class="kstream-result"' in page and "rows</div>" in page and "<th></th>" not in page  # no index
 
 
-def test_sql_error_is_a_usage_error_with_line_and_caret(shell):
-    with pytest.raises(UsageError) as info:
+def test_sql_error_is_its_own_error_with_line_and_caret(shell):
+    with pytest.raises(SqlSyntaxError) as info:
         shell.run_cell_magic("kstream", "", "SELECT a,\n  FROM s EMIT CHANGES;")
     assert "line 3:3" in str(info.value) and "^" in str(info.value)  # the %%kstream line is line 1
 
@@ -136,13 +141,13 @@ def test_kafka_config_reaches_the_clients_also_when_set_after_the_first_cell(she
                                    f"{{'client.id': 'magic-cfg', 'basic.auth.user.info': 'u:{secret}'}}")
     try:
         shown = shell.run_line_magic("kstream", f"--registry {registry} SHOW PROPERTIES;")
-        values = shown.set_index("Property")["Value"]
+        values = shown.frame.set_index("Property")["Value"]
         assert values["client.id"] == "magic-cfg"
-        assert values["schema.registry.basic.auth.user.info"] == "[hidden]" and secret not in shown.to_string()
+        assert values["schema.registry.basic.auth.user.info"] == "[hidden]" and secret not in repr(shown) + shown._repr_html_()
         assert admin.client_conf(broker.bootstrap_servers)["client.id"] == "magic-cfg"
         assert clientconf.source_options(broker.bootstrap_servers)["kafka.client.id"] == "magic-cfg"
         assert clientconf.registry_client_conf(registry, {})["basic.auth.user.info"] == f"u:{secret}"
-        rows = shell.run_line_magic("kstream", f"SELECT n FROM {stream} EMIT CHANGES LIMIT 3;")
+        rows = shell.run_line_magic("kstream", f"SELECT n FROM {stream} EMIT CHANGES LIMIT 3;").frame
         assert sorted(rows.N) == [0, 1, 2]
     finally:
         shell.run_line_magic("config", "KStreamMagics.kafka_config = None")
@@ -158,7 +163,7 @@ def test_running_a_cell_again_replaces_its_push_query(shell, stream):
     try:
         assert first is not second and not first.is_active and second.is_active
         shown = shell.run_line_magic("kstream", "SHOW QUERIES;")
-        assert first.id not in set(shown.iloc[:, 0]) and second.id in set(shown.iloc[:, 0])
+        assert first.id not in set(shown.frame.iloc[:, 0]) and second.id in set(shown.frame.iloc[:, 0])
     finally:
         second.stop()
 
@@ -190,11 +195,46 @@ def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):
     timer = threading.Thread(target=interrupt_once_running, daemon=True)
     started = time.monotonic()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:  # still one, so a script's Ctrl-C ends it as before
         shell.run_cell_magic("kstream", "--timeout 120", f"SELECT * FROM {stream} EMIT CHANGES LIMIT 1000;")
     timer.join()
+    assert info.value._render_traceback_() == ["Query stopped."]  # what the notebook shows: no traceback
     assert time.monotonic() - started < 100  # the interrupt ended the wait, not the 120 s timeout
     assert spark.streams.active == []
+
+
+def test_interrupting_a_query_while_spark_starts_it_stops_it_too(shell, stream, spark, monkeypatch, caplog):
+    """Jupyter's Interrupt can land in a call to the JVM while Spark starts the query (the call cut,
+    the JVM carrying on): still one line, no traceback logged by py4j, and the query it started
+    anyway does not run on unseen."""
+    import signal
+    import threading
+
+    from pyspark.sql.streaming import DataStreamWriter
+
+    started = threading.Event()
+    real_start = DataStreamWriter.start
+
+    def slow_start(self, *args, **kwargs):
+        query = real_start(self, *args, **kwargs)  # Spark started it; the call has not returned yet
+        started.set()
+        spark._jvm.java.lang.Thread.sleep(60_000)  # a JVM call the interrupt cuts
+        return query
+
+    def interrupt_once_started():
+        started.wait(120)
+        time.sleep(0.5)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    monkeypatch.setattr(DataStreamWriter, "start", slow_start)
+    timer = threading.Thread(target=interrupt_once_started, daemon=True)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt) as info:
+        shell.run_cell_magic("kstream", "--timeout 120", f"SELECT * FROM {stream} EMIT CHANGES LIMIT 1000;")
+    timer.join()
+    assert info.value._render_traceback_() == ["Query stopped."]
+    assert spark.streams.active == []
+    assert "KeyboardInterrupt while sending command" not in caplog.text
 
 
 def test_python_variables_assignment_and_file(shell, stream, tmp_path):
@@ -204,8 +244,8 @@ def test_python_variables_assignment_and_file(shell, stream, tmp_path):
     assert list(shell.user_ns["picked"].K) == ["k1"]
     script = tmp_path / "q.sql"
     script.write_text(f"SELECT k FROM {stream} WHERE n = 2 EMIT CHANGES LIMIT 1;")
-    assert list(shell.run_line_magic("kstream", f"-f {script}").K) == ["k2"]
-    with pytest.raises(UsageError, match="No Python variable named 'nope' for :nope at line 2:"):
+    assert list(shell.run_line_magic("kstream", f"-f {script}").frame.K) == ["k2"]
+    with pytest.raises(KStreamError, match="No Python variable named 'nope' for :nope at line 2:"):
         shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE k = :nope;")
 
 
@@ -219,7 +259,7 @@ def test_default_formats_come_from_magic_config(shell, broker):
         shell.run_cell_magic("kstream", "", f"CREATE STREAM CFG (a INT, b STRING) WITH (kafka_topic='{topic}', "
                                             "partitions=1);")
         described = shell.run_line_magic("kstream", "DESCRIBE cfg;")
-        assert described.attrs["value_format"] == "DELIMITED"
+        assert described.frame.attrs["value_format"] == "DELIMITED"
     finally:
         shell.run_line_magic("config", "KStreamMagics.default_value_format = None")
         magic._sessions.clear()
@@ -234,12 +274,15 @@ def test_print_says_which_key_and_value_formats_it_detected(shell, stream):
     assert "Key format: KAFKA_STRING" in out.stdout and "Value format: JSON" in out.stdout
 
 
-def test_unknown_column_error_carries_a_caret(shell, stream):
-    with pytest.raises(UsageError) as info:
+def test_unknown_column_error_carries_a_caret_and_the_nearest_names(shell, stream):
+    with pytest.raises(KStreamError) as info:
         shell.run_cell_magic("kstream", "", f"SELECT k,\n       nope FROM {stream};")
     *_, message, excerpt, caret = str(info.value).splitlines()
     assert "line 3:8" in message and "NOPE" in message
     assert (excerpt, caret) == (f"       nope FROM {stream};", "       ^")
+    with pytest.raises(KStreamError) as info:
+        shell.run_cell_magic("kstream", "", f"SELECT kk FROM {stream};")
+    assert info.value._render_traceback_()[-1] == "Did you mean K?"
 
 
 def test_sql_on_the_cell_magic_line_is_refused(shell):
@@ -275,7 +318,7 @@ def test_persistent_query_cell_returns_a_live_card_and_queries_lists_it(shell, s
             time.sleep(0.2)
         assert c.model.state.status == "TERMINATED" and c.terminate.disabled
     shown_now = shell.run_line_magic("kstream", "SHOW QUERIES;")
-    assert query.id not in set(shown_now["Query ID"])
+    assert query.id not in set(shown_now.frame["Query ID"])
 
 
 def _widgets():
@@ -296,7 +339,7 @@ def test_config_settings_apply_to_the_next_statement_of_an_existing_session(shel
         for name, value in settings.items():
             shell.run_line_magic("config", f"KStreamMagics.{name} = {value}")
         shown = shell.run_line_magic("kstream", "SHOW SOURCES;")  # Materialize's listing, no --dialect
-        assert list(shown.columns) == ["name", "type", "cluster"]
+        assert list(shown.frame.columns) == ["name", "type", "cluster"]
         assert session.schema_registry_url == "http://127.0.0.1:1"
         shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream};")  # a snapshot in Materialize
         assert len(shell.user_ns["q"]) == 3
@@ -305,7 +348,7 @@ def test_config_settings_apply_to_the_next_statement_of_an_existing_session(shel
         q = shell.user_ns["q"]
         q.stop()
         assert q._trigger == "3 seconds"
-        with pytest.raises(UsageError, match=r"returned 0 of 1 rows within 1.5 seconds"):
+        with pytest.raises(QueryTimeout, match=r"returned 0 of 1 rows within 1.5 seconds"):
             shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE n < 0 EMIT CHANGES LIMIT 1;")
     finally:
         for name, value in (("dialect", "'ksql'"), ("trigger_interval", "'0.5 seconds'"), ("timeout", "60.0"),

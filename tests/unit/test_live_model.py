@@ -221,16 +221,18 @@ def test_concurrent_batches_count_exactly():
 @pytest.mark.parametrize(
     "value, text",
     [
-        (None, "NULL"),
-        (b"\x00\xffA", r"b'\x00\xffA'"),
-        (bytearray(b"\x01"), r"b'\x01'"),
-        ({"A": 1, "B": "x, y", "C": None}, '{"A": 1, "B": "x, y", "C": NULL}'),
-        ([1, "a", [2, None]], '[1, "a", [2, NULL]]'),
+        (None, "null"),  # as ksqlDB's CLI spells it
+        (b"\x00\xffA", r"\x00\xffA"),  # bytes readable: printable UTF-8 as text, other bytes as \xNN
+        (bytearray(b"caf\xc3\xa9\x01"), r"café\x01"),
+        ([{"KEY": "tenant", "VALUE": b"acme"}, {"key": "v", "value": None}], "[tenant=acme, v=null]"),  # headers
+        ({"A": 1, "B": "x, y", "C": None}, '{"A": 1, "B": "x, y", "C": null}'),
+        ([1, "a", [2, None]], '[1, "a", [2, null]]'),
         (True, "true"),
         (3, "3"),
         (1.5, "1.5"),
         (decimal.Decimal("1.10"), "1.10"),
-        (dt.datetime(2024, 5, 1, 12, 30), "2024-05-01 12:30:00"),
+        (dt.datetime(2024, 5, 1, 12, 30), "2024-05-01T12:30:00.000"),  # ISO 8601, milliseconds
+        (dt.datetime(2024, 5, 1, 12, 30, 0, 1500, tzinfo=dt.timezone.utc), "2024-05-01T12:30:00.001500Z"),
         ("plain", "plain"),
         ("two\nlines\t", r"two\nlines\t"),
     ],
@@ -266,7 +268,7 @@ def test_text_table_lines_up():
     assert "batch: 3" in lines[1] and "rows: 2" in lines[1]
     table = lines[2:]
     assert table[1] == "| ID | NAME  |"
-    assert table[3] == "| 22 | NULL  |"  # newest first
+    assert table[3] == "| 22 | null  |"  # newest first
     assert table[4] == "| 1  | alice |"
     assert len({len(line) for line in table}) == 1
 
@@ -291,10 +293,10 @@ def test_html_table_reads_at_a_glance():
     assert caption.group(1) == sql  # the full text, on hover
     assert "white-space:nowrap" in caption.group(2) and "text-overflow:ellipsis" in caption.group(2)
     cells = re.findall(r'<td style="([^"]*)">([^<]*)</td>', table)
-    assert [text for _, text in cells] == ["3", "NULL", "22", "bob", "1", "alice"]  # newest first
+    assert [text for _, text in cells] == ["3", "null", "22", "bob", "1", "alice"]  # newest first
     assert all("white-space:nowrap" in style for style, _ in cells)
     aligned = {text: re.search(r"text-align:(\w+)", style).group(1) for style, text in cells}
-    assert aligned == {"3": "right", "22": "right", "1": "right", "NULL": "left", "bob": "left", "alice": "left"}
+    assert aligned == {"3": "right", "22": "right", "1": "right", "null": "left", "bob": "left", "alice": "left"}
     status = render.status_html(snap)
     spark = re.search(r'<span class="kstream-spark"[^>]*>([^<]*)</span>', status)
     assert spark and spark.group(1).endswith("▅▁█")  # 1 row two seconds ago, 2 rows now

@@ -281,3 +281,17 @@ def test_the_rest_of_ksqldbs_scalar_functions_are_typed_and_built():
         type_of("DATEADD(DAYS, 1, ts)", cols)
     with pytest.raises(ExpressionTypeError):
         type_of("TIMESTAMPADD(FORTNIGHTS, 1, ts)", cols)  # not a unit: a column that does not exist
+
+
+def test_an_unknown_column_error_suggests_the_nearest_names():
+    from kafkasql_magic.errors import ExpressionTypeError
+    from kafkasql_magic.sql import ast
+    from kafkasql_magic.typecheck.checker import Checker
+
+    checker = Checker({"QTY": ast.Type("INTEGER"), "ITEM": ast.Type("STRING"), "o.PRICE": ast.Type("DOUBLE")})
+    with pytest.raises(ExpressionTypeError) as info:
+        checker.type_of(ast.ColumnRef("PRCE"))
+    assert str(info.value) == "Column 'PRCE' cannot be resolved." and info.value.hint == "Did you mean PRICE?"
+    with pytest.raises(ExpressionTypeError) as info:
+        checker.type_of(ast.ColumnRef("ZZZ"))
+    assert info.value.hint is None
