@@ -63,9 +63,9 @@ class QueryTimeout(KStreamError):
         super().__init__(message)
 
 
-class ExpressionTypeError(StatementError):
-    """An expression whose types do not fit (a STRING in WHERE, ABS('x'), a bad CAST); the
-    message names line and column and, when the cell is known, shows it with a caret."""
+class PlacedError(StatementError):
+    """A mistake at a place in the statement; the message names line and column and, when the
+    cell is known, shows it with a caret."""
 
     def __init__(self, message: str, line: int, column: int, excerpt: str = ""):
         self.reason = message
@@ -76,3 +76,7 @@ class ExpressionTypeError(StatementError):
         if excerpt:
             text += "\n" + excerpt
         super().__init__(text)
+
+
+class ExpressionTypeError(PlacedError):
+    """An expression whose types do not fit (a STRING in WHERE, ABS('x'), a bad CAST)."""
