@@ -110,7 +110,7 @@ class Session:
         if self.commands is None or not logged(stmt):
             return
         query_id = getattr(result, "id", None) if isinstance(stmt, PERSISTENT) else None
-        self.commands.append(Command(text, dialect, dict(self.settings), query_id))
+        self.commands.append(Command.of(text, dialect, dict(self.settings), query_id))
 
     def replay(self, stmt, text: str) -> None:
         """Run a logged DDL statement again (restoring from the command topic)."""
