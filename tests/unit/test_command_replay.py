@@ -109,3 +109,14 @@ def test_a_secret_setting_comes_back_from_the_session_or_the_environment_or_is_n
     assert clientconf.kafka_properties("replay-env.invalid:9092")["sasl.password"] == "from-env-31"
     assert env.settings["sasl.password"] == "from-env-31"
 
+
+def test_a_state_dir_without_a_service_id_says_it_restores_nothing(tmp_path, capsys):
+    from kafkasql_magic.session import connect
+
+    connect("no-service-id.invalid:9092", state_dir=str(tmp_path))
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"No service_id: nothing is restored from state_dir '{tmp_path}', and statements are "
+                              "not logged, so nothing will be restored next time either.")
+    assert "connect(..., service_id='app', state_dir=...)" in printed
+    connect("no-service-id.invalid:9092")  # no state_dir: nothing to say
+    assert capsys.readouterr().out == ""
