@@ -96,7 +96,7 @@ class Catalog:
     def connection(self, name: str, kind: str | None = None):
         """Connection `name` as a `dialects.connections.Endpoint` (address, client properties
         with secrets resolved); `kind` "KAFKA" or "CONFLUENT SCHEMA REGISTRY" checks its kind.
-        Every client the project makes for that address already carries those properties."""
+        Clients made for its address (a `clientconf.Address`) carry those properties, others not."""
         return self.connections.endpoint(name, kind)
 
     def resolve(self, name: str, dialect: str | None = None) -> str | None:

@@ -7,15 +7,20 @@ Registry properties are the Schema Registry client's own names (`basic.auth.user
 `bearer.auth.token`, ...) or those names prefixed with `schema.registry.` or ksqlDB's
 `ksql.schema.registry.`; every other property is a librdkafka one.
 
-Settings are kept per bootstrap servers (librdkafka clients) and per registry URL (registry
-clients) in this process: every client built for them gets them. Executors get the librdkafka
-ones through the source's options (secret ones under option names Spark redacts in plans).
+The session's settings are kept per bootstrap servers (librdkafka clients) and per registry URL
+(registry clients) in this process: every client built for them gets them. A Materialize
+connection's properties are not kept here: they travel with the address a source or sink over
+the connection reads (`Address`), so they reach only the clients made for that source or sink.
+Executors get the librdkafka ones through the source's options (secret ones under option names
+Spark redacts in plans).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import tempfile
 import threading
 from typing import Mapping
 
@@ -39,6 +44,26 @@ URL_PROPERTIES = ("schema.registry.url", "ksql.schema.registry.url")
 _lock = threading.Lock()
 _kafka: dict[str, dict[str, str]] = {}
 _registry: dict[str, dict[str, str]] = {}
+
+
+class Address(str):
+    """A broker address or registry URL as a connection reaches it: the text is the address,
+    `properties` the connection's client properties (secrets resolved, the address left out).
+    A client made for an Address gets its properties and only those, never the session's for
+    the same text: two connections to one address (two identities, two clusters behind one
+    name) stay apart, and a connection changes no client but those of what names it."""
+
+    def __new__(cls, address: str, connection: str, properties: Mapping[str, str]):
+        self = super().__new__(cls, address)
+        self.connection = connection
+        self.properties = dict(properties)
+        return self
+
+    def __getnewargs__(self):  # pickled with its properties (a decoding UDF carries its registry's)
+        return str(self), self.connection, self.properties
+
+    def __repr__(self):
+        return f"{str.__repr__(self)} (connection {self.connection})"
 
 
 def load_properties(path: str) -> dict[str, str]:
@@ -154,7 +179,8 @@ def version() -> int:
     return _version
 
 
-def _changed() -> None:
+def changed() -> None:
+    """Something kept from the settings is stale (they changed, or a connection was created)."""
     global _version
     _version += 1
 
@@ -165,26 +191,17 @@ def configure(bootstrap: str | None, registry_url: str | None, properties: Mappi
     kafka, registry = split(properties)
     redact.remember_properties(kafka)  # a password taken out of sasl.jaas.config
     with _lock:
-        _changed()
+        changed()
         if bootstrap and kafka:
             _kafka.setdefault(bootstrap, {}).update(kafka)
         if registry_url and registry:
             _registry.setdefault(_registry_key(registry_url), {}).update(registry)
 
 
-def configure_registry(url: str, properties: Mapping[str, str]) -> None:
-    """Give every registry client for `url` these registry client properties (its own names,
-    as a CONFLUENT SCHEMA REGISTRY connection declares them)."""
-    redact.remember_properties(properties)
-    with _lock:
-        _changed()
-        _registry.setdefault(_registry_key(url), {}).update(properties)
-
-
 def forget(bootstrap: str | None, registry_url: str | None, names) -> None:
     """UNSET: drop these properties from the clients of `bootstrap` and `registry_url`."""
     with _lock:
-        _changed()
+        changed()
         for name in names:
             reg = registry_name(name)
             if reg is not None:
@@ -194,15 +211,40 @@ def forget(bootstrap: str | None, registry_url: str | None, names) -> None:
 
 
 def kafka_properties(bootstrap: str) -> dict[str, str]:
-    """The librdkafka properties configured for `bootstrap`."""
+    """The librdkafka properties configured for `bootstrap` (a connection's own: `Address`)."""
+    if isinstance(bootstrap, Address):
+        return dict(bootstrap.properties)
     with _lock:
         return dict(_kafka.get(bootstrap, {}))
 
 
 def registry_properties(url: str) -> dict[str, str]:
-    """The registry client properties configured for `url` (credentials in the URL excluded)."""
+    """The registry client properties configured for `url` (credentials in the URL excluded);
+    a connection's own for an `Address`, its PEM texts as files (the client reads files)."""
+    if isinstance(url, Address):
+        return {PEM_FILES.get(name, name): _pem_file(value) if name in PEM_FILES else value
+                for name, value in url.properties.items()}
     with _lock:
         return dict(_registry.get(_registry_key(url), {}))
+
+
+#: PEM texts of a registry connection -> the registry client's file properties.
+PEM_FILES = {"ssl.ca.pem": "ssl.ca.location", "ssl.certificate.pem": "ssl.certificate.location",
+             "ssl.key.pem": "ssl.key.location"}
+_pem_files: dict[str, str] = {}
+
+
+def _pem_file(text: str) -> str:
+    """A private file holding PEM `text`, written once per process."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    with _lock:
+        path = _pem_files.get(digest)
+        if path is None or not os.path.exists(path):
+            fd, path = tempfile.mkstemp(prefix="kafkasql_", suffix=".pem")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp: readable by this user only
+                f.write(text)
+            _pem_files[digest] = path
+        return path
 
 
 def _registry_key(url: str) -> str:

@@ -139,9 +139,9 @@ class QueryStopped(KeyboardInterrupt):
         return [str(self)]
 
 
-class ExpressionTypeError(StatementError):
-    """An expression whose types do not fit (a STRING in WHERE, ABS('x'), a bad CAST); the
-    message names line and column and, when the cell is known, shows it with a caret."""
+class PlacedError(StatementError):
+    """A mistake at a place in the statement; the message names line and column and, when the
+    cell is known, shows it with a caret."""
 
     def __init__(self, message: str, line: int, column: int, excerpt: str = ""):
         self.reason = message
@@ -152,3 +152,7 @@ class ExpressionTypeError(StatementError):
         if excerpt:
             text += "\n" + excerpt
         super().__init__(text)
+
+
+class ExpressionTypeError(PlacedError):
+    """An expression whose types do not fit (a STRING in WHERE, ABS('x'), a bad CAST)."""

@@ -37,6 +37,12 @@ from .statements.queries import prepare
 
 
 
+#: What connect(..., state_dir=...) without a service id says: the checkpoints alone restore nothing.
+NO_SERVICE_ID = ("No service_id: nothing is restored from state_dir {0!r}, and statements are not logged, so "
+                 "nothing will be restored next time either. The catalog and the persistent queries come back "
+                 "from a service's command topic: connect(..., service_id='app', state_dir=...) to keep them "
+                 "across restarts.")
+
 #: Statements that start a persistent query: the command topic keeps its id.
 PERSISTENT = (ast.CreateAsSelect, ast.InsertSelect, CreateSink)
 
@@ -64,6 +70,7 @@ class Session:
         self.dialect_now: dialects.Dialect = dialects.get(dialect)  # the running statement's
         self.text_now: str | None = None  # the text it came from (for carets under errors)
         self.persistent = PersistentQueries(self, state_dir)
+        self._state_dir_given = state_dir  # connect()'s: without a service id it restores nothing
         self.sinks: dict = {}  # Materialize's CREATE SINK: name -> statements.sinks.Sink
         #: With a service id, successful DDL and persistent queries go to its command topic.
         self.commands = CommandLog(bootstrap_servers, service_id) if service_id else None
@@ -126,16 +133,17 @@ class Session:
         if self.commands is None or not logged(stmt):
             return
         query_id = getattr(result, "id", None) if isinstance(stmt, PERSISTENT) else None
-        self.commands.append(Command(text, dialect, dict(self.settings), query_id))
+        self.commands.append(Command.of(text, dialect, dict(self.settings), query_id))
 
     def replay(self, stmt, text: str) -> None:
         """Run a logged DDL statement again (restoring from the command topic)."""
         HANDLERS[type(stmt)](self, stmt, text, None)
 
     def restore(self) -> str | None:
-        """Replay the command topic (at connect); what was restored, or None without a service id."""
+        """Replay the command topic (at connect); what was restored. Without a service id there
+        is no command topic: a `state_dir` alone then restores nothing, and says so."""
         if self.commands is None:
-            return None
+            return NO_SERVICE_ID.format(self._state_dir_given) if self._state_dir_given else None
         self.commands.ensure()
         commands = self.commands.read()
         return self.persistent.restore(commands) if commands else None
@@ -236,7 +244,8 @@ def connect(bootstrap_servers: str, *, schema_registry_url: str | None = None, s
     client properties (librdkafka and Schema Registry client: SASL, SSL, auth) as a dict or
     the path of a Kafka-style properties file. With `service_id`, the session replays that
     service's command topic first (the catalog and the persistent queries still running) and
-    says what it restored; `state_dir` holds the persistent queries' checkpoints."""
+    says what it restored; `state_dir` holds the persistent queries' checkpoints (without a
+    service id it restores nothing, and says so)."""
     session = Session(bootstrap_servers, schema_registry_url=schema_registry_url, spark=spark,
                       dialect=dialect, config=config, **options)
     restored = session.restore()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import redact
+from ..clientconf import Address
 from ..errors import StatementError
 from ..sql.ast_materialize import ConnectionOption, CreateConnection, CreateSecret
 
@@ -86,8 +87,9 @@ class Connection:
 @dataclass(frozen=True)
 class Endpoint:
     """What a source (or sink) over a connection reaches: `address` (bootstrap servers or the
-    registry URL) and the client properties (secrets resolved, the address left out) that every
-    client made for that address gets."""
+    registry URL, a `clientconf.Address` carrying the connection's client properties) and those
+    properties (secrets resolved, the address left out). Only clients made for that Address get
+    them: a connection changes nothing for other clients of the same address."""
 
     name: str
     kind: str
@@ -173,8 +175,8 @@ class Connections:
             address = props.pop("bootstrap.servers")
         else:
             props = self.registry_properties(name)
-            address = props.pop("url")
-        return Endpoint(connection.name, connection.kind, address, props)
+            address = props.pop("url").rstrip("/")
+        return Endpoint(connection.name, connection.kind, Address(address, connection.name, props), props)
 
     def kafka_properties(self, name: str) -> ClientProperties:
         """librdkafka properties of Kafka connection `name` (secrets resolved). Materialize's

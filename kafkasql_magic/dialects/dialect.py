@@ -32,6 +32,7 @@ class SourceContext:
     infer: Callable  # (topic, key_format, value_format, key_schema_id, value_schema_id) -> Inferred
     latest_schema: Callable  # (registry_url, topic, "key" | "value") -> parsed Avro schema
     connection: Callable | None = None  # (name, kind) -> connections.Endpoint (Catalog.connection)
+    cell: str = ""  # the text the statement came from (positions count in it), for carets
 
 
 def _ksql_source(stmt: ast.CreateSource, context: SourceContext) -> SourceDef:

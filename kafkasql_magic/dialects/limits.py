@@ -122,11 +122,17 @@ def check_limit(limit: int | None) -> None:
 
 
 def check_avro_schema(text: str) -> None:
-    """Materialize's `FORMAT AVRO USING SCHEMA '...'`: the schema must be JSON."""
+    """Materialize's `FORMAT AVRO USING SCHEMA '...'`: JSON that is an Avro schema (every type
+    known, every record with its fields), refused in Materialize's words."""
+    from ..formats.avro_types import schema_problem
+
     try:
-        json.loads(text)
+        schema = json.loads(text)
     except ValueError as exc:
         raise StatementError(f"validating avro schema: {exc}") from None
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise StatementError(f"validating avro schema: {problem}")
 
 
 def check_registry_url(url: str) -> None:

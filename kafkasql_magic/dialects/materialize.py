@@ -12,7 +12,8 @@ from .dialect import KEY_WITHOUT_VALUE, Dialect, SourceContext
 
 def _kafka_source(stmt: ast.CreateKafkaSource, context: SourceContext) -> SourceDef:
     return materialize_sources.source_from_create(stmt, registry_url=context.registry_url, text=context.text,
-                                                  latest_schema=context.latest_schema, connection=context.connection)
+                                                  latest_schema=context.latest_schema, connection=context.connection,
+                                                  cell=context.cell)
 
 
 class Materialize(Dialect):

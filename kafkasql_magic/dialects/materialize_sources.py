@@ -13,10 +13,11 @@ from typing import Callable
 from .. import types
 from ..catalog import (HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column,
                        SourceDef)
-from ..errors import StatementError
+from ..errors import PlacedError, StatementError
 from ..formats import FormatSpec
 from ..formats.avro import RECORD_FIELDS
 from ..sql import ast
+from ..sql.split import excerpt
 from . import debezium, limits
 from .connections import KAFKA, REGISTRY
 from .ksql_sources import check_formats
@@ -60,8 +61,7 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
     from ..formats import avro_types
 
     options = dict(context)
-    if fmt.avro_schema is not None:
-        limits.check_avro_schema(fmt.avro_schema)
+    if fmt.avro_schema is not None:  # checked by source_from_create
         options["AVRO_SCHEMA"] = fmt.avro_schema
         options["CONFLUENT_WIRE_FORMAT"] = fmt.confluent_wire_format
         schema = avro_types.parse_writer(fmt.avro_schema)[1]
@@ -107,11 +107,15 @@ def _registry_format(fmt: ast.SourceFormat | None) -> bool:
 
 
 def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, latest_schema,
-                       text: str = "", connection=None) -> SourceDef:
+                       text: str = "", connection=None, cell: str = "") -> SourceDef:
     """Validate a CREATE SOURCE. `latest_schema(registry_url, topic, role)` (the registry lookup)
     supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format; `connection(name,
-    kind)` (the catalog's) the address of a CONNECTION the source or its registry names."""
+    kind)` (the catalog's) the address of a CONNECTION the source or its registry names; `cell`
+    the text the statement's positions count in (for a caret under a bad schema)."""
     limits.topic_name(stmt.topic)
+    for fmt in (stmt.key_format, stmt.value_format, stmt.format):
+        if fmt is not None and fmt.avro_schema is not None:
+            _check_inline_schema(fmt, cell)
     properties = _connection_properties(stmt, connection)
     stmt = replace(stmt, **{role: _registry_of(getattr(stmt, role), connection)
                             for role in ("key_format", "value_format", "format")})
@@ -154,6 +158,15 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
                      key_format=key_spec, value_format=value.spec, columns=tuple(columns), statement=text,
                      properties=properties, envelope=stmt.envelope,
                      dialect="materialize")
+
+
+def _check_inline_schema(fmt: ast.SourceFormat, cell: str) -> None:
+    """`AVRO USING SCHEMA '...'` is an Avro schema, or the statement is refused there."""
+    try:
+        limits.check_avro_schema(fmt.avro_schema)
+    except StatementError as exc:
+        shown = excerpt(cell, fmt.line, fmt.column) if cell and fmt.line else ""
+        raise PlacedError(str(exc), fmt.line, fmt.column, shown) from None
 
 
 def _connection_properties(stmt: ast.CreateKafkaSource, connection) -> dict:

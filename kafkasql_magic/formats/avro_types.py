@@ -185,6 +185,48 @@ def reading_schema(schema):
     return out
 
 
+#: What a complex Avro type must hold -> Materialize's message when it does not (mz_avro's).
+REQUIRED = {"record": ("fields", "No `fields` in record"), "error": ("fields", "No `fields` in record"),
+            "enum": ("symbols", "No `symbols` field in enum"), "array": ("items", "No `items` in array"),
+            "map": ("values", "No `values` in map"), "fixed": ("size", "No `size` in fixed")}
+
+
+def schema_problem(schema) -> str | None:
+    """Why `schema` (parsed JSON) is no Avro schema, in Materialize's words (mz_avro's parser:
+    "No `fields` in record", "Unknown type: nosuch"), or None when it is one."""
+    import fastavro
+    from fastavro.schema import SchemaParseException, UnknownType
+
+    problem = _missing_part(schema)
+    if problem is not None:
+        return problem
+    try:
+        fastavro.parse_schema(schema, {})
+    except UnknownType as exc:
+        return f"Unknown type: {exc.name}"
+    except SchemaParseException as exc:
+        return str(exc)
+    return None
+
+
+def _missing_part(schema) -> str | None:
+    if isinstance(schema, list):
+        return next((p for p in map(_missing_part, schema) if p is not None), None)
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind is None:
+        return "No `type` in complex type"
+    if not isinstance(kind, str):
+        return _missing_part(kind)
+    part, message = REQUIRED.get(kind, (None, None))
+    if part is not None and (part not in schema or (part == "fields" and not isinstance(schema[part], list))):
+        return message
+    inner = [f.get("type") for f in schema.get("fields") or () if isinstance(f, dict)] if part == "fields" else (
+        [schema[part]] if part in ("items", "values") else [])
+    return next((p for p in map(_missing_part, inner) if p is not None), None)
+
+
 def parse_writer(text: str, references: tuple[str, ...] = ()):
     """(schema for fastavro reading, expanded schema for planning) of a registered schema."""
     import fastavro

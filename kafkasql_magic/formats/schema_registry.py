@@ -17,6 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from .. import redact
+from ..clientconf import Address
 from ..errors import StatementError
 
 MAGIC_BYTE = 0
@@ -39,6 +40,8 @@ def registry_url(spec, format_name: str) -> str:
         raise StatementError(
             f"{format_name} format requires a schema registry URL: "
             "connect(..., schema_registry_url=...) or %%kstream --registry URL")
+    if isinstance(url, Address):  # a connection's URL (with its client properties), stripped already
+        return url
     return str(url).rstrip("/")
 
 
@@ -229,19 +232,21 @@ _serializers: dict[tuple, object] = {}
 
 
 def serializer(kind: str, url: str, schema_text: str):
-    """A cached confluent-kafka serializer (AVRO or JSON) registering `schema_text` on first use."""
-    key = (kind, url, schema_text)
+    """A cached confluent-kafka serializer (AVRO or JSON) registering `schema_text` on first use,
+    one per registry client (two connections to one URL write with their own credentials)."""
+    registry = client(url)
+    key = (kind, id(registry), schema_text)  # clients are kept for the process: ids stay theirs
     ser = _serializers.get(key)
     if ser is None:
         conf = {"auto.register.schemas": True}
         if kind == "AVRO":
             from confluent_kafka.schema_registry.avro import AvroSerializer
 
-            ser = AvroSerializer(client(url), schema_text, conf=conf)
+            ser = AvroSerializer(registry, schema_text, conf=conf)
         else:
             from confluent_kafka.schema_registry.json_schema import JSONSerializer
 
-            ser = JSONSerializer(schema_text, client(url), conf=conf)
+            ser = JSONSerializer(schema_text, registry, conf=conf)
         _serializers[key] = ser
     return ser
 

@@ -2,7 +2,8 @@
 
 As ksqlDB's command topic, `_kafkasql_<service id>_command_topic` holds the statements in the
 order they succeeded, each with the session properties it ran under and, for a persistent
-query, its id. A new session with the same service id replays them: the catalog comes back,
+query, its id. A secret property (`SET 'sasl.password'=...`) is named, never written: its value
+comes back at replay from the session or the environment (`sinks.replay`). A new session with the same service id replays them: the catalog comes back,
 and the queries that were still running restart from their checkpoints (same ids, so the
 same checkpoint folders under the state directory).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from .. import redact
 from ..kafka import admin
 from ..sql import ast
 from ..sql.ast_materialize import CreateConnection, CreateSink, DropSink
@@ -39,15 +41,24 @@ class Command:
     dialect: str
     settings: dict
     query_id: str | None = None
+    #: secret properties in force when it ran, by name only (their values are never logged)
+    secrets: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, statement: str, dialect: str, settings: dict, query_id: str | None = None) -> "Command":
+        """The command for a statement that ran under `settings`: secret ones named, not kept."""
+        secrets = tuple(sorted(name for name in settings if redact.is_secret(name)))
+        return cls(statement, dialect, {k: v for k, v in settings.items() if k not in secrets}, query_id, secrets)
 
     def to_json(self) -> bytes:
         return json.dumps({"statement": self.statement, "dialect": self.dialect, "settings": self.settings,
-                           "query_id": self.query_id}).encode()
+                           "query_id": self.query_id, "secrets": list(self.secrets)}).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> "Command":
         d = json.loads(data)
-        return cls(d["statement"], d.get("dialect", "ksql"), d.get("settings") or {}, d.get("query_id"))
+        return cls(d["statement"], d.get("dialect", "ksql"), d.get("settings") or {}, d.get("query_id"),
+                   tuple(d.get("secrets") or ()))
 
 
 def still_running(commands: list[Command], parse) -> set[str]:

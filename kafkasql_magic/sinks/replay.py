@@ -6,15 +6,19 @@ their checkpoints. Secrets are the exception: their values are never written to 
 again. Each comes from the environment variable `KAFKASQL_SECRET_<NAME>` when set (headless
 runs), or else the connection waits, with every later command that fails meanwhile (a sink or
 source over it), until `CREATE SECRET name AS '...'` runs in the new session: that statement
-replays what waited.
+replays what waited. Secret session properties (`SET 'sasl.password'=...`) are named in the
+log, never written: the new session's own value is used (`connect(config=...)`), else the
+environment's `KAFKASQL_SECRET_<PROPERTY>` (`KAFKASQL_SECRET_SASL_PASSWORD`), else the replay
+says which property it lacks.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 
-from .. import dialects
+from .. import clientconf, dialects
 from ..dialects.connections import SecretMissing
 from ..errors import KStreamError
 from ..sql import ast
@@ -24,9 +28,15 @@ from .command_log import Command, still_running
 SECRET_ENV = "KAFKASQL_SECRET_"
 
 
+def secret_env(name: str) -> str:
+    """The environment variable holding secret (or secret property) `name`:
+    `KAFKASQL_SECRET_<NAME>`, other characters than letters and digits as `_`."""
+    return SECRET_ENV + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
 def secret_from_env(name: str) -> str | None:
     """Secret `name` as the environment supplies it (`KAFKASQL_SECRET_<NAME>`), or None."""
-    return os.environ.get(SECRET_ENV + name.upper())
+    return os.environ.get(secret_env(name))
 
 
 class Replay:
@@ -40,6 +50,7 @@ class Replay:
     def restore(self, commands: list[Command]) -> str:
         """Replay `commands`; what was restored (a command that fails now is reported, not fatal)."""
         self._running = still_running(commands, _parse)
+        lacking = self._secret_settings(commands)
         failures = [f for f in (self._replay(c) for c in commands) if f]
         manager = self.session.persistent
         numbers = [int(q.rsplit("_", 1)[1]) for q in (c.query_id for c in commands)
@@ -49,7 +60,7 @@ class Replay:
         message = (f"Restored {len(list(self.session.catalog))} source(s) and restarted "
                    f"{len(queries)} persistent quer{'y' if len(queries) == 1 else 'ies'}"
                    f"{' (' + ', '.join(queries) + ')' if queries else ''} from {len(commands)} command(s)")
-        return message + self._failed(failures) + self._waiting()
+        return message + self._failed(failures) + self._waiting() + _lacking(lacking)
 
     def resume(self) -> str | None:
         """After CREATE SECRET: replay what waited for it; what resumed, or None if nothing did."""
@@ -63,6 +74,23 @@ class Replay:
             return None
         return (f"Replayed {len(waiting) - len(self.waiting)} command(s) that waited for secrets"
                 f"{'; restarted ' + ', '.join(resumed) if resumed else ''}" + self._failed(failures) + self._waiting())
+
+    def _secret_settings(self, commands: list[Command]) -> list[str]:
+        """Secret properties the logged commands ran under (never logged): each the session has
+        already (connect(config=...)) stays, one the environment holds is set as SET sets it;
+        the names of those found nowhere."""
+        session, lacking = self.session, []
+        for name in dict.fromkeys(n for c in commands for n in c.secrets):
+            if _has_property(session, name):
+                continue
+            value = secret_from_env(name)
+            if value is None:
+                lacking.append(name)
+                continue
+            if clientconf.is_client_property(name):
+                clientconf.configure(session.bootstrap_servers, session.schema_registry_url, {name: value})
+            session.settings[name] = value
+        return lacking
 
     # ------------------------------------------------------------ one command
     def _replay(self, command: Command) -> str | None:
@@ -132,6 +160,24 @@ class Replay:
             return ""
         return (f"; {len(self.waiting)} command(s) wait for secrets: "
                 + "; ".join(f"{_first_line(c)}: {why}" for c, why in self.waiting))
+
+
+def _has_property(session, name: str) -> bool:
+    """Whether `session` has property `name` set: SET, or a client property it was given."""
+    if name in session.settings:
+        return True
+    registry = clientconf.registry_name(name)
+    if registry is not None:
+        return registry in clientconf.registry_properties(session.schema_registry_url or "")
+    return name.removeprefix("kafka.") in clientconf.kafka_properties(session.bootstrap_servers)
+
+
+def _lacking(names: list[str]) -> str:
+    if not names:
+        return ""
+    return ("; not restored: " + ", ".join(f"'{n}'" for n in names) + " (secret values are never written to the "
+            "command topic): give " + ("it" if len(names) == 1 else "them") + " with connect(config=...), SET or "
+            + ", ".join(secret_env(n) for n in names))
 
 
 def _parse(command: Command):

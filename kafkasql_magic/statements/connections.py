@@ -1,23 +1,17 @@
 """Materialize's CREATE SECRET / CREATE CONNECTION / DROP SECRET | CONNECTION / SHOW SECRETS |
-CONNECTIONS: the catalog's `connections` hold them; a connection's client properties are given
-to every client made for its address (clientconf), so sources over it read with them."""
+CONNECTIONS: the catalog's `connections` hold them. A connection's client properties travel
+with the address its sources and sinks read (`clientconf.Address`): they reach those clients
+only, never the session's or another connection's for the same address."""
 
 from __future__ import annotations
-
-import os
-import tempfile
 
 import pandas as pd
 
 from .. import clientconf
-from ..dialects.connections import KAFKA, Endpoint
+from ..dialects.connections import KAFKA
 from ..errors import StatementError
 from ..kafka.reach import ensure_reachable
 from ..sql import ast_materialize as mz_ast
-
-#: PEM texts of a registry connection -> the registry client's file properties.
-PEM_FILES = {"ssl.ca.pem": "ssl.ca.location", "ssl.certificate.pem": "ssl.certificate.location",
-             "ssl.key.pem": "ssl.key.location"}
 
 
 def create_secret(session, stmt: mz_ast.CreateSecret, text, timeout):
@@ -28,25 +22,22 @@ def create_secret(session, stmt: mz_ast.CreateSecret, text, timeout):
 
 
 def create_connection(session, stmt: mz_ast.CreateConnection, text, timeout):
-    """Declared, given to the clients of its address, and (unless WITH (VALIDATE = false))
-    reached, as Materialize does: a connection that does not answer is not created."""
+    """Declared and (unless WITH (VALIDATE = false)) reached, as Materialize does: a connection
+    that does not answer is not created, and leaves nothing behind."""
     connections = session.catalog.connections
     if stmt.if_not_exists and stmt.name in connections.connections:
         return None
     connections.create_connection(stmt)
     endpoint = connections.endpoint(stmt.name)
     try:
-        if endpoint.kind == KAFKA:
-            clientconf.configure(endpoint.address, None, endpoint.properties)
-            if stmt.validate:
-                ensure_reachable(endpoint.address, session.timeout_of(timeout))
-        else:
-            clientconf.configure_registry(endpoint.address, _registry_client_properties(endpoint))
-            if stmt.validate:
-                _reach_registry(endpoint.address)
+        if stmt.validate and endpoint.kind == KAFKA:
+            ensure_reachable(endpoint.address, session.timeout_of(timeout))
+        elif stmt.validate:
+            _reach_registry(endpoint.address)
     except Exception:
         connections.drop("CONNECTION", stmt.name)
         raise
+    clientconf.changed()  # a recipe kept for a source of the same name may hold an older one's
     return None
 
 
@@ -68,18 +59,6 @@ def show_secrets(session) -> pd.DataFrame:
 
 def show_connections(session) -> pd.DataFrame:
     return pd.DataFrame(session.catalog.connections.show_connections(), columns=["name", "type", "comment"])
-
-
-def _registry_client_properties(endpoint: Endpoint) -> dict[str, str]:
-    """The registry client takes TLS material as files: PEM texts are written to private files."""
-    props = dict(endpoint.properties)
-    for pem, location in PEM_FILES.items():
-        if pem in props:
-            fd, path = tempfile.mkstemp(prefix=f"kafkasql_{endpoint.name}_", suffix=".pem")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp: readable by this user only
-                f.write(props.pop(pem))
-            props[location] = path
-    return props
 
 
 def _reach_registry(url: str) -> None:

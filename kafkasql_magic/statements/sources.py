@@ -20,7 +20,9 @@ from ..sinks.schemas import delete_subjects
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
+from ..engine.analysis import analyse
 from . import connections
+from .queries import analysed
 from .listings import FROM_SOURCE
 
 
@@ -28,7 +30,8 @@ def _context(session, text: str) -> SourceContext:
     from ..registry.inference import latest_schema_of
 
     return SourceContext(settings=session.settings, registry_url=session.schema_registry_url, text=text,
-                         infer=session.infer, latest_schema=latest_schema_of, connection=session.catalog.connection)
+                         infer=session.infer, latest_schema=latest_schema_of, connection=session.catalog.connection,
+                         cell=session.text_now or text)
 
 
 def create_source(session, stmt: ast.CreateSource, text, timeout):
@@ -99,8 +102,11 @@ def _first_offsets(bootstrap: str, stmt: ast.CreateKafkaSource) -> dict[int, int
 
 
 def create_view(session, stmt: ast.CreateView, text, timeout):
+    """A view is planned when created, as Materialize plans it: an unknown column or a type
+    mistake in its query is refused here, with a caret, not when the view is queried."""
     session.base_source(base_relation(stmt.query.source))  # the view must read an existing source
     limits.check_view_cycle(stmt.name, stmt.query, session.catalog)
+    analysed(lambda: analyse(stmt.query, session.catalog, session.dialect_now, session.text_now))
     view = ViewDef(stmt.name, stmt.query, statement=text, dialect=session.dialect_now.name)
     session.catalog.add(view, or_replace=stmt.or_replace, if_not_exists=stmt.if_not_exists)
     return None

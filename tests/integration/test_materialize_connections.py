@@ -189,3 +189,54 @@ def test_tables_from_a_source_decode_what_the_source_reads(elsewhere, broker, ne
     assert sorted(elsewhere.sql("SHOW TABLES", dialect="ksql")["Table Name"]) == ["latest"]  # ksql's own listing
     elsewhere.sql("DROP TABLE events; DROP TABLE latest; DROP SOURCE src")
     assert elsewhere.sql("SHOW SOURCES").empty
+
+
+def test_a_connection_leaves_the_sessions_own_clients_alone(ksql, broker, new_topic):
+    """A connection to the session's own bootstrap address with other (here wrong) SASL settings
+    applies to what names it: the session's next statement and a running CSAS, which keeps
+    writing every new record, go on with the session's own settings."""
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"key": f"k{i}", "value": json.dumps({"N": i})} for i in range(10)])
+    ksql.sql(f"CREATE STREAM own_src (N INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    query = ksql.sql("CREATE STREAM own_out AS SELECT N FROM own_src;")
+
+    def written() -> list[int]:
+        return sorted(json.loads(r["value"])["N"] for r in fetch_records(
+            broker.bootstrap_servers, "OWN_OUT", from_beginning=True, limit=None, timeout_s=5, until_end=True))
+
+    deadline = time.monotonic() + 240
+    while len(written()) < 10 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert written() == list(range(10))
+    ksql.sql(f"""CREATE SECRET wrong_pw AS 'not-a-password';
+        CREATE CONNECTION own_address TO KAFKA (BROKER '{broker.bootstrap_servers}',
+            SECURITY PROTOCOL = SASL_PLAINTEXT, SASL MECHANISMS = 'PLAIN', SASL USERNAME = 'nobody',
+            SASL PASSWORD = SECRET wrong_pw) WITH (VALIDATE = false)""", dialect="materialize")
+    assert len(ksql.sql("SELECT * FROM own_src;", timeout=30)) == 10  # the session's next statement
+    produce(broker.bootstrap_servers, topic, [{"key": f"k{i}", "value": json.dumps({"N": i})} for i in range(10, 20)])
+    deadline = time.monotonic() + 240
+    while len(written()) < 20 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert written() == list(range(20))
+    assert query.state == "RUNNING"
+
+
+def test_a_refused_registry_connection_leaves_nothing_behind(elsewhere, broker, guarded):
+    """A registry connection refused for its credentials (not created) changes nothing for a
+    source over a good connection to the same URL."""
+    topic = avro_topic(broker, guarded.url)
+    elsewhere.sql(f"""
+        CREATE SECRET good_pw AS '{PASSWORD}';
+        CREATE SECRET bad_pw AS 'not-the-password';
+        CREATE CONNECTION k TO KAFKA (BROKER '{broker.bootstrap_servers}', SECURITY PROTOCOL = PLAINTEXT);
+        CREATE CONNECTION rgood TO CONFLUENT SCHEMA REGISTRY (URL '{guarded.url}', USERNAME 'carol',
+            PASSWORD = SECRET good_pw);
+        CREATE SOURCE good_src FROM KAFKA CONNECTION k (TOPIC '{topic}')
+            FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION rgood""")
+    with pytest.raises(ks.StatementError, match="^failed to connect to the schema registry at .*: HTTP 401"):
+        elsewhere.sql(f"CREATE CONNECTION rwrong TO CONFLUENT SCHEMA REGISTRY (URL '{guarded.url}', "
+                      "USERNAME 'carol', PASSWORD = SECRET bad_pw)")
+    assert list(elsewhere.sql("SELECT n FROM good_src ORDER BY n").n) == [0, 1, 2]
+    elsewhere.sql(f"CREATE SOURCE later_src FROM KAFKA CONNECTION k (TOPIC '{topic}') "
+                  "FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION rgood")
+    assert list(elsewhere.sql("SELECT s FROM later_src ORDER BY s").s) == ["v0", "v1", "v2"]

@@ -62,3 +62,29 @@ def test_a_users_mistake_is_a_user_error_with_ksqldbs_message(session, text, kin
         assert caret.strip() == "^"
     chained = error.__cause__ or error.__context__
     assert chained is None or isinstance(chained, KStreamError), repr(chained)
+
+
+def test_materializes_mistakes_are_refused_at_the_statement(session, broker):
+    """A view naming a column its source lacks, and an Avro schema naming an unknown type or a
+    record without fields, are refused when created, in Materialize's words with a caret."""
+    from kafkasql_magic.kafka.producer import produce
+
+    topic = f"mz_mistakes_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [{"value": "a"}], create_partitions=1)
+    session.sql(f"CREATE SOURCE mistaken FROM KAFKA BROKER '{broker.bootstrap_servers}' TOPIC '{topic}' "
+                "FORMAT TEXT", dialect="materialize")
+    text = "SHOW SOURCES;\nCREATE MATERIALIZED VIEW v AS SELECT nosuch FROM mistaken"
+    with pytest.raises(StatementError) as info:
+        session.sql(text, dialect="materialize")
+    assert str(info.value) == ('line 2:38: column "nosuch" does not exist\n'
+                               "CREATE MATERIALIZED VIEW v AS SELECT nosuch FROM mistaken\n" + " " * 37 + "^")
+    assert "v" not in set(session.sql("SHOW VIEWS", dialect="materialize").iloc[:, 0])
+    for schema, reason in (('{"type": "record", "name": "r", "fields": [{"name": "a", "type": "nosuch"}]}',
+                            "Unknown type: nosuch"),
+                           ('{"type": "record", "name": "r"}', "No `fields` in record")):
+        with pytest.raises(StatementError) as info:
+            session.sql(f"CREATE SOURCE bad_avro FROM KAFKA BROKER '{broker.bootstrap_servers}' TOPIC '{topic}' "
+                        f"FORMAT AVRO USING SCHEMA '{schema}'", dialect="materialize")
+        assert str(info.value).split("\n")[0] == f"line 1:{info.value.column}: validating avro schema: {reason}"
+        assert str(info.value).split("\n")[2].endswith("^") and info.value.__cause__ is None
+    assert "bad_avro" not in session.catalog

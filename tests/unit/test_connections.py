@@ -146,3 +146,31 @@ def test_endpoint_is_the_address_and_the_rest_of_the_properties(secured):
         secured.endpoint("csr", "KAFKA")
     with pytest.raises(StatementError, match="^unknown catalog item 'nope'"):
         secured.endpoint("nope")
+
+
+def test_a_connection_configures_only_the_clients_of_what_names_it():
+    """Two identities for one address, the session's own among them: each client gets its own
+    properties, and the plain address (the session's clients) none of the connections'."""
+    import pickle
+
+    from kafkasql_magic import clientconf
+    from kafkasql_magic.kafka.admin import client_conf
+
+    address = "127.0.0.1:59092"
+    registry = run(Connections(), "CREATE SECRET pw AS 'p'", "CREATE SECRET ro_pw AS 'q'",
+                   f"CREATE CONNECTION rw TO KAFKA (BROKER '{address}', SECURITY PROTOCOL = SASL_PLAINTEXT, "
+                   "SASL MECHANISMS = 'PLAIN', SASL USERNAME = 'writer', SASL PASSWORD = SECRET pw)",
+                   f"CREATE CONNECTION ro TO KAFKA (BROKER '{address}', SECURITY PROTOCOL = SASL_PLAINTEXT, "
+                   "SASL MECHANISMS = 'PLAIN', SASL USERNAME = 'reader', SASL PASSWORD = SECRET ro_pw)",
+                   "CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL 'http://127.0.0.1:58081', "
+                   "USERNAME 'bob', PASSWORD = SECRET pw)")
+    rw, ro = registry.endpoint("rw").address, registry.endpoint("ro").address
+    assert rw == ro == address
+    assert client_conf(rw)["sasl.username"] == "writer" and client_conf(ro)["sasl.username"] == "reader"
+    assert "sasl.username" not in client_conf(address) and clientconf.kafka_properties(address) == {}
+    assert clientconf.source_options(rw)[clientconf.SECRET_OPTION + "sasl.password"] == "p"
+    url = registry.endpoint("csr").address
+    assert clientconf.registry_client_conf(url, {})["basic.auth.user.info"] == "bob:p"
+    assert "basic.auth.user.info" not in clientconf.registry_client_conf("http://127.0.0.1:58081", {})
+    assert "p" not in repr(rw).replace(address, "")  # its repr names the connection, never a secret
+    assert client_conf(pickle.loads(pickle.dumps(rw)))["sasl.username"] == "writer"  # to the executors

@@ -83,7 +83,27 @@ def mz_error(text: str) -> str:
 
 def test_materialize_avro_schema_must_be_json():
     assert mz_error("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT AVRO USING SCHEMA '{'").startswith(
-        "validating avro schema: Expecting property name enclosed in double quotes")
+        "line 1:45: validating avro schema: Expecting property name enclosed in double quotes")
+
+
+@pytest.mark.parametrize("schema, message", [
+    ('{"type": "record", "name": "r", "fields": [{"name": "a", "type": "nosuch"}]}', "Unknown type: nosuch"),
+    ('"nosuch"', "Unknown type: nosuch"),
+    ('{"type": "record", "name": "r"}', "No `fields` in record"),
+    ('{"type": "record", "name": "r", "fields": [{"name": "a", "type": {"type": "array"}}]}', "No `items` in array"),
+    ('{"type": "record", "name": "r", "fields": [{"name": "a", "type": ["null", {"type": "record", "name": "i"}]}]}',
+     "No `fields` in record"),
+    ('{"type": "enum", "name": "e"}', "No `symbols` field in enum"),
+])
+def test_materialize_avro_schema_must_be_an_avro_schema(schema, message):
+    """Refused at the statement in Materialize's words (mz_avro's), a caret under the format."""
+    text = f"CREATE SOURCE s FROM KAFKA TOPIC 't'\n  KEY FORMAT TEXT VALUE FORMAT AVRO USING SCHEMA '{schema}'"
+    with pytest.raises(StatementError) as info:
+        mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None,
+                              text=text, cell=text)
+    headline, shown, caret = str(info.value).split("\n")
+    assert headline == f"line 2:32: validating avro schema: {message}"
+    assert shown[caret.index("^"):].startswith("AVRO USING SCHEMA")
 
 
 def test_materialize_registry_url_must_be_absolute():

@@ -66,7 +66,7 @@ def test_changed_client_settings_rebuild_a_recipe():
 
     built, recipes = _counting()
     first = recipes.get(_source(), READ)
-    clientconf.configure_registry("http://registry.invalid:8081", {"basic.auth.user.info": "u:p"})
+    clientconf.configure(None, "http://registry.invalid:8081", {"schema.registry.basic.auth.user.info": "u:p"})
     try:
         assert recipes.get(_source(), READ) is not first
         assert len(built) == 2
