@@ -24,7 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
-from .live.result import ResultTable
+from .live.result import ResultFrame
 from .magic_line import LineError, split_line
 from .session import Session
 
@@ -183,7 +183,7 @@ class KStreamMagics(Magics):
         in the background until you press Stop; running its cell again replaces it. With `LIMIT n`
         the cell waits for n rows and shows them as a table (Interrupt stops the query); so does a
         SELECT without EMIT CHANGES (a snapshot of the topic as it is now). `-o NAME` binds the
-        pandas DataFrame; the table the cell returns holds it as `.frame`.
+        pandas DataFrame; the cell returns it too, shown as a table.
         `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
         string is quoted, so a value can never add SQL); `${var}` by `DEFINE var = 'value';`.
         A persistent query (CREATE STREAM|TABLE ... AS SELECT, INSERT INTO ... SELECT) returns
@@ -232,7 +232,7 @@ class KStreamMagics(Magics):
             self.shell.user_ns[target] = result
         if shown is not None:
             return None
-        return ResultTable(result) if isinstance(result, pd.DataFrame) else result  # the DataFrame is `.frame`
+        return ResultFrame(result) if isinstance(result, pd.DataFrame) else result  # shown as a ResultTable
 
     @property
     def _parser(self):

@@ -67,3 +67,19 @@ class ResultTable:
     def __repr__(self) -> str:
         cells = [[_wrapped(cell_text(v)) for v in row] for row in self._rows()]
         return boxed([str(c) for c in self.frame.columns], cells) + "\n" + self._count()
+
+
+class ResultFrame(pd.DataFrame):
+    """What a `%%kstream` cell returns for a finite result: still the pandas DataFrame (so
+    `x = %kstream SELECT ...` and `_` work as they always did), shown as a `ResultTable`.
+    Anything computed from it is a plain DataFrame."""
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        return ResultTable(self)._repr_html_()
+
+    def __repr__(self) -> str:
+        return repr(ResultTable(self))

@@ -40,10 +40,11 @@ def test_cell_binds_its_result_and_ignores_comments_on_the_magic_line(shell, str
 
 
 def test_line_magic_runs_one_statement_and_shows_its_result_as_the_widget_does(shell, stream):
-    from kafkasql_magic.live.result import ResultTable
+    import pandas as pd
 
     shown = shell.run_line_magic("kstream", "SHOW STREAMS;")
-    assert isinstance(shown, ResultTable) and stream in set(shown.frame["Stream Name"])  # the DataFrame stays
+    assert isinstance(shown, pd.DataFrame) and stream in set(shown["Stream Name"])  # still the DataFrame
+    assert type(shown["Stream Name"].to_frame()) is pd.DataFrame  # what is computed from it is plain
     page = shown._repr_html_()
     assert 'class="kstream-result"' in page and "rows</div>" in page and "<th></th>" not in page  # no index
 

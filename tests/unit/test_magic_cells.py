@@ -91,11 +91,9 @@ def test_statements_that_succeed_say_so_and_a_failing_one_says_which_it_was(shel
 def test_a_finite_result_shows_as_a_table_and_binds_its_dataframe(shell, unreachable):
     import pandas as pd
 
-    from kafkasql_magic.live.result import ResultTable
-
     long = "v" * 30 + " " + "w" * 40
     shell.run_cell_magic("kstream", "", f"DEFINE long_one = '{long}';")
     shown = shell.run_cell_magic("kstream", "listed <<", "SHOW VARIABLES;")
-    assert isinstance(shown, ResultTable) and isinstance(shell.user_ns["listed"], pd.DataFrame)
-    assert shown.frame is shell.user_ns["listed"]
+    assert type(shell.user_ns["listed"]) is pd.DataFrame  # bound untouched
+    assert isinstance(shown, pd.DataFrame) and shown.equals(shell.user_ns["listed"])  # shown as a table
     assert f">{long}</td>" in shown._repr_html_() and "1 row" in shown._repr_html_()
