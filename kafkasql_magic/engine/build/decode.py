@@ -18,6 +18,7 @@ from ...dialects import debezium
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Decoded, Field
 from ...formats import avro
+from ...formats.json import jsonb_text
 from ...kafka import json_columns
 from ...kafka.worker_decoding import AVRO_COLUMN, WorkerDecoding
 from ...kafka.headers import unreadable_error
@@ -143,7 +144,7 @@ def _debezium_json(value: Decoded) -> tuple[Decoded, list[Column], Column]:
              .when(op.isNotNull() & ~op.isin(*debezium.OPERATIONS),
                    F.concat(F.lit(unsupported[0]), op, F.lit(unsupported[1]))))
     error = F.coalesce(value.error, wrong) if value.error is not None else wrong
-    return replace(value, error=error), [after], F.col("value").isNull() | (error.isNull() & after.isNull())
+    return replace(value, error=error), [jsonb_text(after)], F.col("value").isNull() | (error.isNull() & after.isNull())
 
 
 def worker_decoding(source: SourceDef) -> WorkerDecoding | None:
