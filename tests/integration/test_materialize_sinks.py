@@ -157,6 +157,28 @@ def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic
         (i, f"v{i}", f"t{i}") for i in range(3)]
 
 
+def test_an_upsert_tombstone_carries_the_deleted_rows_headers(mz, broker, new_topic):
+    """Materialize writes a deleted row's HEADERS column on its tombstone: the row that went,
+    not the delete record (which has no value)."""
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", i), "value": None if v is None else json.dumps({"V": v, "H": {"trace": t}}).encode(),
+         "timestamp": BASE + n} for n, (i, v, t) in enumerate([(0, "a", "t0"), (1, "b", "t1"), (0, None, None)])])
+    table = f"T_{tag().upper()}"
+    mz.sql(f"CREATE TABLE {table} (ID INT PRIMARY KEY, V STRING, H MAP<STRING, STRING>) "
+           f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    out = f"tomb-{tag()}"
+    query = mz.sql(f"CREATE SINK tomb_{out[5:]} FROM {table} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (id) HEADERS h KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT", **MZ)
+    assert query.wait_for_records(3, 120), query.failure
+    got = read_back(broker, out, 3)
+    records = [(r["key"], r["value"] and json.loads(r["value"]), r["headers"]) for r in got]
+    assert [r for r in records if r[1] is None] == [(b"0", None, [("trace", b"t0")])]  # the deleted row's headers
+    assert sorted((r for r in records if r[1] is not None), key=str) == [
+        (b"0", {"id": 0, "v": "a", "h": {"trace": "t0"}}, [("trace", b"t0")]),
+        (b"1", {"id": 1, "v": "b", "h": {"trace": "t1"}}, [("trace", b"t1")])]
+
+
 def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
                                                                                    tmp_path):
     service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()
