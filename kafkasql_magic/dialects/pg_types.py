@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..catalog import INLINE_ERROR, SourceDef
+from ..catalog import INLINE_ERROR, KEY, OFFSET, VALUE, SourceDef
 from ..sql import ast
 
 #: ast.Type name -> Materialize type name
@@ -73,3 +73,12 @@ def show_columns_rows(columns: Iterable, source: SourceDef | None = None) -> lis
          "type": materialize_type_name(c.type, c.role), "comment": ""}
         for c in columns
     ]
+
+
+def own_type(source: SourceDef, column) -> str | None:
+    """Materialize's type for a source column we hold as another type, else None: `jsonb` for a
+    JSON document (FORMAT JSON's `data`, held as its text)."""
+    spec = {KEY: source.key_format, VALUE: source.value_format}.get(column.role)
+    if spec is not None and spec.name == "JSON_DOCUMENT":
+        return "jsonb"
+    return None

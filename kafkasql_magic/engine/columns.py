@@ -25,6 +25,9 @@ RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE = "__RAW_HEADERS", "__RAW_TIMESTAMP", "__T
 #: NULL (a tombstone stays one). Never collected to the driver.
 RECORD = (RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE)
 BOOKKEEPING = (ERROR, DROP) + ORIGIN + RECORD
+#: The Spark field metadata key naming a source column's Materialize type where ours holds it as
+#: another (dialects.pg_types.own_type: `jsonb`, `uint8`); a column selected as it is keeps it.
+SQL_TYPE = "sql_type"
 
 
 def result_column(index: int) -> str:

@@ -179,6 +179,35 @@ def test_an_upsert_tombstone_carries_the_deleted_rows_headers(mz, broker, new_to
         (b"1", {"id": 1, "v": "b", "h": {"trace": "t1"}}, [("trace", b"t1")])]
 
 
+def test_json_sinks_write_bytea_as_byte_arrays_and_jsonb_as_json(mz, broker, new_topic):
+    """Materialize's JSON writes a bytea as an array of its bytes' values, at any depth, and a
+    jsonb column (FORMAT JSON's `data`) as the JSON value itself, not as a string of its text."""
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"key": struct.pack(">i", 0), "value": json.dumps(
+        {"B": "dDU=", "BL": ["Yg==", ""], "BM": {"a": "Yg=="}}).encode(), "timestamp": BASE}])
+    stream = f"S_{tag().upper()}"
+    mz.sql(f"CREATE STREAM {stream} (ID INT KEY, B BYTES, BL ARRAY<BYTES>, BM MAP<STRING, BYTES>) "
+           f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    out = f"byt-{tag()}"
+    query = mz.sql(f"CREATE SINK byt_{out[4:]} FROM {stream} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (id) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", **MZ)
+    assert query.wait_for_records(1, 120), query.failure
+    (got,) = read_back(broker, out, 1)
+    assert json.loads(got["value"]) == {"id": 0, "b": [116, 53], "bl": [[98], []], "bm": {"a": [98]}}
+
+    docs = new_topic()
+    produce(broker.bootstrap_servers, docs, [{"value": b'{"n": 1, "tags": ["x"]}'}, {"value": b'"text"'}])
+    source = f"docs_{tag()}"
+    mz.sql(f"CREATE SOURCE {source} FROM KAFKA TOPIC '{docs}' FORMAT JSON", **MZ)
+    out = f"jsb-{tag()}"
+    query = mz.sql(f"CREATE SINK jsb_{out[4:]} FROM {source} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(2, 120), query.failure
+    values = [json.loads(r["value"]) for r in read_back(broker, out, 2)]
+    assert sorted(values, key=str) == sorted([{"before": None, "after": {"data": {"n": 1, "tags": ["x"]}}},
+                                              {"before": None, "after": {"data": "text"}}], key=str)  # not '"text"'
+
+
 def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
                                                                                    tmp_path):
     service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from ... import clientconf, dialects, formats, types
 from ...catalog import HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
-from ...dialects import debezium
+from ...dialects import debezium, pg_types
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Decoded, Field
 from ...formats import avro
@@ -24,7 +24,7 @@ from ...kafka.worker_decoding import AVRO_COLUMN, WorkerDecoding
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
-                       ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
+                       ROWPARTITION, ROWTIME, SQL_TYPE, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
 from . import window_keys
 
 #: Pseudocolumn -> its value from the raw Kafka record (its metadata columns: `_Raw`).
@@ -115,6 +115,12 @@ def _column(c, decoded: dict[str, Column], raw: _Raw) -> Column:
             return header
         return F.when(F.is_valid_utf8(header.cast("string")), header.cast("string"))
     return METADATA_COLUMNS[c.role](raw)
+
+
+def _own_type(source: SourceDef, c) -> dict | None:
+    """The column's Materialize type as field metadata, where ours differs (pg_types.own_type)."""
+    own = pg_types.own_type(source, c)
+    return {SQL_TYPE: own} if own else None
 
 
 def _envelope_checks(source: SourceDef, raw: _Raw) -> list[Column]:
@@ -304,7 +310,7 @@ def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
     checks += [unreadable_error(F.col("headers"))] if source.header_columns else []
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
-    columns = [_column(c, decoded, record).alias(c.name) for c in source.columns]
+    columns = [_column(c, decoded, record).alias(c.name, metadata=_own_type(source, c)) for c in source.columns]
     columns += [windowed[b].alias(b) for b in (WINDOWSTART, WINDOWEND) if b in windowed]
     pseudo = [build(record).alias(name) for name, build in PSEUDOCOLUMN_VALUES.items()]
     meta = [
