@@ -76,8 +76,10 @@ def show_columns_rows(columns: Iterable, source: SourceDef | None = None) -> lis
 
 
 def own_type(source: SourceDef, column) -> str | None:
-    """Materialize's type for a source column we hold as another type, else None: `jsonb` for a
-    JSON document (FORMAT JSON's `data`, held as its text)."""
+    """Materialize's type for a source column we hold as another type, else None: `uint8` for an
+    offset (held as BIGINT), `jsonb` for a JSON document (FORMAT JSON's `data`, held as its text)."""
+    if column.role == OFFSET:
+        return "uint8"
     spec = {KEY: source.key_format, VALUE: source.value_format}.get(column.role)
     if spec is not None and spec.name == "JSON_DOCUMENT":
         return "jsonb"

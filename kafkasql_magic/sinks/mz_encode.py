@@ -89,10 +89,31 @@ def single(row: Column, fields: Sequence[Field], fmt: SinkFormat) -> Column:
 
 
 # ---------------------------------------------------------------- AVRO
+#: Materialize type (Field.sql_type) -> its Avro type in a sink's schema (a uint8 is an 8-byte
+#: big-endian `fixed`; a named type, so written whole once per schema and by name after).
+AVRO_SQL_TYPES = {"uint8": {"type": "fixed", "size": 8, "name": "com.materialize.sink.uint8"}}
+
+
 def row_schema(fields: Sequence[Field], name: str) -> dict:
     from ..formats.avro_types import from_ksql
 
-    return from_ksql(ast.Type("STRUCT", fields=tuple((f.name, f.type) for f in fields)), name)
+    record = from_ksql(ast.Type("STRUCT", fields=tuple((f.name, f.type) for f in fields)), name)
+    defined: set[str] = set()
+    for f, field in zip(fields, record["fields"]):
+        own = AVRO_SQL_TYPES.get(f.sql_type)
+        if own is not None:
+            field["type"] = ["null", own["name"] if own["name"] in defined else dict(own)]
+            defined.add(own["name"])
+    return record
+
+
+def _avro_field(value, f: Field):
+    """A field's value as fastavro writes it for `row_schema` (a uint8 as its 8 bytes)."""
+    from ..formats.avro import avro_value
+
+    if f.sql_type == "uint8" and value is not None:
+        return int(value).to_bytes(8, "big")
+    return avro_value(from_arrow(value, f.type), f.type)
 
 
 def debezium_schema(fields: Sequence[Field]) -> dict:
@@ -145,13 +166,11 @@ def avro_payloads(rows: list, schema_id: int, text: str, shape: str, fields) -> 
 
     import fastavro
 
-    from ..formats.avro import avro_value
-
     parsed = fastavro.parse_schema(json.loads(text))
     header = struct.pack(">bI", 0, schema_id)
 
     def record(row):
-        return None if row is None else {f.name: avro_value(from_arrow(row[f.name], f.type), f.type) for f in fields}
+        return None if row is None else {f.name: _avro_field(row[f.name], f) for f in fields}
 
     out = []
     for row in rows:

@@ -208,6 +208,26 @@ def test_json_sinks_write_bytea_as_byte_arrays_and_jsonb_as_json(mz, broker, new
                                               {"before": None, "after": {"data": "text"}}], key=str)  # not '"text"'
 
 
+def test_an_avro_sink_writes_include_offset_as_materializes_uint8(mz, broker, new_topic, registry):
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": v.encode(), "partition": 0} for v in ("a", "b")])
+    source = f"offs_{tag()}"
+    mz.sql(f"CREATE SOURCE {source} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE OFFSET AS o", **MZ)
+    out = f"u8-{tag()}"
+    query = mz.sql(f"CREATE SINK u8_{out[3:]} FROM {source} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{registry}' ENVELOPE DEBEZIUM",
+                   **MZ)
+    assert query.wait_for_records(2, 120), query.failure
+    schema = json.loads(sr.client(registry).get_latest_version(f"{out}-value").schema.schema_str)
+    row = schema["fields"][0]["type"][1]
+    assert [f["type"] for f in row["fields"]] == [["null", "string"], [
+        "null", {"type": "fixed", "size": 8, "name": "com.materialize.sink.uint8"}]]
+    read = fastavro.parse_schema(schema)
+    values = [fastavro.schemaless_reader(io.BytesIO(r["value"][5:]), read) for r in read_back(broker, out, 2)]
+    assert sorted((v["after"]["text"], v["after"]["o"]) for v in values) == [
+        ("a", (0).to_bytes(8, "big")), ("b", (1).to_bytes(8, "big"))]
+
+
 def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
                                                                                    tmp_path):
     service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()

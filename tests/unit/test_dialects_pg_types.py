@@ -89,3 +89,12 @@ def test_other_values_stay_nullable():
                    _source("KAFKA", [data, catalog.Column("error", types.STRING, catalog.INLINE_ERROR)], "UPSERT")):
         assert show_columns_rows([data], source)[0]["nullable"] is True
     assert show_columns_rows([data])[0]["nullable"] is True  # a view's columns
+
+
+def test_own_types_an_offset_is_uint8_and_a_json_document_jsonb():
+    from kafkasql_magic.dialects.pg_types import own_type
+
+    offset, data = catalog.Column("o", types.BIGINT, catalog.OFFSET), catalog.Column("data", types.STRING)
+    assert own_type(_source("JSON_DOCUMENT", [data, offset]), offset) == "uint8"
+    assert own_type(_source("JSON_DOCUMENT", [data, offset]), data) == "jsonb"
+    assert own_type(_source("KAFKA", [data]), data) is None
