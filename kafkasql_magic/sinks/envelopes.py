@@ -1,9 +1,9 @@
 """A Materialize sink's records: its relation's changes as UPSERT or DEBEZIUM envelopes.
 
 UPSERT writes a changed row under its KEY, and a deleted row (a tombstone of the relation's
-changelog) as a record with the key, a NULL value and the deleted row's headers. DEBEZIUM writes `{"before": old,
-"after": new}`: an insert has no before, a delete no after (and no tombstone follows it, as in
-Materialize). A relation of diffs (a view that joins) pairs a retraction and an insertion of
+changelog) as a record with the key, a NULL value and the deleted row's headers. DEBEZIUM
+writes `{"before": old, "after": new}`: an insert has no before, a delete no after (and no
+tombstone follows it, as in Materialize). A relation of diffs (a view that joins) pairs a retraction and an insertion of
 one KEY at one time into an update (`diff_rows.debezium_pairs`). For a relation with a unique key
 (a table, a GROUP BY) the old row is the key's previous row: kept between micro-batches as a
 Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows. Each

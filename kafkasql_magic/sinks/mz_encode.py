@@ -2,10 +2,10 @@
 
 JSON is an object of the columns (also for one column) with Materialize's conversions at any
 depth (timestamps as text of fractional epoch milliseconds, numeric as text, bytea as an array
-of byte values, jsonb as its JSON value, other non-JSON types as their text); TEXT one column's text; BYTES one bytea or text column's bytes; AVRO a
-Confluent-framed record named `row` (a key, a Debezium before/after) or `envelope` (a value),
-registered under `<topic>-key` / `<topic>-value` before the sink starts, so executors only
-frame bytes with a known schema id.
+of byte values, jsonb as its JSON value, other non-JSON types as their text); TEXT one column's
+text; BYTES one bytea or text column's bytes; AVRO a Confluent-framed record named `row` (a
+key, a Debezium before/after) or `envelope` (a value), registered under `<topic>-key` /
+`<topic>-value` before the sink starts, so executors only frame bytes with a known schema id.
 """
 
 from __future__ import annotations
