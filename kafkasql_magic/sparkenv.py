@@ -2,7 +2,7 @@
 
 ksql semantics need a few SQL settings on any session: case-sensitive names (ksql
 distinguishes `id` from ID), NULL instead of errors for bad casts and arithmetic (errors go
-to the processing log), last-wins map keys (JSON members matched case-insensitively) and UTC.
+to the processing log), last-wins map keys (JSON members matched case-insensitively; jsonb's repeated keys) and UTC.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ REQUIRED_SQL_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.timeType.enabled": "true",  # ksql TIME columns
+    "spark.sql.variant.allowDuplicateKeys": "true",  # jsonb keeps a repeated key's last value
 }
 
 LOCAL_CONF = {

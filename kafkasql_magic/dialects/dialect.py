@@ -112,9 +112,9 @@ class Dialect:
             return ((NULL_KEY, "Record with a NULL key dropped from table"),)
         return self.stream_envelope_rules
 
-    def show_columns(self, columns) -> list[dict] | None:
-        """SHOW COLUMNS rows for catalog columns, where the dialect's listing differs from
-        ksqlDB's DESCRIBE (None: DESCRIBE's)."""
+    def show_columns(self, columns, relation=None) -> list[dict] | None:
+        """SHOW COLUMNS rows for catalog columns of `relation` (a source or view), where the
+        dialect's listing differs from ksqlDB's DESCRIBE (None: DESCRIBE's)."""
         return None
 
     def untyped_functions(self) -> frozenset[str]:

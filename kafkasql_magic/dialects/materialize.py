@@ -38,8 +38,8 @@ class Materialize(Dialect):
     stream_envelope_rules = ((KEY_WITHOUT_VALUE, "Envelope error: Flat: Value not present for message"),)
     source_statements = {**Dialect.source_statements, ast.CreateKafkaSource: _kafka_source}
 
-    def show_columns(self, columns) -> list[dict]:
-        return pg_types.show_columns_rows(columns)
+    def show_columns(self, columns, relation=None) -> list[dict]:
+        return pg_types.show_columns_rows(columns, relation if isinstance(relation, SourceDef) else None)
 
     def untyped_functions(self) -> frozenset[str]:
         from ..engine.build import pg_functions

@@ -28,6 +28,9 @@ BOOKKEEPING = (ERROR, DROP) + ORIGIN + RECORD
 #: A persistent query whose key is its record's key passed through (`QueryPlan.passes_key`):
 #: whether the input record had no key, so that the output record has none either.
 KEYLESS = "__KEYLESS"
+#: The Spark field metadata key naming a source column's Materialize type where ours holds it as
+#: another (dialects.pg_types.own_type: `jsonb`, `uint8`); a column selected as it is keeps it.
+SQL_TYPE = "sql_type"
 
 
 def result_column(index: int) -> str:

@@ -39,10 +39,12 @@ class Decoded:
 
 @dataclass(frozen=True)
 class Field:
-    """The part of a declared column a format needs."""
+    """The part of a declared column a format needs. `sql_type` names Materialize's own type
+    where ours holds it as another: `jsonb` (JSON text), `uint8` (a Kafka offset as BIGINT)."""
 
     name: str
     type: ast.Type
+    sql_type: str | None = None
 
 
 class Format:

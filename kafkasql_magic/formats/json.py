@@ -226,8 +226,15 @@ class JsonFormat(Format):
         return groups, finish
 
 
+def jsonb_text(text: Column) -> Column:
+    """JSON text as Materialize shows jsonb: compact, an object's members in jsonb's key order (by
+    their bytes) and a repeated key's last value only (Spark's variant, parsed with
+    `spark.sql.variant.allowDuplicateKeys`: sparkenv); NULL when `text` is not JSON."""
+    return F.to_json(F.try_parse_json(text))
+
+
 class JsonDocumentFormat(Format):
-    """Materialize's FORMAT JSON: the whole document as one column of JSON text (jsonb)."""
+    """Materialize's FORMAT JSON: the whole document as one column of jsonb (its canonical text)."""
 
     name = "JSON_DOCUMENT"
 
@@ -235,11 +242,12 @@ class JsonDocumentFormat(Format):
         if not fields:
             return Decoded([])
         text = raw.cast("string")
+        document = jsonb_text(text)
         reason = (F.when(raw.isNull(), F.lit(None))
                   .when(utf8_check(raw).isNotNull(), utf8_check(raw))
-                  .when(F.try_parse_json(text).isNull() & (F.trim(text) != "null"), F.lit("Invalid JSON"))
+                  .when(document.isNull(), F.lit("Invalid JSON"))
                   .when(trailing_text(text), F.lit(TRAILING_TEXT)))
-        return Decoded([F.when(reason.isNull(), text).alias(fields[0].name)],
+        return Decoded([F.when(reason.isNull(), document).alias(fields[0].name)],
                        F.when(reason.isNotNull(), deserialization_error(role, reason)))
 
     def encode(self, values, fields, spec, role):

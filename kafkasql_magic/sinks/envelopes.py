@@ -1,9 +1,9 @@
 """A Materialize sink's records: its relation's changes as UPSERT or DEBEZIUM envelopes.
 
 UPSERT writes a changed row under its KEY, and a deleted row (a tombstone of the relation's
-changelog) as a record with the key and a NULL value. DEBEZIUM writes `{"before": old,
-"after": new}`: an insert has no before, a delete no after (and no tombstone follows it, as in
-Materialize). A relation of diffs (a view that joins) pairs a retraction and an insertion of
+changelog) as a record with the key, a NULL value and the deleted row's headers. DEBEZIUM
+writes `{"before": old, "after": new}`: an insert has no before, a delete no after (and no
+tombstone follows it, as in Materialize). A relation of diffs (a view that joins) pairs a retraction and an insertion of
 one KEY at one time into an update (`diff_rows.debezium_pairs`). For a relation with a unique key
 (a table, a GROUP BY) the old row is the key's previous row: kept between micro-batches as a
 Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows. Each
@@ -47,7 +47,8 @@ def header_entries(column: Column, value_type: str) -> Column:
 @dataclass
 class DebeziumState:
     """The latest row per relation key, carried from one micro-batch to the next and saved in
-    `folder/<batch id>` (only the last two batches' are kept)."""
+    `folder/<batch id>` (only the last two batches' are kept): a Debezium record's `before`, an
+    upsert tombstone's headers."""
 
     keys: tuple[str, ...]
     rows: DataFrame | None = None
@@ -130,7 +131,10 @@ class MaterializeSinkWrite:
     diffs: bool = False
 
     def __post_init__(self):
-        if self.spec.envelope == "DEBEZIUM" and self.spec.relation_key and self.state is None:
+        # DEBEZIUM's `before`, and the headers of an UPSERT tombstone: the deleted row's, which a
+        # relation of diffs carries on the tombstone's row itself
+        upsert_headers = self.spec.envelope == "UPSERT" and self.spec.headers is not None and not self.diffs
+        if (self.spec.envelope == "DEBEZIUM" or upsert_headers) and self.spec.relation_key and self.state is None:
             self.state = DebeziumState(self.spec.relation_key)
 
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
@@ -150,15 +154,30 @@ class MaterializeSinkWrite:
             rows = self._upserts_from_diffs(rows, names)
         after = F.when(~F.col(TOMBSTONE), row)
         if self.spec.envelope == "UPSERT":
-            key_row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key])
-            value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
-            headers = F.lit(None).cast("array<struct<key:string,value:binary>>")
-            if self.spec.headers is not None:
-                value_type = next(f.type.value.name for f in self.spec.columns if f.name == self.spec.headers)
-                headers = F.when(~F.col(TOMBSTONE), header_entries(column[self.spec.headers], value_type))
-            return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
-                               F.col(RAW_TIMESTAMP).alias("timestamp"))
+            return self._upsert(rows, column, after)
         return self._debezium(self._paired_by_state(rows, column, after))
+
+    def _upsert(self, rows: DataFrame, column: dict, after: Column) -> DataFrame:
+        """Each change under its KEY, a deleted row as a tombstone. The HEADERS column's headers go
+        on every record, a tombstone's from the deleted row (as Materialize writes them): a
+        relation with a unique key finds it in the state (the key's previous row), a relation of
+        diffs has it on the tombstone's row."""
+        key_row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key])
+        headers = F.lit(None).cast("array<struct<key:string,value:binary>>")
+        if self.spec.headers is not None:
+            value_type = next(f.type.value.name for f in self.spec.columns if f.name == self.spec.headers)
+            headers = header_entries(column[self.spec.headers], value_type)
+        if self.state is not None:
+            staged = rows.select(*[column[k].alias(k) for k in self.state.keys], after.alias(_AFTER),
+                                 key_row.alias("__key"), F.col(RAW_TIMESTAMP).alias("timestamp"),
+                                 F.monotonically_increasing_id().alias(_SEQ))
+            rows = self.state.paired(staged)
+            row = F.coalesce(F.col(_AFTER), F.col(_BEFORE))  # the row written, or the row deleted
+            key_row, after = F.col("__key"), F.col(_AFTER)
+            headers = header_entries(row[self.spec.headers], value_type)
+        value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
+        return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
+                           F.col("timestamp" if self.state is not None else RAW_TIMESTAMP).alias("timestamp"))
 
     def _upserts_from_diffs(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """A batch of diffs as rows with TOMBSTONE flags: per key what it holds after the batch."""

@@ -1,11 +1,11 @@
 """Materialize sink formats: a struct column -> record bytes as Materialize writes them.
 
-JSON is an object of the columns (also for one column) with Materialize's conversions
-(timestamps as text of fractional epoch milliseconds, numeric as text, other non-JSON types
-as their text); TEXT one column's text; BYTES one bytea or text column's bytes; AVRO a
-Confluent-framed record named `row` (a key, a Debezium before/after) or `envelope` (a value),
-registered under `<topic>-key` / `<topic>-value` before the sink starts, so executors only
-frame bytes with a known schema id.
+JSON is an object of the columns (also for one column) with Materialize's conversions at any
+depth (timestamps as text of fractional epoch milliseconds, numeric as text, bytea as an array
+of byte values, jsonb as its JSON value, other non-JSON types as their text); TEXT one column's
+text; BYTES one bytea or text column's bytes; AVRO a Confluent-framed record named `row` (a
+key, a Debezium before/after) or `envelope` (a value), registered under `<topic>-key` /
+`<topic>-value` before the sink starts, so executors only frame bytes with a known schema id.
 """
 
 from __future__ import annotations
@@ -36,23 +36,42 @@ def _fractional_millis(c: Column) -> Column:
                     F.lpad(F.pmod(micros, F.lit(1000)).cast("string"), 3, "0"))
 
 
+def _byte_numbers(c: Column) -> Column:
+    """bytea as Materialize's JSON writes it: an array of the bytes' values (`[116,53]`)."""
+    numbers = F.transform(F.sequence(F.lit(1), F.octet_length(c)),
+                          lambda i: F.conv(F.hex(F.substring(c, i, 1)), 16, 10).cast("int"))
+    return F.when(F.octet_length(c) == 0, F.array().cast("array<int>")).otherwise(numbers)
+
+
 #: ksql type -> how Materialize's JSON writes it, for types JSON has no literal for.
 JSON_CONVERSIONS: dict[str, Callable[[Column, ast.Type], Column]] = {
     "TIMESTAMP": lambda c, t: _fractional_millis(c),
     "DECIMAL": lambda c, t: c.cast("string"),
     "DATE": pg_text,
     "TIME": pg_text,
-    "BYTES": pg_text,
+    "BYTES": lambda c, t: _byte_numbers(c),
+    "STRUCT": lambda c, t: F.when(c.isNotNull(), F.struct(*[json_value(c[n], ft).alias(n) for n, ft in t.fields])),
+    "ARRAY": lambda c, t: F.transform(c, lambda e: json_value(e, t.element)),
+    "MAP": lambda c, t: F.transform_values(c, lambda k, v: json_value(v, t.value)),
 }
+
+#: Materialize type (Field.sql_type) -> how its JSON writes it: a jsonb column is its JSON value.
+SQL_TYPE_CONVERSIONS: dict[str, Callable[[Column], Column]] = {"jsonb": F.try_parse_json}
+
+
+def json_value(c: Column, t: ast.Type) -> Column:
+    """A value of type `t` as Materialize's JSON writes it, at any depth (a bytea in a list too)."""
+    convert = JSON_CONVERSIONS.get(t.name)
+    return convert(c, t) if convert else c
 
 
 def json_ready(row: Column, fields: Sequence[Field]) -> Column:
     """`row` (a struct, possibly NULL) with each field converted as Materialize's JSON writes it."""
     converted = []
     for f in fields:
-        convert = JSON_CONVERSIONS.get(f.type.name)
-        value = row[f.name]
-        converted.append((convert(value, f.type) if convert else value).alias(f.name))
+        convert = SQL_TYPE_CONVERSIONS.get(f.sql_type)
+        value = convert(row[f.name]) if convert else json_value(row[f.name], f.type)
+        converted.append(value.alias(f.name))
     return F.when(row.isNotNull(), F.struct(*converted))
 
 
@@ -70,10 +89,31 @@ def single(row: Column, fields: Sequence[Field], fmt: SinkFormat) -> Column:
 
 
 # ---------------------------------------------------------------- AVRO
+#: Materialize type (Field.sql_type) -> its Avro type in a sink's schema (a uint8 is an 8-byte
+#: big-endian `fixed`; a named type, so written whole once per schema and by name after).
+AVRO_SQL_TYPES = {"uint8": {"type": "fixed", "size": 8, "name": "com.materialize.sink.uint8"}}
+
+
 def row_schema(fields: Sequence[Field], name: str) -> dict:
     from ..formats.avro_types import from_ksql
 
-    return from_ksql(ast.Type("STRUCT", fields=tuple((f.name, f.type) for f in fields)), name)
+    record = from_ksql(ast.Type("STRUCT", fields=tuple((f.name, f.type) for f in fields)), name)
+    defined: set[str] = set()
+    for f, field in zip(fields, record["fields"]):
+        own = AVRO_SQL_TYPES.get(f.sql_type)
+        if own is not None:
+            field["type"] = ["null", own["name"] if own["name"] in defined else dict(own)]
+            defined.add(own["name"])
+    return record
+
+
+def _avro_field(value, f: Field):
+    """A field's value as fastavro writes it for `row_schema` (a uint8 as its 8 bytes)."""
+    from ..formats.avro import avro_value
+
+    if f.sql_type == "uint8" and value is not None:
+        return int(value).to_bytes(8, "big")
+    return avro_value(from_arrow(value, f.type), f.type)
 
 
 def debezium_schema(fields: Sequence[Field]) -> dict:
@@ -126,13 +166,11 @@ def avro_payloads(rows: list, schema_id: int, text: str, shape: str, fields) -> 
 
     import fastavro
 
-    from ..formats.avro import avro_value
-
     parsed = fastavro.parse_schema(json.loads(text))
     header = struct.pack(">bI", 0, schema_id)
 
     def record(row):
-        return None if row is None else {f.name: avro_value(from_arrow(row[f.name], f.type), f.type) for f in fields}
+        return None if row is None else {f.name: _avro_field(row[f.name], f) for f in fields}
 
     out = []
     for row in rows:

@@ -21,7 +21,7 @@ def describe(session, stmt: ast.Describe, text, timeout):
     """DESCRIBE (ksql) or SHOW COLUMNS (Materialize), in the words of the statement's dialect."""
     relation = session.catalog.get(stmt.name, session.dialect_now.name)
     columns = _view_columns(session, relation) if isinstance(relation, ViewDef) else relation.star_columns
-    rows = session.dialect_now.show_columns(columns)
+    rows = session.dialect_now.show_columns(columns, relation)
     if rows is not None:
         return pd.DataFrame(rows, columns=list(SHOW_COLUMNS_HEADER))
     if not isinstance(relation, ViewDef):

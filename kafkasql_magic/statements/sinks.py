@@ -15,7 +15,7 @@ import pandas as pd
 from .. import types
 from ..dialects.materialize_sinks import SinkSpec, plan_sink, qualified, with_endpoints
 from ..engine.analysis.plan import MZ_COLUMNS
-from ..engine.columns import result_column
+from ..engine.columns import SQL_TYPE, result_column
 from ..errors import StatementError
 from ..formats import Field
 from ..kafka import admin
@@ -40,8 +40,9 @@ def _relation_columns(prepared) -> list[Field]:
     """The relation's columns (a relation of diffs: without mz_timestamp and mz_diff)."""
     schema = prepared.built.frame.schema
     first = len(MZ_COLUMNS) if prepared.plan.diffs else 0
-    return [Field(n, types.from_spark(schema[result_column(i)].dataType))
-            for i, n in enumerate(prepared.plan.names) if i >= first]
+    fields = [schema[result_column(i)] for i in range(len(prepared.plan.names))]
+    return [Field(n, types.from_spark(f.dataType), f.metadata.get(SQL_TYPE))  # jsonb, uint8: from the source
+            for i, (n, f) in enumerate(zip(prepared.plan.names, fields)) if i >= first]
 
 
 def _unique_keys(plan) -> list[tuple[str, ...]]:

@@ -73,3 +73,15 @@ def test_path_operators_over_json_documents(session, broker, new_topic):
          "whole": '[[10,20],{"1":"obj"}]', "whole_text": '[[10,20],{"1":"obj"}]'},
         {**absent, "whole": '"text"', "whole_text": "text"},
     ]
+
+
+def test_a_json_document_is_shown_as_jsonb_canonical_text(session, broker, new_topic):
+    """Materialize stores jsonb: `data` is the document's canonical text (no spaces, members in
+    jsonb's key order, a repeated key's last value), whatever the record's own spelling."""
+    topic = new_topic(1)
+    produce(broker.bootstrap_servers, topic, [{"value": v} for v in (
+        '{"c": "d",  "a": 1}', '{"b": 1, "aa": {"y": [1, 2.50], "x": null}}', '{"k": 1, "k": 2}', ' [1, "x"] ')])
+    session.sql(f"CREATE SOURCE canon FROM KAFKA TOPIC '{topic}' FORMAT JSON INCLUDE OFFSET", **MZ)
+    rows = session.sql("SELECT data, data->>'k' AS k FROM canon ORDER BY \"offset\"", **MZ)
+    assert list(rows.data) == ['{"a":1,"c":"d"}', '{"aa":{"x":null,"y":[1,2.5]},"b":1}', '{"k":2}', '[1,"x"]']
+    assert list(rows.k) == [None, None, "2", None]

@@ -52,6 +52,10 @@ def test_bytes_and_csv_default_names_and_explicit_column_list(session, broker):
     assert session.sql("SELECT * FROM csv", **MZ).to_dict("records") == [{"letter": "a", "number": "1", "p": 0}]
     session.sql(f"CREATE SOURCE txt FROM KAFKA TOPIC '{name}' FORMAT TEXT", **MZ)
     assert list(session.sql("SELECT text FROM txt", **MZ).text) == ["a,1"]
+    shown = session.sql("SHOW COLUMNS FROM raw", **MZ)  # Materialize: `data bytea NOT NULL`, the key nullable
+    assert list(zip(shown.name, shown.nullable)) == [("key", True), ("data", False)]
+    shown = session.sql("SHOW COLUMNS FROM csv", **MZ)
+    assert list(zip(shown.name, shown.nullable)) == [("letter", False), ("number", False), ("p", False)]
 
 
 def test_collisions_and_include_key_with_bare_format(session, topic):

@@ -171,7 +171,7 @@ def test_tables_from_a_source_decode_what_the_source_reads(elsewhere, broker, ne
         CREATE TABLE events FROM SOURCE src (REFERENCE "{topic}") FORMAT JSON INCLUDE OFFSET;
         CREATE TABLE latest FROM SOURCE src KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT""")
     assert elsewhere.sql("SELECT key, data::text AS d FROM latest").to_dict("records") == [
-        {"key": "a", "d": '{"n": 3}'}]  # from START OFFSET on (a=1 is before it); b's NULL value deleted b
+        {"key": "a", "d": '{"n":3}'}]  # from START OFFSET on (a=1 is before it); b's NULL value deleted b
     for name in ("events", "src"):  # a source without a format reads its bytes, with ENVELOPE NONE's rule
         with pytest.raises(ks.StatementError, match=rf"^Envelope error: Flat: Value not present for message "
                                                      rf"\(topic {topic}, partition 0, offset 3\)"):

@@ -157,6 +157,77 @@ def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic
         (i, f"v{i}", f"t{i}") for i in range(3)]
 
 
+def test_an_upsert_tombstone_carries_the_deleted_rows_headers(mz, broker, new_topic):
+    """Materialize writes a deleted row's HEADERS column on its tombstone: the row that went,
+    not the delete record (which has no value)."""
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", i), "value": None if v is None else json.dumps({"V": v, "H": {"trace": t}}).encode(),
+         "timestamp": BASE + n} for n, (i, v, t) in enumerate([(0, "a", "t0"), (1, "b", "t1"), (0, None, None)])])
+    table = f"T_{tag().upper()}"
+    mz.sql(f"CREATE TABLE {table} (ID INT PRIMARY KEY, V STRING, H MAP<STRING, STRING>) "
+           f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    out = f"tomb-{tag()}"
+    query = mz.sql(f"CREATE SINK tomb_{out[5:]} FROM {table} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (id) HEADERS h KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT", **MZ)
+    assert query.wait_for_records(3, 120), query.failure
+    got = read_back(broker, out, 3)
+    records = [(r["key"], r["value"] and json.loads(r["value"]), r["headers"]) for r in got]
+    assert [r for r in records if r[1] is None] == [(b"0", None, [("trace", b"t0")])]  # the deleted row's headers
+    assert sorted((r for r in records if r[1] is not None), key=str) == [
+        (b"0", {"id": 0, "v": "a", "h": {"trace": "t0"}}, [("trace", b"t0")]),
+        (b"1", {"id": 1, "v": "b", "h": {"trace": "t1"}}, [("trace", b"t1")])]
+
+
+def test_json_sinks_write_bytea_as_byte_arrays_and_jsonb_as_json(mz, broker, new_topic):
+    """Materialize's JSON writes a bytea as an array of its bytes' values, at any depth, and a
+    jsonb column (FORMAT JSON's `data`) as the JSON value itself, not as a string of its text."""
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"key": struct.pack(">i", 0), "value": json.dumps(
+        {"B": "dDU=", "BL": ["Yg==", ""], "BM": {"a": "Yg=="}}).encode(), "timestamp": BASE}])
+    stream = f"S_{tag().upper()}"
+    mz.sql(f"CREATE STREAM {stream} (ID INT KEY, B BYTES, BL ARRAY<BYTES>, BM MAP<STRING, BYTES>) "
+           f"WITH (kafka_topic='{topic}', value_format='JSON');")
+    out = f"byt-{tag()}"
+    query = mz.sql(f"CREATE SINK byt_{out[4:]} FROM {stream} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (id) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT", **MZ)
+    assert query.wait_for_records(1, 120), query.failure
+    (got,) = read_back(broker, out, 1)
+    assert json.loads(got["value"]) == {"id": 0, "b": [116, 53], "bl": [[98], []], "bm": {"a": [98]}}
+
+    docs = new_topic()
+    produce(broker.bootstrap_servers, docs, [{"value": b'{"n": 1, "tags": ["x"]}'}, {"value": b'"text"'}])
+    source = f"docs_{tag()}"
+    mz.sql(f"CREATE SOURCE {source} FROM KAFKA TOPIC '{docs}' FORMAT JSON", **MZ)
+    out = f"jsb-{tag()}"
+    query = mz.sql(f"CREATE SINK jsb_{out[4:]} FROM {source} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') FORMAT JSON ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(2, 120), query.failure
+    values = [json.loads(r["value"]) for r in read_back(broker, out, 2)]
+    assert sorted(values, key=str) == sorted([{"before": None, "after": {"data": {"n": 1, "tags": ["x"]}}},
+                                              {"before": None, "after": {"data": "text"}}], key=str)  # not '"text"'
+
+
+def test_an_avro_sink_writes_include_offset_as_materializes_uint8(mz, broker, new_topic, registry):
+    topic = new_topic()
+    produce(broker.bootstrap_servers, topic, [{"value": v.encode(), "partition": 0} for v in ("a", "b")])
+    source = f"offs_{tag()}"
+    mz.sql(f"CREATE SOURCE {source} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE OFFSET AS o", **MZ)
+    out = f"u8-{tag()}"
+    query = mz.sql(f"CREATE SINK u8_{out[3:]} FROM {source} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{registry}' ENVELOPE DEBEZIUM",
+                   **MZ)
+    assert query.wait_for_records(2, 120), query.failure
+    schema = json.loads(sr.client(registry).get_latest_version(f"{out}-value").schema.schema_str)
+    row = schema["fields"][0]["type"][1]
+    assert [f["type"] for f in row["fields"]] == [["null", "string"], [
+        "null", {"type": "fixed", "size": 8, "name": "com.materialize.sink.uint8"}]]
+    read = fastavro.parse_schema(schema)
+    values = [fastavro.schemaless_reader(io.BytesIO(r["value"][5:]), read) for r in read_back(broker, out, 2)]
+    assert sorted((v["after"]["text"], v["after"]["o"]) for v in values) == [
+        ("a", (0).to_bytes(8, "big")), ("b", (1).to_bytes(8, "big"))]
+
+
 def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
                                                                                    tmp_path):
     service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()

@@ -65,3 +65,36 @@ def test_show_columns_rows():
         ("offset", False, "uint8", ""),
         ("ts", False, "timestamp", ""),
     ]
+
+
+def _source(value_format, columns, envelope="NONE"):
+    from kafkasql_magic.formats import FormatSpec
+
+    return catalog.SourceDef("STREAM", "s", "t", FormatSpec("KAFKA"), FormatSpec(value_format), tuple(columns),
+                             envelope=envelope, dialect="materialize")
+
+
+@pytest.mark.parametrize("value_format", ["KAFKA", "JSON_DOCUMENT", "DELIMITED"])
+def test_a_bytes_text_json_or_csv_value_is_never_null(value_format):
+    # Materialize's FORMAT BYTES `data bytea NOT NULL`, TEXT `text`, JSON `data jsonb`, CSV `columnN`
+    columns = [catalog.Column("k", types.STRING, catalog.KEY), catalog.Column("data", types.BYTES),
+               catalog.Column("h", types.BYTES, catalog.HEADER, "h")]
+    rows = show_columns_rows(columns, _source(value_format, columns))
+    assert [(r["name"], r["nullable"]) for r in rows] == [("k", True), ("data", False), ("h", True)]
+
+
+def test_other_values_stay_nullable():
+    data = catalog.Column("data", types.STRING)
+    for source in (_source("AVRO", [data]), _source("REGEX", [data]), _source("JSON_DOCUMENT", [data], "DEBEZIUM"),
+                   _source("KAFKA", [data, catalog.Column("error", types.STRING, catalog.INLINE_ERROR)], "UPSERT")):
+        assert show_columns_rows([data], source)[0]["nullable"] is True
+    assert show_columns_rows([data])[0]["nullable"] is True  # a view's columns
+
+
+def test_own_types_an_offset_is_uint8_and_a_json_document_jsonb():
+    from kafkasql_magic.dialects.pg_types import own_type
+
+    offset, data = catalog.Column("o", types.BIGINT, catalog.OFFSET), catalog.Column("data", types.STRING)
+    assert own_type(_source("JSON_DOCUMENT", [data, offset]), offset) == "uint8"
+    assert own_type(_source("JSON_DOCUMENT", [data, offset]), data) == "jsonb"
+    assert own_type(_source("KAFKA", [data]), data) is None

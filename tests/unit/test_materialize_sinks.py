@@ -115,3 +115,24 @@ def test_connections_become_the_broker_and_registry_they_name():
 
     with pytest.raises(StatementError, match="^unknown catalog item 'kc'$"):
         with_endpoints(stmt, unknown)
+
+
+def test_an_offset_is_materializes_uint8_in_avro_an_8_byte_big_endian_fixed():
+    import io
+    import json
+
+    import fastavro
+
+    from kafkasql_magic.sinks.mz_encode import KEY_RECORD, avro_payloads, debezium_schema, row_schema
+
+    fields = (Field("id", INT), Field("o", ast.Type("BIGINT"), "uint8"), Field("o2", ast.Type("BIGINT"), "uint8"))
+    uint8 = {"type": "fixed", "size": 8, "name": "com.materialize.sink.uint8"}
+    schema = row_schema(fields, KEY_RECORD)
+    assert [f["type"] for f in schema["fields"]] == [["null", "int"], ["null", uint8],
+                                                   ["null", "com.materialize.sink.uint8"]]  # named once
+    value = debezium_schema(fields)
+    (payload,) = avro_payloads([{"before": None, "after": {"id": 1, "o": 258, "o2": None}}], 7, json.dumps(value),
+                               "debezium", fields)
+    assert payload[:5] == b"\0\0\0\0\x07"
+    read = fastavro.schemaless_reader(io.BytesIO(payload[5:]), fastavro.parse_schema(value))
+    assert read == {"before": None, "after": {"id": 1, "o": b"\0\0\0\0\0\0\x01\x02", "o2": None}}  # big-endian

@@ -14,16 +14,17 @@ from pyspark.sql import functions as F
 from ... import clientconf, dialects, formats, types
 from ...catalog import HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET as OFFSET_ROLE, PARTITION as PARTITION_ROLE
 from ...catalog import TIMESTAMP as TIMESTAMP_ROLE, TOPIC as TOPIC_ROLE, VALUE, SourceDef
-from ...dialects import debezium
+from ...dialects import debezium, pg_types
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Decoded, Field
 from ...formats import avro
+from ...formats.json import jsonb_text
 from ...kafka import json_columns
 from ...kafka.worker_decoding import AVRO_COLUMN, WorkerDecoding
 from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
-                       ROWPARTITION, ROWTIME, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
+                       ROWPARTITION, ROWTIME, SQL_TYPE, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
 from . import window_keys
 
 #: Pseudocolumn -> its value from the raw Kafka record (its metadata columns: `_Raw`).
@@ -116,6 +117,12 @@ def _column(c, decoded: dict[str, Column], raw: _Raw) -> Column:
     return METADATA_COLUMNS[c.role](raw)
 
 
+def _own_type(source: SourceDef, c) -> dict | None:
+    """The column's Materialize type as field metadata, where ours differs (pg_types.own_type)."""
+    own = pg_types.own_type(source, c)
+    return {SQL_TYPE: own} if own else None
+
+
 def _envelope_checks(source: SourceDef, raw: _Raw) -> list[Column]:
     return [F.when(ENVELOPE_CONDITIONS[condition](raw), F.lit(message))
             for condition, message in dialects.get(source.dialect).envelope_rules(source)]
@@ -143,7 +150,7 @@ def _debezium_json(value: Decoded) -> tuple[Decoded, list[Column], Column]:
              .when(op.isNotNull() & ~op.isin(*debezium.OPERATIONS),
                    F.concat(F.lit(unsupported[0]), op, F.lit(unsupported[1]))))
     error = F.coalesce(value.error, wrong) if value.error is not None else wrong
-    return replace(value, error=error), [after], F.col("value").isNull() | (error.isNull() & after.isNull())
+    return replace(value, error=error), [jsonb_text(after)], F.col("value").isNull() | (error.isNull() & after.isNull())
 
 
 def worker_decoding(source: SourceDef) -> WorkerDecoding | None:
@@ -305,7 +312,7 @@ def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
     checks += [unreadable_error(F.col("headers"))] if source.header_columns else []
     error = F.coalesce(*checks) if len(checks) > 1 else (checks[0] if checks else F.lit(None).cast("string"))
     error = _barrier(error)
-    columns = [_column(c, decoded, record).alias(c.name) for c in source.columns]
+    columns = [_column(c, decoded, record).alias(c.name, metadata=_own_type(source, c)) for c in source.columns]
     columns += [windowed[b].alias(b) for b in (WINDOWSTART, WINDOWEND) if b in windowed]
     pseudo = [build(record).alias(name) for name, build in PSEUDOCOLUMN_VALUES.items()]
     meta = [
