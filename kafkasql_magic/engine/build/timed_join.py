@@ -6,6 +6,10 @@ more: when stream time has passed the record's time plus the window and the grac
 period) and a time-range condition between the sides' record times, so Spark keeps each side's
 records as state until the other side's watermark passes their window, then emits the
 unmatched ones and drops them.
+
+The event-time columns are the record times plus 1 ms: Spark's watermark starts at 0 and a row
+at or below the watermark is late, so a record at time 0 (Kafka's earliest) would never join.
+Both sides move alike, so the WITHIN condition and the watermarks' distances are unchanged.
 """
 
 from __future__ import annotations
@@ -20,15 +24,19 @@ def _interval(ms: int) -> Column:
     return F.expr(f"INTERVAL {ms} MILLISECONDS")
 
 
+def _event_time(record_time: str) -> Column:
+    return F.timestamp_millis(F.col(record_time) + F.lit(1))
+
+
 def watermarked(left: DataFrame, right: DataFrame, left_time: str, right_time: str, within: tuple[int, int],
                 grace: int | None, index: int) -> tuple[DataFrame, DataFrame, Column]:
-    """Both sides with a watermarked event-time column (`__wt0`, `__wt{index}`; ROWTIME as a
+    """Both sides with a watermarked event-time column (`__wt0`, `__wt{index}`; ROWTIME + 1 ms as a
     timestamp) and the WITHIN (before, after) condition over them: right in [left - before, left + after]."""
     delay = f"{DEFAULT_GRACE_MS if grace is None else grace} milliseconds"
     left_wt, right_wt = "__wt0", f"__wt{index}"
     if left_wt not in left.columns:
-        left = left.withColumn(left_wt, F.timestamp_millis(F.col(left_time))).withWatermark(left_wt, delay)
-    right = right.withColumn(right_wt, F.timestamp_millis(F.col(right_time))).withWatermark(right_wt, delay)
+        left = left.withColumn(left_wt, _event_time(left_time)).withWatermark(left_wt, delay)
+    right = right.withColumn(right_wt, _event_time(right_time)).withWatermark(right_wt, delay)
     before, after = within
     condition = ((F.col(right_wt) >= F.col(left_wt) - _interval(before))
                  & (F.col(right_wt) <= F.col(left_wt) + _interval(after)))
