@@ -1,4 +1,11 @@
-"""Stream-stream outer joins (LEFT, RIGHT, FULL) with ksqlDB's WITHIN and GRACE PERIOD.
+"""Stream-stream joins (INNER, LEFT, RIGHT, FULL) with ksqlDB's WITHIN and GRACE PERIOD.
+
+Each side's records are held for the window's size plus the grace period behind stream time, as
+ksqlDB's join stores hold them; a record that comes later than that is dropped, in an INNER join
+too (ksqlDB: stored no more, so no later record of the other side meets it). Stream time is the
+smaller of the two inputs' largest record times (Spark's `min` watermark policy): ksqlDB reads
+its inputs in time order, Spark a micro-batch of each input as far as it goes, so the larger one
+would drop the lagging input's records as late while a query catches up.
 
 A record without a match is emitted with NULLs for the other side once no match can come any
 more: when stream time has passed the record's time plus the window and the grace period
