@@ -53,8 +53,9 @@ def joined(shop, kind: str, expected: set, timeout=150) -> set:
 
 
 def test_left_join_emits_the_unmatched_order_once_its_window_and_grace_passed(shop):
-    # order 2 (2 s) has no shipment; stream time 30 s passed 2 s + 1 s + 0 s. Order 3 (30 s)
-    # still waits: the shipments' time (40 s) has passed it but the orders' (30 s) has not.
+    # order 2 (2 s) has no shipment; stream time 30 s passed 2 s + its window (1 s) + the window's
+    # size (2 s) and the grace (0 s). Order 3 (30 s) still waits: the shipments' time (40 s) has
+    # passed it but the orders' (30 s) has not.
     rows = joined(shop, "LEFT", {(1, "o1", 1, "s1"), (2, "o2", None, None)})
     assert rows == {(1, "o1", 1, "s1"), (2, "o2", None, None)}
 

@@ -211,7 +211,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
         join = stmt.joins[index - 1]
         both = frame.crossJoin(frame_i)  # for typing the condition only
         condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).predicate(join.on)
-        if join.within is not None and join.kind != "INNER" and raw.isStreaming:  # unmatched rows behind watermarks
+        if join.within is not None and raw.isStreaming:  # late records dropped, unmatched rows behind watermarks
             _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))  # both sides have record times
             frame, frame_i, timed = watermarked(frame, frame_i, quoted(sides[0][1][ROWTIME]),
                                                 quoted(columns[ROWTIME]), join.within, join.grace, index)
