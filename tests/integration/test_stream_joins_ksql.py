@@ -28,19 +28,9 @@ def streams(ksql, broker, columns: tuple[str, str]) -> tuple[str, str, str]:
 
 
 def send(broker, topic: str, records: list[tuple]) -> None:
-    """(key, value, time) records to `topic`, in order. confluent-kafka (librdkafka) stamps a
-    record given time 0 with the current time: those go with kafka-python, which keeps 0."""
-    for k, v, ts in records:
-        if ts:
-            produce(broker.bootstrap_servers, topic, [{"key": KEY.pack(k), "value": json.dumps(v).encode(),
-                                                       "timestamp": ts}])
-            continue
-        kafka = pytest.importorskip("kafka", reason="kafka-python writes records at time 0")
-        producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
-        try:
-            producer.send(topic, key=KEY.pack(k), value=json.dumps(v).encode(), timestamp_ms=0).get(timeout=30)
-        finally:
-            producer.close()
+    """(key, value, time) records to `topic`, in order (time 0 included: see kafka/zero_time.py)."""
+    produce(broker.bootstrap_servers, topic, [{"key": KEY.pack(k), "value": json.dumps(v).encode(), "timestamp": ts}
+                                              for k, v, ts in records])
 
 
 def caught_up(query, timeout: float = 90) -> None:
