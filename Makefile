@@ -51,6 +51,13 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/planning.py
 	$(BIN)/python bench/widget.py
 	$(BIN)/python bench/topic_identity.py
+	$(BIN)/python bench/state_probe.py
+	@if [ -x .venv-bench/bin/python ] && .venv-bench/bin/python -c "import quixstreams, pathway" 2>/dev/null; then \
+	  $(BIN)/python bench/peers.py --peer-python .venv-bench/bin/python; \
+	else \
+	  echo "SKIPPED bench/peers.py: quixstreams and pathway are not installed. They pin older confluent-kafka and pyarrow"; \
+	  echo "than .venv, so give them their own environment: $(PYTHON) -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench]'"; \
+	fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse
