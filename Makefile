@@ -14,6 +14,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test,browser]'
 	touch $(STAMP)
 
+# The peer systems of bench/peers.py (quixstreams, Pathway) pin older confluent-kafka and pyarrow
+# than the project: they get an environment of their own, made on first use.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
+$(BENCH_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
 check-java:
 	@v=$$(java -version 2>&1 | awk -F'"' '/version/ {print $$2}' | sed 's/^1\.//' | cut -d. -f1); \
 	if [ -z "$$v" ] || [ "$$v" -lt 17 ] 2>/dev/null; then \
@@ -51,6 +61,9 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/planning.py
 	$(BIN)/python bench/widget.py
 	$(BIN)/python bench/topic_identity.py
+	$(BIN)/python bench/state_probe.py
+	$(MAKE) $(BENCH_STAMP)
+	$(BIN)/python bench/peers.py --peer-python $(BENCH_VENV)/bin/python
 
 clean:
-	rm -rf $(VENV) .pytest_cache spark-warehouse
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache spark-warehouse
