@@ -24,7 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
-from .live.result import ResultFrame
+from .live.result import result_frame
 from .magic_line import LineError, split_line
 from .session import Session
 
@@ -232,7 +232,7 @@ class KStreamMagics(Magics):
             self.shell.user_ns[target] = result
         if shown is not None:
             return None
-        return ResultFrame(result) if isinstance(result, pd.DataFrame) else result  # shown as a ResultTable
+        return result_frame(result) if isinstance(result, pd.DataFrame) else result  # shown as a ResultTable
 
     @property
     def _parser(self):

@@ -83,3 +83,10 @@ class ResultFrame(pd.DataFrame):
 
     def __repr__(self) -> str:
         return repr(ResultTable(self))
+
+
+def result_frame(frame: pd.DataFrame) -> ResultFrame:
+    """`frame` as a cell returns it: the same data and `attrs` (PRINT's detected formats)."""
+    shown = ResultFrame(frame)
+    shown.attrs.update(frame.attrs)
+    return shown

@@ -142,13 +142,13 @@ def test_kafka_config_reaches_the_clients_also_when_set_after_the_first_cell(she
                                    f"{{'client.id': 'magic-cfg', 'basic.auth.user.info': 'u:{secret}'}}")
     try:
         shown = shell.run_line_magic("kstream", f"--registry {registry} SHOW PROPERTIES;")
-        values = shown.frame.set_index("Property")["Value"]
+        values = shown.set_index("Property")["Value"]
         assert values["client.id"] == "magic-cfg"
         assert values["schema.registry.basic.auth.user.info"] == "[hidden]" and secret not in repr(shown) + shown._repr_html_()
         assert admin.client_conf(broker.bootstrap_servers)["client.id"] == "magic-cfg"
         assert clientconf.source_options(broker.bootstrap_servers)["kafka.client.id"] == "magic-cfg"
         assert clientconf.registry_client_conf(registry, {})["basic.auth.user.info"] == f"u:{secret}"
-        rows = shell.run_line_magic("kstream", f"SELECT n FROM {stream} EMIT CHANGES LIMIT 3;").frame
+        rows = shell.run_line_magic("kstream", f"SELECT n FROM {stream} EMIT CHANGES LIMIT 3;")
         assert sorted(rows.N) == [0, 1, 2]
     finally:
         shell.run_line_magic("config", "KStreamMagics.kafka_config = None")
@@ -164,7 +164,7 @@ def test_running_a_cell_again_replaces_its_push_query(shell, stream):
     try:
         assert first is not second and not first.is_active and second.is_active
         shown = shell.run_line_magic("kstream", "SHOW QUERIES;")
-        assert first.id not in set(shown.frame.iloc[:, 0]) and second.id in set(shown.frame.iloc[:, 0])
+        assert first.id not in set(shown.iloc[:, 0]) and second.id in set(shown.iloc[:, 0])
     finally:
         second.stop()
 
@@ -245,7 +245,7 @@ def test_python_variables_assignment_and_file(shell, stream, tmp_path):
     assert list(shell.user_ns["picked"].K) == ["k1"]
     script = tmp_path / "q.sql"
     script.write_text(f"SELECT k FROM {stream} WHERE n = 2 EMIT CHANGES LIMIT 1;")
-    assert list(shell.run_line_magic("kstream", f"-f {script}").frame.K) == ["k2"]
+    assert list(shell.run_line_magic("kstream", f"-f {script}").K) == ["k2"]
     with pytest.raises(KStreamError, match="No Python variable named 'nope' for :nope at line 2:"):
         shell.run_cell_magic("kstream", "", f"SELECT * FROM {stream} WHERE k = :nope;")
 
@@ -260,7 +260,7 @@ def test_default_formats_come_from_magic_config(shell, broker):
         shell.run_cell_magic("kstream", "", f"CREATE STREAM CFG (a INT, b STRING) WITH (kafka_topic='{topic}', "
                                             "partitions=1);")
         described = shell.run_line_magic("kstream", "DESCRIBE cfg;")
-        assert described.frame.attrs["value_format"] == "DELIMITED"
+        assert described.attrs["value_format"] == "DELIMITED"
     finally:
         shell.run_line_magic("config", "KStreamMagics.default_value_format = None")
         magic._sessions.clear()
@@ -319,7 +319,7 @@ def test_persistent_query_cell_returns_a_live_card_and_queries_lists_it(shell, s
             time.sleep(0.2)
         assert c.model.state.status == "TERMINATED" and c.terminate.disabled
     shown_now = shell.run_line_magic("kstream", "SHOW QUERIES;")
-    assert query.id not in set(shown_now.frame["Query ID"])
+    assert query.id not in set(shown_now["Query ID"])
 
 
 def _widgets():
@@ -340,7 +340,7 @@ def test_config_settings_apply_to_the_next_statement_of_an_existing_session(shel
         for name, value in settings.items():
             shell.run_line_magic("config", f"KStreamMagics.{name} = {value}")
         shown = shell.run_line_magic("kstream", "SHOW SOURCES;")  # Materialize's listing, no --dialect
-        assert list(shown.frame.columns) == ["name", "type", "cluster"]
+        assert list(shown.columns) == ["name", "type", "cluster"]
         assert session.schema_registry_url == "http://127.0.0.1:1"
         shell.run_cell_magic("kstream", "-o q", f"SELECT * FROM {stream};")  # a snapshot in Materialize
         assert len(shell.user_ns["q"]) == 3
