@@ -19,6 +19,7 @@ from ..dialects.connections import SecretMissing
 from ..errors import KStreamError
 from ..sql import ast
 from ..sql.ast_materialize import CreateConnection, CreateSecret, CreateSink, DropSink
+from ..sql.ast_tables import CreateTable
 from .command_log import Command, still_running
 
 SECRET_ENV = "KAFKASQL_SECRET_"
@@ -104,6 +105,10 @@ class Replay:
                 from ..statements.sinks import create_sink
 
                 create_sink(session, stmt, command.statement, None, resume=True, query_id=command.query_id)
+        elif isinstance(stmt, CreateTable):  # its rows are in its topic: kept
+            from ..statements.tables import create_table
+
+            create_table(session, stmt, command.statement, None, resume=True)
         elif not isinstance(stmt, ast.TerminateQuery):
             session.replay(stmt, command.statement)
 

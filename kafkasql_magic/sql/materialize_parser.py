@@ -20,6 +20,7 @@ from . import ast_materialize as mz_ast
 from .builder import Builder, Invalid, _pos, _unquote
 from .materialize_ddl_builder import MaterializeDdlRules, split_formats
 from .parser import Dialect
+from .table_builder import TableRules
 
 #: The widest CSV a source may declare: every column is a Spark column, planned and decoded.
 MAX_CSV_COLUMNS = 10_000
@@ -54,7 +55,7 @@ def _flag(self, meta, *children):
 
 
 @v_args(meta=True, inline=True)
-class MaterializeBuilder(MaterializeDdlRules):
+class MaterializeBuilder(TableRules, MaterializeDdlRules):
     """The ksql builder's expression and query rules, with PostgreSQL identifiers and
     Materialize's statements and types (connections, secrets and source options: the base)."""
 
@@ -296,7 +297,7 @@ class MaterializeDialect(Dialect):
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
-    statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP"
+    statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP INSERT UPDATE DELETE"
     syntax_headline = None  # Materialize puts the reason on the first line
 
     def expected_list(self, items: list[str]) -> str:

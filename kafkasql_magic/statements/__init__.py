@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..sql import ast
 from ..sql import ast_materialize as mz_ast
-from . import connections, inspect, properties, queries, sinks, sources, writes
+from ..sql import ast_tables
+from . import connections, inspect, properties, queries, sinks, sources, tables, writes
 
 HANDLERS = {
     ast.CreateSource: sources.create_source,
@@ -33,6 +34,10 @@ HANDLERS = {
     mz_ast.CreateSecret: connections.create_secret,
     mz_ast.CreateConnection: connections.create_connection,
     mz_ast.CreateSourceTable: sources.create_source_table,
+    ast_tables.CreateTable: tables.create_table,
+    ast_tables.InsertRows: tables.insert_rows,
+    ast_tables.Update: tables.update_rows,
+    ast_tables.Delete: tables.delete_rows,
 }
 
 __all__ = ["HANDLERS"]

@@ -11,6 +11,7 @@ from .. import dialects
 from ..dialects import SourceContext
 from ..errors import StatementError
 from ..dialects import limits
+from ..dialects.writable_tables import is_writable
 from ..kafka import admin
 from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
@@ -120,7 +121,9 @@ def drop(session, stmt: ast.Drop, text, timeout):
             stmt = replace(stmt, kind="SOURCE")  # a source table, whatever its envelope
         session.persistent.check_drop(dropped.name)
     source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
-    if source is not None and stmt.delete_topic:
+    if source is not None and is_writable(source):  # a writable table's topic is its own
+        admin.delete_topic(session.bootstrap_servers, source.topic, missing_ok=True)
+    elif source is not None and stmt.delete_topic:
         admin.delete_topic(session.bootstrap_servers, source.topic)
         delete_subjects(session.schema_registry_url, source.topic)
     return None
