@@ -23,6 +23,8 @@ from .naming import MATERIALIZE
 
 #: SourceDef.properties marker of a writable table (its topic is its own: DROP TABLE deletes it).
 WRITABLE = "WRITABLE TABLE"
+#: ... and of a constant relation's hidden table (statements/constants.py: not listed by SHOW).
+CONSTANT = "CONSTANT"
 
 #: Column types a writable table takes -> the name Materialize's messages give them.
 TYPE_WORDS = {
@@ -173,3 +175,40 @@ def assignable(column: Column, expression_type: str | None) -> bool:
     the same type, or numbers into a number (PostgreSQL's assignment casts)."""
     want = column.type.name
     return expression_type is None or expression_type == want or (want in NUMERIC and expression_type in NUMERIC)
+
+
+#: How literal kinds widen when VALUES rows mix them (PostgreSQL's numeric category).
+_WIDER = ("INT", "BIGINT", "DECIMAL", "DOUBLE")
+
+
+def values_columns(rows) -> list[tuple[str, ast.Type]]:
+    """The columns of VALUES rows: column1, column2, ... each of the type its values share
+    (numbers widen; a quoted literal takes the others' type; only NULLs or quoted literals:
+    text), or Materialize's message when two rows' types cannot be matched."""
+    columns = []
+    for index in range(len(rows[0])):
+        found: ast.Type | None = None
+        for row in rows:
+            kind = _kind_of(row[index])
+            if kind is None:
+                continue
+            if found is None or found.name == kind.name:
+                found = found or kind
+            elif found.name in _WIDER and kind.name in _WIDER:
+                found = max(found, kind, key=lambda t: _WIDER.index(t.name))
+            else:
+                raise StatementError(f"VALUES types {TYPE_WORDS.get(found.name, found.name.lower())} and "
+                                     f"{TYPE_WORDS.get(kind.name, kind.name.lower())} cannot be matched")
+        columns.append((f"column{index + 1}", found or ast.Type("STRING")))
+    return columns
+
+
+def _kind_of(expr: ast.Expr) -> ast.Type | None:
+    """A VALUES entry's type; None for NULL and quoted literals (their type comes from the others)."""
+    if isinstance(expr, ast.Cast):
+        return expr.type
+    if isinstance(expr, ast.UnaryOp):
+        return _kind_of(expr.operand)
+    if isinstance(expr, ast.Literal) and expr.kind not in ("NULL", "STRING"):
+        return ast.Type(expr.kind)
+    return None

@@ -19,7 +19,7 @@ from ..dialects.connections import SecretMissing
 from ..errors import KStreamError
 from ..sql import ast
 from ..sql.ast_materialize import CreateConnection, CreateSecret, CreateSink, DropSink
-from ..sql.ast_tables import CreateTable
+from ..sql.ast_tables import CreateTable, CreateValuesView
 from .command_log import Command, still_running
 
 SECRET_ENV = "KAFKASQL_SECRET_"
@@ -109,6 +109,10 @@ class Replay:
             from ..statements.tables import create_table
 
             create_table(session, stmt, command.statement, None, resume=True)
+        elif isinstance(stmt, CreateValuesView):
+            from ..statements.constants import create_values_view
+
+            create_values_view(session, stmt, command.statement, None, resume=True)
         elif not isinstance(stmt, ast.TerminateQuery):
             session.replay(stmt, command.statement)
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from .ast import Expr, Node, Statement, Type
 
+#: The relation a SELECT without FROM reads: one row (statements/tables.py keeps it).
+ONE_ROW = "__one_row"
+
 
 @dataclass(frozen=True)
 class TableColumn(Node):
@@ -60,3 +63,15 @@ class Delete(Statement):
 
     target: str
     where: Expr | None = None
+
+
+@dataclass(frozen=True)
+class CreateValuesView(Statement):
+    """CREATE [OR REPLACE] [MATERIALIZED] VIEW [IF NOT EXISTS] name AS VALUES (...), ...: a
+    constant relation, its columns named column1, column2, ... as in PostgreSQL."""
+
+    name: str
+    rows: tuple[tuple[Expr, ...], ...]
+    materialized: bool = False
+    or_replace: bool = False
+    if_not_exists: bool = False

@@ -17,6 +17,7 @@ from lark import Token, v_args
 
 from . import ast
 from . import ast_materialize as mz_ast
+from . import ast_tables as tables
 from .builder import Builder, Invalid, _pos, _unquote
 from .materialize_ddl_builder import MaterializeDdlRules, split_formats
 from .parser import Dialect
@@ -188,6 +189,9 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
 
     # ---- views, SUBSCRIBE, SHOW, DROP
     def create_view(self, meta, or_replace, materialized, if_not_exists, name, query):
+        if isinstance(query, tables.CreateValuesView):  # AS VALUES: a constant relation
+            return replace(query, name=name, materialized=bool(materialized), or_replace=bool(or_replace),
+                           if_not_exists=bool(if_not_exists))
         return ast.CreateView(name, query, bool(materialized), bool(or_replace), bool(if_not_exists),
                               **_pos(meta))
 
@@ -240,6 +244,11 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def query(self, meta, *children):
         """The shared Select, with a Subquery allowed where a source stands and ORDER BY keys."""
         sources = [c for c in children if isinstance(c, (ast.SourceRef, mz_ast.Subquery))]
+        if not sources:  # no FROM: one row
+            if any(isinstance(c, ast.Star) for c in children):
+                raise Invalid("SELECT * with no tables specified is not valid", meta.line, meta.column)
+            sources = [ast.SourceRef(tables.ONE_ROW, **_pos(meta))]
+            children = (*children, sources[0])
         order_by = next((c[1] for c in children if isinstance(c, tuple) and c[:1] == ("order_by",)), ())
         rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))]
         placeholder = ast.SourceRef("", **_pos(meta))

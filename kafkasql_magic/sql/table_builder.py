@@ -47,3 +47,9 @@ class TableRules(Builder):
 
     def delete_rows(self, meta, target, where):
         return tables.Delete(target, where[1] if where else None, **_pos(meta))
+
+    def values_query(self, meta, *rows):
+        widths = {len(r) for r in rows}
+        if len(widths) > 1:
+            raise Invalid("VALUES lists must all be the same length", meta.line, meta.column)
+        return tables.CreateValuesView("", tuple(rows), **_pos(meta))

@@ -7,15 +7,15 @@ from __future__ import annotations
 from ..sql import ast
 from ..sql import ast_materialize as mz_ast
 from ..sql import ast_tables
-from . import connections, inspect, properties, queries, sinks, sources, tables, writes
+from . import connections, constants, inspect, properties, queries, sinks, sources, tables, writes
 
 HANDLERS = {
     ast.CreateSource: sources.create_source,
     ast.CreateKafkaSource: sources.create_kafka_source,
-    ast.CreateView: sources.create_view,
+    ast.CreateView: constants.reading(sources.create_view),
     ast.Drop: sources.drop,
-    ast.Select: queries.select,
-    ast.Subscribe: queries.subscribe,
+    ast.Select: constants.reading(queries.select),
+    ast.Subscribe: constants.reading(queries.subscribe),
     ast.Explain: queries.explain,
     ast.Describe: inspect.describe,
     ast.Show: inspect.show,
@@ -38,6 +38,7 @@ HANDLERS = {
     ast_tables.InsertRows: tables.insert_rows,
     ast_tables.Update: tables.update_rows,
     ast_tables.Delete: tables.delete_rows,
+    ast_tables.CreateValuesView: constants.create_values_view,
 }
 
 __all__ = ["HANDLERS"]

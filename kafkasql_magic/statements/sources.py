@@ -21,7 +21,7 @@ from ..sinks.schemas import delete_subjects
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
-from . import connections
+from . import connections, constants
 from .listings import FROM_SOURCE
 
 
@@ -121,6 +121,8 @@ def drop(session, stmt: ast.Drop, text, timeout):
             stmt = replace(stmt, kind="SOURCE")  # a source table, whatever its envelope
         session.persistent.check_drop(dropped.name)
     source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
+    if isinstance(source, ViewDef):  # a VALUES view's rows go with it
+        constants.dropped(session, source.name)
     if source is not None and is_writable(source):  # a writable table's topic is its own
         admin.delete_topic(session.bootstrap_servers, source.topic, missing_ok=True)
     elif source is not None and stmt.delete_topic:

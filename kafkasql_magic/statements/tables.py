@@ -55,7 +55,7 @@ def create_table(session, stmt: tables.CreateTable, text, timeout, *, resume: bo
 def insert_rows(session, stmt: tables.InsertRows, text, timeout):
     table = target(session.catalog, stmt.target)
     rows = rows_to_insert(stmt, table)
-    _write(session, table, [(uuid.uuid4().hex.encode(), row) for row in rows], timeout)
+    write(session, table, [(uuid.uuid4().hex.encode(), row) for row in rows], timeout)
     return None
 
 
@@ -72,7 +72,7 @@ def update_rows(session, stmt: tables.Update, text, timeout):
         if column.name in assigned and not assignable(column, found):
             raise StatementError(mismatch(column, found))
     stored = [[_stored(v, c) for v, c in zip(row, table.columns)] for row in rows]
-    _write(session, table, list(zip(keys, stored)), timeout)
+    write(session, table, list(zip(keys, stored)), timeout)
     return None
 
 
@@ -81,7 +81,7 @@ def delete_rows(session, stmt: tables.Delete, text, timeout):
     table = target(session.catalog, stmt.target)
     items = tuple(ast.SelectItem(ast.ColumnRef(c.name), c.name) for c in table.columns)
     keys, _, _ = _current(session, table, items, stmt.where, timeout)
-    _write(session, table, [(key, None) for key in keys], timeout)
+    write(session, table, [(key, None) for key in keys], timeout)
     return None
 
 
@@ -111,7 +111,7 @@ def _stored(value, column):
     return value
 
 
-def _write(session, table, changes, timeout) -> None:
+def write(session, table, changes, timeout) -> None:
     """Produce (row id, row or None) records, in order, with one timestamp."""
     if not changes:
         return

@@ -126,3 +126,22 @@ def test_a_restart_brings_the_table_back_with_its_rows(broker, spark, tmp_path):
     second.sql("DELETE FROM kept WHERE a = 1; DROP TABLE kept; CREATE TABLE kept (a int, b text)")
     assert snapshot(second, "SELECT * FROM kept") == []  # a new table starts empty
     second.stop()
+
+
+
+def test_constant_relations(session):
+    v = f"v_{tag()}"
+    session.sql(f"CREATE VIEW {v} AS VALUES (1, 'a'), (2, 'b'), (NULL, 'c')", **MZ)
+    assert session.sql(f"SHOW COLUMNS FROM {v}", **MZ).name.tolist() == ["column1", "column2"]
+    assert snapshot(session, f"SELECT * FROM {v}") == rows([(1, "a"), (2, "b"), (None, "c")])
+    assert snapshot(session, f"SELECT column2 || '!' AS t FROM {v} WHERE column1 > 1") == [("b!",)]
+    assert snapshot(session, "SELECT 1 AS a, 'x' AS b, 2 + 3 AS c") == [(1, "x", 5)]
+    session.sql(f"CREATE VIEW one_{v} AS SELECT 1 AS a, 'x' AS b", **MZ)
+    assert snapshot(session, f"SELECT b, a FROM one_{v}") == [("x", 1)]
+    assert v in session.sql("SHOW VIEWS", **MZ).name.tolist()
+    listed = set(session.sql("SHOW TABLES", **MZ).name) | set(session.sql("SHOW SOURCES", **MZ).name)
+    assert not any(name.startswith("__") for name in listed)  # the hidden tables are not listed
+    with pytest.raises(ks.KStreamError, match="VALUES types integer and boolean cannot be matched"):
+        session.sql(f"CREATE VIEW bad_{v} AS VALUES (1), (true)", **MZ)
+    session.sql(f"DROP VIEW {v}", **MZ)
+    assert f"__values_{v}" not in session.catalog

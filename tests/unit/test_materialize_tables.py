@@ -10,7 +10,8 @@ from kafkasql_magic.dialects import writable_tables as wt
 from kafkasql_magic.errors import KStreamError, SqlSyntaxError, StatementError
 from kafkasql_magic.sinks.command_log import logged
 from kafkasql_magic.sql import ast, parse_statement
-from kafkasql_magic.sql.ast_tables import Assignment, CreateTable, Delete, InsertRows, TableColumn, Update
+from kafkasql_magic.sql.ast_tables import (ONE_ROW, Assignment, CreateTable, CreateValuesView, Delete, InsertRows,
+                                             TableColumn, Update)
 
 INT, TEXT = ast.Type("INT"), ast.Type("STRING")
 
@@ -103,3 +104,29 @@ def test_update_assignments():
     a = table().columns[0]
     assert wt.assignable(a, "BIGINT") and wt.assignable(a, None) and not wt.assignable(a, "STRING")
     assert wt.mismatch(a, "STRING") == 'column "a" is of type integer but expression is of type text'
+
+
+def test_constant_relations_parse():
+    view = mz("CREATE OR REPLACE VIEW v AS VALUES (1, 'a'), (2, 'b')")
+    assert isinstance(view, CreateValuesView) and view.name == "v" and view.or_replace and len(view.rows) == 2
+    select = mz("SELECT 1 AS a, 'x' AS b")  # no FROM: the one-row relation
+    assert select.source == ast.SourceRef(ONE_ROW) and [i.alias for i in select.items] == ["a", "b"]
+    assert mz("CREATE VIEW w AS SELECT 1 AS a").query.source.name == ONE_ROW
+    with pytest.raises(SqlSyntaxError, match="SELECT \\* with no tables specified is not valid"):
+        mz("SELECT *")
+    with pytest.raises(SqlSyntaxError, match="VALUES lists must all be the same length"):
+        mz("CREATE VIEW v AS VALUES (1), (1, 2)")
+
+
+def columns_of(text):
+    return [(n, t.name) for n, t in wt.values_columns(mz(text).rows)]
+
+
+def test_values_columns_are_named_and_typed_as_in_postgresql():
+    assert columns_of("CREATE VIEW v AS VALUES (1, 'a'), (2, 'b')") == [("column1", "INT"), ("column2", "STRING")]
+    assert columns_of("CREATE VIEW v AS VALUES (1), (2.5), (NULL)") == [("column1", "DECIMAL")]
+    assert columns_of("CREATE VIEW v AS VALUES ('7'), (-1)") == [("column1", "INT")]  # a quoted literal adapts
+    assert columns_of("CREATE VIEW v AS VALUES (NULL)") == [("column1", "STRING")]
+    assert columns_of("CREATE VIEW v AS VALUES ('2024-01-31'::date)") == [("column1", "DATE")]
+    with pytest.raises(StatementError, match="^VALUES types integer and boolean cannot be matched$"):
+        columns_of("CREATE VIEW v AS VALUES (1), (true)")
