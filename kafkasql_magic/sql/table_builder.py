@@ -12,7 +12,7 @@ from .builder import Builder, Invalid, _pos
 __all__ = ["TableRules"]
 
 
-def _once(names, what: str, meta) -> None:
+def _once(names, meta) -> None:
     """PostgreSQL's refusal of a column named twice in one column list or SET."""
     seen: set[str] = set()
     for name in names:
@@ -24,14 +24,14 @@ def _once(names, what: str, meta) -> None:
 @v_args(meta=True, inline=True)
 class TableRules(Builder):
     def create_table(self, meta, if_not_exists, name, *columns):
-        _once([c.name for c in columns], "column", meta)
+        _once([c.name for c in columns], meta)
         return tables.CreateTable(name, tuple(columns), bool(if_not_exists), **_pos(meta))
 
     def table_column(self, meta, name, type_):
         return tables.TableColumn(name, type_, **_pos(meta))
 
     def insert_rows(self, meta, target, columns, *rows):
-        _once(columns or (), "column", meta)
+        _once(columns or (), meta)
         return tables.InsertRows(target, tuple(columns or ()), tuple(rows), **_pos(meta))
 
     def values_row(self, meta, *values):
@@ -39,7 +39,7 @@ class TableRules(Builder):
 
     def update_rows(self, meta, target, *rest):
         *assignments, where = rest
-        _once([a.name for a in assignments], "column", meta)
+        _once([a.name for a in assignments], meta)
         return tables.Update(target, tuple(assignments), where[1] if where else None, **_pos(meta))
 
     def assignment(self, meta, column, value):
