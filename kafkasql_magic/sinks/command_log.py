@@ -17,12 +17,15 @@ from .. import redact
 from ..kafka import admin
 from ..sql import ast
 from ..sql.ast_materialize import CreateConnection, CreateSink, DropSink
+from ..sql.ast_tables import CreateTable, CreateValuesView
 
 #: Statements the command topic keeps. Materialize's connections are kept as written: an option
 #: holding a secret names it (`SASL PASSWORD = SECRET pw`), so no secret value is ever logged;
-#: CREATE SECRET and DROP SECRET are not logged at all (see `logged`).
+#: CREATE SECRET and DROP SECRET are not logged at all (see `logged`). A writable table's rows
+#: are in its own topic: CREATE TABLE is logged, its INSERT, UPDATE and DELETE are not.
 LOGGED = (ast.CreateSource, ast.CreateKafkaSource, ast.CreateView, ast.Drop, ast.CreateAsSelect,
-          ast.InsertSelect, ast.TerminateQuery, CreateSink, DropSink, CreateConnection)
+          ast.InsertSelect, ast.TerminateQuery, CreateSink, DropSink, CreateConnection, CreateTable,
+          CreateValuesView)
 TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
 
 

@@ -9,7 +9,9 @@ one KEY at one time into an update (`diff_rows.debezium_pairs`). For a relation 
 Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows. Each
 micro-batch saves that frame (Parquet) beside the query's checkpoint, under its batch id, so a
 restarted sink (a new process, or a retry of a failed batch) pairs with the rows as they were
-after the batch before the one it runs.
+after the batch before the one it runs. A writable table's changelog (engine.analysis.row_ids)
+pairs its rows by their row ids so, for UPSERT too: a delete or a changed KEY writes a tombstone
+under the old row's KEY.
 
 `MaterializeSinkWrite` has the interface `runner.PersistentQuery` writes through
 (`records`, `options`, `sink`), so a sink is a persistent query like any other.
@@ -28,7 +30,7 @@ from pyspark.sql import functions as F
 from .. import clientconf
 from ..catalog import KEY, VALUE, Column as CatalogColumn, SourceDef
 from ..dialects.materialize_sinks import RESERVED_HEADER_PREFIX, SinkSpec
-from ..engine.columns import RAW_TIMESTAMP, TOMBSTONE, result_column
+from ..engine.columns import RAW_KEY, RAW_TIMESTAMP, TOMBSTONE, result_column
 from ..formats import FormatSpec
 from . import diff_rows, mz_encode
 from .mz_encode import AvroWriter
@@ -129,8 +131,13 @@ class MaterializeSinkWrite:
     state: DebeziumState | None = field(default=None)
     #: The relation's changes are diffs (a view that joins): mz_timestamp and mz_diff come first.
     diffs: bool = False
+    #: The relation is a writable table's changelog (engine.analysis.row_ids): its rows carry
+    #: their row ids, which pair a row's old and new values for either envelope.
+    row_ids: bool = False
 
     def __post_init__(self):
+        if self.row_ids and self.state is None:
+            self.state = DebeziumState((RAW_KEY,))
         # DEBEZIUM's `before`, and the headers of an UPSERT tombstone: the deleted row's, which a
         # relation of diffs carries on the tombstone's row itself
         upsert_headers = self.spec.envelope == "UPSERT" and self.spec.headers is not None and not self.diffs
@@ -145,6 +152,8 @@ class MaterializeSinkWrite:
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        if self.row_ids:
+            column[RAW_KEY] = F.col(RAW_KEY)
         row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
         if self.diffs and self.spec.envelope == "DEBEZIUM":
             key = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key]) if self.spec.key else None
@@ -153,6 +162,8 @@ class MaterializeSinkWrite:
         if self.diffs:
             rows = self._upserts_from_diffs(rows, names)
         after = F.when(~F.col(TOMBSTONE), row)
+        if self.spec.envelope == "UPSERT" and self.row_ids:
+            return self._upserts_of_pairs(self._paired_by_state(rows, column, after))
         if self.spec.envelope == "UPSERT":
             return self._upsert(rows, column, after)
         return self._debezium(self._paired_by_state(rows, column, after))
@@ -178,6 +189,22 @@ class MaterializeSinkWrite:
         value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
         return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
                            F.col("timestamp" if self.state is not None else RAW_TIMESTAMP).alias("timestamp"))
+
+    def _upserts_of_pairs(self, staged: DataFrame) -> DataFrame:
+        """`staged` (_BEFORE, _AFTER, timestamp) as UPSERT records: the KEY of whichever row there
+        is, the new row as the value, or a tombstone when there is none (a delete, or a row
+        whose KEY changed: `_split_across_keys` made that a delete under the old KEY), with the
+        deleted row's headers as Materialize writes them."""
+        before, after = F.col(_BEFORE), F.col(_AFTER)
+        key_row = F.struct(*[F.when(after.isNotNull(), after[f.name]).otherwise(before[f.name]).alias(f.name)
+                             for f in self.spec.key])
+        value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
+        headers = F.lit(None).cast("array<struct<key:string,value:binary>>")
+        if self.spec.headers is not None:
+            value_type = next(f.type.value.name for f in self.spec.columns if f.name == self.spec.headers)
+            headers = header_entries(F.coalesce(after, before)[self.spec.headers], value_type)  # a tombstone: the deleted row's
+        return staged.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
+                             F.col("timestamp"))
 
     def _upserts_from_diffs(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """A batch of diffs as rows with TOMBSTONE flags: per key what it holds after the batch."""

@@ -23,6 +23,7 @@ from ..dialects.connections import SecretMissing
 from ..errors import KStreamError
 from ..sql import ast
 from ..sql.ast_materialize import CreateConnection, CreateSecret, CreateSink, DropSink
+from ..sql.ast_tables import CreateTable, CreateValuesView
 from .command_log import Command, still_running
 
 SECRET_ENV = "KAFKASQL_SECRET_"
@@ -132,6 +133,14 @@ class Replay:
                 from ..statements.sinks import create_sink
 
                 create_sink(session, stmt, command.statement, None, resume=True, query_id=command.query_id)
+        elif isinstance(stmt, CreateTable):  # its rows are in its topic: kept
+            from ..statements.tables import create_table
+
+            create_table(session, stmt, command.statement, None, resume=True)
+        elif isinstance(stmt, CreateValuesView):
+            from ..statements.constants import create_values_view
+
+            create_values_view(session, stmt, command.statement, None, resume=True)
         elif not isinstance(stmt, ast.TerminateQuery):
             session.replay(stmt, command.statement)
 

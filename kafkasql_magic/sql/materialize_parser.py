@@ -17,9 +17,11 @@ from lark import Token, v_args
 
 from . import ast
 from . import ast_materialize as mz_ast
+from . import ast_tables as tables
 from .builder import Builder, Invalid, _pos, _unquote
 from .materialize_ddl_builder import MaterializeDdlRules, split_formats
 from .parser import Dialect
+from .table_builder import TableRules
 
 #: The widest CSV a source may declare: every column is a Spark column, planned and decoded.
 MAX_CSV_COLUMNS = 10_000
@@ -54,7 +56,7 @@ def _flag(self, meta, *children):
 
 
 @v_args(meta=True, inline=True)
-class MaterializeBuilder(MaterializeDdlRules):
+class MaterializeBuilder(TableRules, MaterializeDdlRules):
     """The ksql builder's expression and query rules, with PostgreSQL identifiers and
     Materialize's statements and types (connections, secrets and source options: the base)."""
 
@@ -187,6 +189,9 @@ class MaterializeBuilder(MaterializeDdlRules):
 
     # ---- views, SUBSCRIBE, SHOW, DROP
     def create_view(self, meta, or_replace, materialized, if_not_exists, name, query):
+        if isinstance(query, tables.CreateValuesView):  # AS VALUES: a constant relation
+            return replace(query, name=name, materialized=bool(materialized), or_replace=bool(or_replace),
+                           if_not_exists=bool(if_not_exists))
         return ast.CreateView(name, query, bool(materialized), bool(or_replace), bool(if_not_exists),
                               **_pos(meta))
 
@@ -239,6 +244,11 @@ class MaterializeBuilder(MaterializeDdlRules):
     def query(self, meta, *children):
         """The shared Select, with a Subquery allowed where a source stands and ORDER BY keys."""
         sources = [c for c in children if isinstance(c, (ast.SourceRef, mz_ast.Subquery))]
+        if not sources:  # no FROM: one row
+            if any(isinstance(c, ast.Star) for c in children):
+                raise Invalid("SELECT * with no tables specified is not valid", meta.line, meta.column)
+            sources = [ast.SourceRef(tables.ONE_ROW, **_pos(meta))]
+            children = (*children, sources[0])
         order_by = next((c[1] for c in children if isinstance(c, tuple) and c[:1] == ("order_by",)), ())
         rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))]
         placeholder = ast.SourceRef("", **_pos(meta))
@@ -296,7 +306,7 @@ class MaterializeDialect(Dialect):
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
-    statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP"
+    statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP INSERT UPDATE DELETE"
     syntax_headline = None  # Materialize puts the reason on the first line
 
     def expected_list(self, items: list[str]) -> str:

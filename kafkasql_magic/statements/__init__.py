@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from ..sql import ast
 from ..sql import ast_materialize as mz_ast
-from . import connections, inspect, properties, queries, sinks, sources, writes
+from ..sql import ast_tables
+from . import connections, constants, inspect, properties, queries, sinks, sources, tables, writes
 
 HANDLERS = {
     ast.CreateSource: sources.create_source,
     ast.CreateKafkaSource: sources.create_kafka_source,
-    ast.CreateView: sources.create_view,
+    ast.CreateView: constants.reading(sources.create_view),
     ast.Drop: sources.drop,
-    ast.Select: queries.select,
-    ast.Subscribe: queries.subscribe,
+    ast.Select: constants.reading(queries.select),
+    ast.Subscribe: constants.reading(queries.subscribe),
     ast.Explain: queries.explain,
     ast.Describe: inspect.describe,
     ast.Show: inspect.show,
@@ -33,6 +34,11 @@ HANDLERS = {
     mz_ast.CreateSecret: connections.create_secret,
     mz_ast.CreateConnection: connections.create_connection,
     mz_ast.CreateSourceTable: sources.create_source_table,
+    ast_tables.CreateTable: tables.create_table,
+    ast_tables.InsertRows: tables.insert_rows,
+    ast_tables.Update: tables.update_rows,
+    ast_tables.Delete: tables.delete_rows,
+    ast_tables.CreateValuesView: constants.create_values_view,
 }
 
 __all__ = ["HANDLERS"]

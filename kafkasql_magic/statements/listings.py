@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import types
 from ..catalog import HEADER, HEADERS, KEY, Catalog, SourceDef
+from ..dialects.writable_tables import CONSTANT, is_writable
 
 #: Role -> the note DESCRIBE prints after a column's type.
 ROLE_NOTES = {KEY: " (key)", HEADERS: " (headers)"}
@@ -149,13 +150,16 @@ def show_relations(catalog: Catalog, kind: str) -> pd.DataFrame:
     SHOW VIEWS."""
     if kind == "VIEW":
         return pd.DataFrame([(v.name, v.statement) for v in catalog if v.kind == "VIEW"], columns=["name", "definition"])
-    rows = [(s.name, "kafka", None) for s in catalog if s.kind != "VIEW" and not _source_table(s)]
+    rows = [(s.name, "kafka", None) for s in catalog if s.kind != "VIEW" and not _source_table(s)
+            and not is_writable(s)]
     return pd.DataFrame(rows, columns=["name", "type", "cluster"])
 
 
 def show_source_tables(catalog: Catalog) -> pd.DataFrame:
-    """Materialize's SHOW TABLES: the tables made with CREATE TABLE ... FROM SOURCE (`name`, `comment`)."""
-    return pd.DataFrame([(t.name, None) for t in catalog if _source_table(t)], columns=["name", "comment"])
+    """Materialize's SHOW TABLES: the tables made with CREATE TABLE ... FROM SOURCE or as writable
+    tables (not the hidden ones of constant relations) (`name`, `comment`)."""
+    return pd.DataFrame([(t.name, None) for t in catalog if _source_table(t) or is_writable(t) and
+                         not t.properties.get(CONSTANT)], columns=["name", "comment"])
 
 
 def describe_columns(name: str, columns: list[tuple[str, str]]) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import pandas as pd
 from .. import types
 from ..dialects.materialize_sinks import SinkSpec, plan_sink, qualified, with_endpoints
 from ..engine.analysis.plan import MZ_COLUMNS
+from ..engine.analysis.row_ids import keyed_by_row_id
 from ..engine.columns import SQL_TYPE, result_column
 from ..errors import StatementError
 from ..formats import Field
@@ -83,7 +84,7 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     admin.create_topic(bootstrap, spec.topic, partitions, config=config, exist_ok=True)
     key_writer, value_writer = _writers(spec)
     write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap,
-                                 diffs=prepared.plan.diffs)
+                                 diffs=prepared.plan.diffs, row_ids=keyed_by_row_id(prepared.plan))
     running = session.persistent.start("SINK", spec.name, text, prepared, write, select,
                                        resume=resume, query_id=query_id)
     session.sinks[spec.name] = Sink(spec, running.id, text)

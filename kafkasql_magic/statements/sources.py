@@ -11,6 +11,7 @@ from .. import dialects
 from ..dialects import SourceContext
 from ..errors import StatementError
 from ..dialects import limits
+from ..dialects.writable_tables import is_writable
 from ..kafka import admin
 from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
@@ -21,7 +22,7 @@ from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
 from ..engine.analysis import analyse
-from . import connections
+from . import connections, constants
 from .queries import analysed
 from .listings import FROM_SOURCE
 
@@ -126,7 +127,11 @@ def drop(session, stmt: ast.Drop, text, timeout):
             stmt = replace(stmt, kind="SOURCE")  # a source table, whatever its envelope
         session.persistent.check_drop(dropped.name)
     source = session.catalog.drop(stmt.kind, stmt.name, if_exists=stmt.if_exists)
-    if source is not None and stmt.delete_topic:
+    if isinstance(source, ViewDef):  # a VALUES view's rows go with it
+        constants.dropped(session, source.name)
+    if source is not None and is_writable(source):  # a writable table's topic is its own
+        admin.delete_topic(session.bootstrap_servers, source.topic, missing_ok=True)
+    elif source is not None and stmt.delete_topic:
         admin.delete_topic(session.bootstrap_servers, source.topic)
         delete_subjects(session.schema_registry_url, source.topic)
     return None

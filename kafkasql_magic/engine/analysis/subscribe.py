@@ -19,6 +19,7 @@ from dataclasses import replace
 from ...errors import StatementError
 from ...sql import ast
 from .plan import TABLE, QueryPlan
+from .row_ids import keyed_by_row_id
 
 APPEND, CHANGELOG, AGGREGATE, JOIN = "APPEND", "CHANGELOG", "AGGREGATE", "JOIN"
 #: SUBSCRIBE's WITH options, in Materialize's order.
@@ -43,7 +44,7 @@ def changes_of(plan: QueryPlan) -> str:
         raise StatementError(f"SUBSCRIBE over a query of '{first.qualifiers[0]}' is not supported yet: it aggregates; "
                              f"subscribe to the aggregation itself (SUBSCRIBE {first.qualifiers[0]} or "
                              "SUBSCRIBE (SELECT ... GROUP BY ...)).")
-    if view is not None and not view.keys:
+    if view is not None and not view.keys and not keyed_by_row_id(view):  # a row id is a key too
         keys = ", ".join(c.name for c in view.source.key_columns)
         raise StatementError(f"SUBSCRIBE over '{first.qualifiers[0]}' needs it to select the key of the changelog it "
                              f"reads ({keys}): its rows are replaced by key.")

@@ -36,6 +36,7 @@ from .expressions import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
 from .subscribe import IDENTITY, changelog_identity, for_driver
 from ..analysis.subscribe import CHANGELOG
+from ..analysis.row_ids import keyed_by_row_id
 
 #: (source, streaming) -> that source's raw Kafka records.
 RawReader = Callable[[SourceDef, bool], DataFrame]
@@ -130,7 +131,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         changes = [(n, F.col(n)) for n in (MZ_TIMESTAMP, MZ_DIFF)]
         return with_diff_columns(_projected(frame, scope, where_error, outputs, changes), len(outputs))
     computed = _computed_on_tombstones(plan, outputs) if tombstones else None
-    return order.ordered(_projected(frame, scope, where_error, outputs, extra, computed), extra, keys)
+    projected = _projected(frame, scope, where_error, outputs, extra, computed, keep_key=keyed_by_row_id(plan))
+    return order.ordered(projected, extra, keys)
 
 
 def _passes_tombstones(plan: QueryPlan, changelog: bool) -> bool:
@@ -306,9 +308,10 @@ def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope, changelog: bool 
 
 
 def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, extra=(),
-               computed: tuple[bool, ...] | None = None) -> DataFrame:
+               computed: tuple[bool, ...] | None = None, keep_key: bool = False) -> DataFrame:
     """The result columns (plus `extra` (name, column) pairs, such as sort keys) and bookkeeping.
-    `computed`: which outputs a tombstone passed on computes (the others are NULL, never failing)."""
+    `computed`: which outputs a tombstone passed on computes (the others are NULL, never failing).
+    `keep_key`: every row keeps its record key (a row id: analysis.row_ids)."""
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
     for index, (name, expr) in enumerate(outputs):
@@ -323,7 +326,8 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
             value = F.when(~F.col(TOMBSTONE), value)
         values.append(value.alias(result_column(index)))
     error = F.coalesce(*errors)
-    origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) else F.col(c)
+    raw_bytes = (RAW_VALUE,) if keep_key else (RAW_KEY, RAW_VALUE)
+    origin = [F.when(error.isNotNull(), F.col(c)).alias(c) if c in raw_bytes else F.col(c)
               for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
     return frame.select(*values, *[c.alias(n) for n, c in extra], error.alias(ERROR), drop.alias(DROP), *origin,
                         *[F.col(c) for c in RECORD])

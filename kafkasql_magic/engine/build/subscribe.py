@@ -23,8 +23,9 @@ IDENTITY = "__identity"
 
 
 def changelog_identity(side: Input) -> Column:
-    """What a changelog's row replaces: its record's key, or the key columns a view selects."""
-    if side.view is None:
+    """What a changelog's row replaces: its record's key, or the key columns a view selects
+    (a view of a writable table selects none: its rows keep their record key, a row id)."""
+    if side.view is None or not side.view.keys:
         return F.base64(F.col(RAW_KEY))
     return F.to_json(F.struct(*[F.col(quoted(k)) for k in side.view.keys]))
 

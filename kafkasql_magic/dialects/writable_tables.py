@@ -1,0 +1,214 @@
+"""Materialize's writable tables, the pure rules: CREATE TABLE as a catalog entry, the rows an
+INSERT writes, the checks of UPDATE's assignments, Materialize's (PostgreSQL's) messages.
+
+A writable table is an upsert changelog in a topic of its own: each row has a hidden row id
+(a UUID, the record key, text), the record value is the row (JSON, one member per column) and
+a deletion is a tombstone. So the catalog entry is an ENVELOPE UPSERT source whose key has no
+column: the id keys the changelog (the engine's upsert machinery keys by the record's key
+bytes) but is in no `SELECT *`, SHOW COLUMNS or sink; two equal rows are two ids.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal, InvalidOperation
+
+from ..catalog import VALUE, Column, SourceDef
+from ..errors import StatementError
+from ..formats import FormatSpec
+from ..sql import ast
+from ..sql import ast_tables as tables
+from .materialize_sinks import qualified
+from .naming import MATERIALIZE
+
+#: SourceDef.properties marker of a writable table (its topic is its own: DROP TABLE deletes it).
+WRITABLE = "WRITABLE TABLE"
+#: ... and of a constant relation's hidden table (statements/constants.py: not listed by SHOW).
+CONSTANT = "CONSTANT"
+
+#: Column types a writable table takes -> the name Materialize's messages give them.
+TYPE_WORDS = {
+    "BOOLEAN": "boolean", "INT": "integer", "BIGINT": "bigint", "DOUBLE": "double precision",
+    "DECIMAL": "numeric", "STRING": "text", "BYTES": "bytea", "DATE": "date",
+    "TIMESTAMP": "timestamp without time zone",
+}
+NUMERIC = ("INT", "BIGINT", "DOUBLE", "DECIMAL")
+_INT_RANGE = {"INT": range(-(2**31), 2**31), "BIGINT": range(-(2**63), 2**63)}
+
+
+def topic_for(name: str, service_id: str | None, token: str) -> str:
+    """The table's changelog topic: fixed under a service id (a restart finds it again), else
+    unique to this session (`token`)."""
+    return f"_kafkasql_{service_id}_table_{name}" if service_id else f"_kafkasql_table_{token}_{name}"
+
+
+def table_def(stmt: tables.CreateTable, topic: str, text: str = "") -> SourceDef:
+    """The catalog entry of CREATE TABLE name (column type, ...)."""
+    MATERIALIZE.check_unique(c.name for c in stmt.columns)
+    for column in stmt.columns:
+        if column.type.name not in TYPE_WORDS:
+            raise StatementError(f'CREATE TABLE {stmt.name}: column "{column.name}" has type '
+                                 f"{column.type.name.lower()}, which a writable table does not take yet "
+                                 f"(it takes {', '.join(sorted(set(TYPE_WORDS.values())))})")
+    columns = tuple(Column(c.name, c.type, VALUE) for c in stmt.columns)
+    return SourceDef("TABLE", stmt.name, topic, FormatSpec("NONE"), FormatSpec("JSON"), columns, statement=text,
+                     properties={WRITABLE: True}, envelope="UPSERT", dialect="materialize")
+
+
+def is_writable(source) -> bool:
+    return isinstance(source, SourceDef) and bool(source.properties.get(WRITABLE))
+
+
+def target(catalog, name: str) -> SourceDef:
+    """The writable table `name` (Materialize's message for an unknown one or another kind)."""
+    try:
+        source = catalog.get(name, "materialize")
+    except StatementError:
+        raise StatementError(f"unknown catalog item '{name}'") from None
+    if not is_writable(source):
+        kind = getattr(source, "kind", "source").lower()
+        raise StatementError(f"cannot insert into, update or delete from {kind} {qualified(source.name)}: "
+                             "only tables made with CREATE TABLE name (column type, ...) are writable")
+    return source
+
+
+def column_of(table: SourceDef, name: str) -> Column:
+    for column in table.columns:
+        if column.name == name:
+            return column
+    raise StatementError(f'column "{name}" of relation {qualified(table.name)} does not exist')
+
+
+def rows_to_insert(stmt: tables.InsertRows, table: SourceDef) -> list[list]:
+    """Each VALUES row as the table's row (values in column order; a column not named is NULL)."""
+    named = [column_of(table, n) for n in stmt.columns] if stmt.columns else list(table.columns)
+    rows = []
+    for values in stmt.rows:
+        if len(values) > len(named):
+            raise StatementError("INSERT has more expressions than target columns")
+        if stmt.columns and len(values) < len(named):
+            raise StatementError("INSERT has more target columns than expressions")
+        given = {c.name: constant(v, c) for c, v in zip(named, values)}
+        rows.append([given.get(c.name) for c in table.columns])
+    return rows
+
+
+def constant(expr: ast.Expr, column: Column):
+    """A VALUES entry as the column's value: a literal, `-` a number, or `'text'::type`
+    (a quoted literal is of unknown type, as in PostgreSQL: it is read as the column's type)."""
+    if isinstance(expr, ast.Cast) and isinstance(expr.operand, ast.Literal) and expr.operand.kind == "STRING":
+        return constant(expr.operand, Column(column.name, expr.type)) if expr.type.name == column.type.name else \
+            _refused(column, expr.type.name)
+    if isinstance(expr, ast.UnaryOp) and expr.op == "-" and isinstance(expr.operand, ast.Literal) \
+            and expr.operand.kind in ("INT", "BIGINT", "DECIMAL", "DOUBLE"):
+        literal = expr.operand
+        return convert(-(Decimal(literal.value) if literal.kind == "DECIMAL" else literal.value), literal.kind, column)
+    if isinstance(expr, ast.Literal):
+        value = Decimal(expr.value) if expr.kind == "DECIMAL" else expr.value
+        return convert(value, expr.kind, column)
+    where = f" (line {expr.line}:{expr.column})" if expr.line else ""
+    raise StatementError(f"INSERT INTO a table takes constant values here: a literal, a negative number or "
+                         f"'text'::type{where}")
+
+
+def convert(value, kind: str, column: Column):
+    """A literal of `kind` (ast.Literal kinds) as a value of `column`'s type."""
+    want = column.type.name
+    if value is None:
+        return None
+    if kind == "STRING":
+        return _from_text(value, column)
+    if kind == "BOOLEAN":
+        return value if want == "BOOLEAN" else _refused(column, kind)
+    if want not in NUMERIC:
+        return _refused(column, kind)
+    if want in _INT_RANGE:
+        number = int(Decimal(value).to_integral_value()) if kind in ("DECIMAL", "DOUBLE") else int(value)
+        if number not in _INT_RANGE[want]:
+            raise StatementError(f"{TYPE_WORDS[want]} out of range")
+        return number
+    return float(value) if want == "DOUBLE" else Decimal(str(value))
+
+
+def _from_text(text: str, column: Column):
+    """PostgreSQL's input of a quoted literal for the column's type."""
+    want = column.type.name
+    try:
+        if want == "STRING":
+            return text
+        if want in ("INT", "BIGINT"):
+            return convert(int(text.strip()), "INT", column)
+        if want == "DOUBLE":
+            return float(text)
+        if want == "DECIMAL":
+            return Decimal(text.strip())
+        if want == "BOOLEAN":
+            word = text.strip().lower()
+            if word in ("t", "true", "yes", "on", "1"):
+                return True
+            if word in ("f", "false", "no", "off", "0"):
+                return False
+            raise ValueError(text)
+        if want == "DATE":
+            return dt.date.fromisoformat(text.strip())
+        if want == "TIMESTAMP":
+            return dt.datetime.fromisoformat(text.strip())
+        if want == "BYTES":
+            return text.encode()
+    except (ValueError, InvalidOperation):
+        pass
+    raise StatementError(f'invalid input syntax for type {TYPE_WORDS[want]}: "{text}"')
+
+
+def _refused(column: Column, kind: str):
+    raise StatementError(mismatch(column, kind))
+
+
+def mismatch(column: Column, expression_type: str) -> str:
+    """Materialize's message for a value of the wrong type for a column (INSERT, UPDATE)."""
+    found = TYPE_WORDS.get(expression_type, expression_type.lower())
+    return (f'column "{column.name}" is of type {TYPE_WORDS[column.type.name]} but expression is of type {found}')
+
+
+def assignable(column: Column, expression_type: str | None) -> bool:
+    """Whether UPDATE may store a value of `expression_type` (None: NULL) in `column`:
+    the same type, or numbers into a number (PostgreSQL's assignment casts)."""
+    want = column.type.name
+    return expression_type is None or expression_type == want or (want in NUMERIC and expression_type in NUMERIC)
+
+
+#: How literal kinds widen when VALUES rows mix them (PostgreSQL's numeric category).
+_WIDER = ("INT", "BIGINT", "DECIMAL", "DOUBLE")
+
+
+def values_columns(rows) -> list[tuple[str, ast.Type]]:
+    """The columns of VALUES rows: column1, column2, ... each of the type its values share
+    (numbers widen; a quoted literal takes the others' type; only NULLs or quoted literals:
+    text), or Materialize's message when two rows' types cannot be matched."""
+    columns = []
+    for index in range(len(rows[0])):
+        found: ast.Type | None = None
+        for row in rows:
+            kind = _kind_of(row[index])
+            if kind is None:
+                continue
+            if found is None or found.name == kind.name:
+                found = found or kind
+            elif found.name in _WIDER and kind.name in _WIDER:
+                found = max(found, kind, key=lambda t: _WIDER.index(t.name))
+            else:
+                raise StatementError(f"VALUES types {TYPE_WORDS.get(found.name, found.name.lower())} and "
+                                     f"{TYPE_WORDS.get(kind.name, kind.name.lower())} cannot be matched")
+        columns.append((f"column{index + 1}", found or ast.Type("STRING")))
+    return columns
+
+
+def _kind_of(expr: ast.Expr) -> ast.Type | None:
+    """A VALUES entry's type; None for NULL and quoted literals (their type comes from the others)."""
+    if isinstance(expr, ast.Cast):
+        return expr.type
+    if isinstance(expr, ast.UnaryOp):
+        return _kind_of(expr.operand)
+    if isinstance(expr, ast.Literal) and expr.kind not in ("NULL", "STRING"):
+        return ast.Type(expr.kind)
+    return None
