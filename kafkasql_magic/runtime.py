@@ -235,6 +235,10 @@ class PushQuery:
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         if self._limit_reached():
+            # The query is stopping. A batch Spark started meanwhile (a watermark's batch with no
+            # data) still runs to its end, or its state stores never commit and Spark fails the
+            # query (STATE_STORE_COMMIT_VALIDATION_FAILED).
+            batch.write.format("noop").mode("overwrite").save()
             return
         self._latest_batch = batch_id
         built = self._build_batch(batch) if self._build_batch is not None else None
