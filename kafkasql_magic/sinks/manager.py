@@ -21,6 +21,7 @@ from ..dialects import limits
 from ..engine.analysis.windowed_source import sink_properties
 from ..engine.build import BatchStore
 from ..engine.columns import result_column
+from ..engine.tree import explain_lines, tree_of
 from ..errors import StatementError
 from ..formats import Field
 from ..kafka import admin
@@ -237,6 +238,7 @@ class PersistentQueries:
                 ("Formats", f"key {sink.key_format.name}, value {sink.value_format.name}"),
                 ("Columns", ", ".join(f"{c.name} {types.display(c.type)}{' KEY' if c.role == 'KEY' else ''}"
                                       for c in sink.columns)),
+                ("Operators", "\n".join(explain_lines(tree_of(query.plan), query.plan.dialect))),
                 ("Checkpoint", query.checkpoint)]
         return pd.DataFrame(rows, columns=["Property", "Value"])
 

@@ -183,8 +183,13 @@ KSQL_WRITER = KsqlWriter()
 
 def render_statement(stmt: ast.Statement, dialect="ksql") -> str:
     """`stmt` as text of `dialect` (a name or a parser Dialect), without the final `;`."""
+    return writer_of(dialect).statement(stmt)
+
+
+def writer_of(dialect="ksql") -> StatementWriter:
+    """The writer of `dialect` (a name or a Dialect): its statements, and its expressions as
+    `writer(expr)`."""
     from .render_materialize import MATERIALIZE_WRITER  # here: render_materialize builds on this module
 
     name = getattr(dialect, "name", dialect).lower()
-    writer = {"ksql": KSQL_WRITER, "materialize": MATERIALIZE_WRITER}[name]
-    return writer.statement(stmt)
+    return {"ksql": KSQL_WRITER, "materialize": MATERIALIZE_WRITER}[name]

@@ -17,6 +17,7 @@ from ..engine.analysis.seek import Seek
 from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..engine.build.decode import worker_decoding
+from ..engine.tree import explain_lines, tree_of
 from ..catalog import ViewDef
 from ..diffs import ChangeTracker, KeyedEnvelope
 from ..errors import StatementError
@@ -30,7 +31,6 @@ from ..results import located_message, to_pandas
 from ..runtime import PushQuery, collect_bounded, stops_on_interrupt
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
-from ..sql.render import render
 
 PROCESSING_LOG = "KSQL_PROCESSING_LOG"
 PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC string, PARTITION int, "
@@ -242,18 +242,7 @@ def explain(session, stmt: ast.Explain, text, timeout):
             ("Topic", plan.source.topic),
             ("Formats", f"key {plan.source.key_format.name}, value {plan.source.value_format.name}"),
             ("Reads", read.describe()), ("Columns", ", ".join(plan.names))]
-    if inner.joins:
-        rows.append(("Joins", "; ".join(_join_text(j) for j in inner.joins) + (
-            " (each table read afresh for every micro-batch)" if plan.per_batch else "")))
-    if plan.aggregating:
-        keys = ", ".join(render(e) for e in inner.group_by) or "(all rows)"
-        rows.append(("Aggregation", f"GROUP BY {keys}; a changelog keyed by {', '.join(plan.key_names) or 'nothing'}"))
+    rows.append(("Operators", "\n".join(explain_lines(tree_of(plan), plan.dialect))))
     if read.ranges() is not None:
         rows.append(("Offset ranges", read.ranges()))
     return pd.DataFrame(rows, columns=["Property", "Value"])
-
-
-def _join_text(join: ast.Join) -> str:
-    window = f" WITHIN ({join.within[0]} ms, {join.within[1]} ms)" if join.within else ""
-    window += f" GRACE PERIOD {join.grace} ms" if join.grace is not None else ""
-    return f"{join.kind} JOIN {base_relation(join.source)}{window} ON {render(join.on)}"

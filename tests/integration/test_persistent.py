@@ -115,6 +115,7 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
         ksql.sql(f"DROP STREAM {src};")
     explained = dict(ksql.sql(f"EXPLAIN {first.id};").values.tolist())
     assert explained["Sink Kafka Topic"] == out and explained["Sources"] == src
+    assert explained["Operators"].splitlines()[-1].startswith(f"└─ Scan STREAM {src.upper()}: topic ")
     with pytest.raises(StatementError, match="Query with id:NOPE_1 does not exist"):
         ksql.sql("EXPLAIN NOPE_1;")
     ksql.sql(f"TERMINATE {second.id.lower()};")  # ids match case-insensitively, as in ksqlDB's CLI

@@ -1,4 +1,5 @@
-"""A QueryPlan -> Spark frames, once per plan (per micro-batch for a per-batch plan).
+"""A QueryPlan -> Spark frames, once per plan (per micro-batch for a per-batch plan): its
+operator tree (engine.tree) built node by node, each node type through its row of a table.
 
 The built frame has the result columns (`result_column(i)`) plus the bookkeeping columns
 (engine.columns). The runtime collects each micro-batch once and splits it into result rows
@@ -18,7 +19,7 @@ from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
 from ..analysis.select import side_of
-from ..analysis.table_joins import join_sides, tracks_table
+from ..analysis.table_joins import join_sides
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
@@ -37,6 +38,8 @@ from .join_key import keyed_outputs, with_join_key
 from .subscribe import IDENTITY, changelog_identity, for_driver
 from ..analysis.subscribe import CHANGELOG
 from ..analysis.row_ids import keyed_by_row_id
+from ..tree import nodes as n
+from ..tree import tree_of
 
 #: (source, streaming) -> that source's raw Kafka records.
 RawReader = Callable[[SourceDef, bool], DataFrame]
@@ -91,48 +94,263 @@ def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool 
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
     tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id)."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    frame = _frame(plan, raw, read, captures, state, changelog, batch_id, deletes_rejected=plan.changes == CHANGELOG)
-    if plan.changes is not None:  # a SUBSCRIBE: what the driver turns into diffs
-        frame = for_driver(plan, frame)
-    return Built(frame, captures.observations, captures.error_frames)
+    context = _Context(plan, raw, read, captures, state, changelog, batch_id)
+    return Built(context.result(tree_of(plan)), captures.observations, captures.error_frames)
 
 
-def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
-           state: TableState | WindowState | None = None, changelog: bool = False,
-           batch_id: int | None = None, deletes_rejected: bool = False) -> DataFrame:
-    stmt = plan.statement
-    if plan.retracts and state is not None:  # every change of the table, tombstones too
-        first = plan.inputs[0]
-        frame = logical_frame(raw, first.source)
-        return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
-                         captures.without_errors, batch_id)
-    tombstones = _passes_tombstones(plan, changelog)
-    frame, scope = with_join_key(plan, *_from(plan, raw, read, captures, tombstones))
-    frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None or deletes_rejected)
-    for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
-        Compiler(scope).compile(expr)
-    sorting = stmt.order_by and not raw.isStreaming  # Materialize's ORDER BY, in snapshots
-    if plan.grouping is not None and isinstance(state, WindowState) and plan.grouping.window.kind == "SESSION":
-        return sessions(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
-    if plan.grouping is not None and isinstance(state, WindowState):
-        return windowed(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
-    if plan.grouping is not None:
-        frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
-        return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
-    extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
+@dataclass(frozen=True)
+class _Context:
+    """What building one plan's tree shares: the FROM source's records, how to read a joined
+    one's, the error captures, and a per-batch plan's state and batch."""
+
+    plan: QueryPlan
+    raw: DataFrame
+    read: RawReader
+    captures: _Captures
+    state: TableState | WindowState | None = None
+    changelog: bool = False
+    batch_id: int | None = None
+
+    def result(self, node: n.Node) -> DataFrame:
+        """A result step's frame: the result columns and the bookkeeping ones."""
+        return RESULTS[type(node)](node, self)
+
+    def rows(self, node: n.Node) -> _Rows:
+        """A relational step's rows: the FROM clause, with WHERE applied."""
+        return ROWS[type(node)](node, self)
+
+    def view(self, plan: QueryPlan, raw: DataFrame) -> "_Context":
+        return _Context(plan, raw, self.read, self.captures)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Rows and the names that resolve over them (`sides`: a join's inputs, renamed); `where_error`
+    is why WHERE could not be computed for a row (NULL when it could, or without WHERE)."""
+
+    frame: DataFrame
+    scope: Scope
+    where_error: Column | None = None
+    sides: tuple = ()
+
+    @property
+    def error(self) -> Column:
+        return self.where_error if self.where_error is not None else F.lit(None).cast("string")
+
+
+# ---- relational steps ---------------------------------------------------------------------------
+
+def _leaf_frame(node: n.Node, context: _Context, raw: DataFrame, tombstones: bool = False) -> DataFrame:
+    """One FROM item's rows: a source decoded (a keyed one as it is now, when read bounded),
+    or a view's planned rows named by its columns. `tombstones`: a stream's NULL values stay,
+    to be passed on."""
+    side = node.input
+    if isinstance(node, n.View):
+        planned = context.view(side.view, raw).result(node.body)
+        if side.view.limit is not None:  # a subquery's top-n (snapshots only: analysis refuses it in SUBSCRIBE)
+            planned = planned.limit(side.view.limit)
+        changes = len(MZ_COLUMNS) if side.view.diffs else 0  # a view joining with diffs: they come first
+        return planned.select(*[F.col(result_column(i + changes)).alias(n_) for i, n_ in enumerate(side.columns)],
+                              *[F.col(result_column(i)).alias(n_) for i, n_ in enumerate((MZ_TIMESTAMP, MZ_DIFF)[:changes])],
+                              *[F.col(c) for c in BOOKKEEPING])
+    source = side.source
+    if raw.isStreaming or not source.keyed:
+        return logical_frame(raw, source, tombstones)
+    return window_keys.retained(current_rows(raw, source), raw, source)  # a windowed table's retention
+
+
+def _leaf(node: n.Scan | n.View, context: _Context) -> _Rows:
+    """The FROM clause's one item (the first item of a join is renamed by the join)."""
+    plan = context.plan
+    frame = _leaf_frame(node, context, context.raw, _passes_tombstones(plan, context.changelog))
+    side = node.input
+    return _Rows(frame, Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect))
+
+
+def _side(node: n.Node, context: _Context, frame: DataFrame, sides: tuple) -> tuple[DataFrame, tuple]:
+    """A join's input with its columns renamed `__s{i}_<name>` (its errors captured, a NULL join
+    key failing), and the sides so far with its own."""
+    index, side = node.index, node.input
+    frame = context.captures.without_errors(_null_join_keys(context.plan, index, side, frame), f"__errors_{index}")
+    columns = {name: f"__s{index}_{name}" for name in side.visible}
+    kept = [F.col(quoted(name)).alias(c) for name, c in columns.items()]
+    record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE)]
+    frame = frame.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else record))
+    return frame, (*sides, (side.qualifiers, columns))
+
+
+def _binary_join(node: n.BinaryJoin, context: _Context) -> _Rows:
+    """One join of a left-deep chain: the left rows (the first item, or the joins before)
+    joined with the next item, as its node's type says."""
+    plan = context.plan
+    if isinstance(node.left, n.BinaryJoin):
+        left = context.rows(node.left)
+        frame, sides = left.frame, left.sides
+    else:
+        frame, sides = _side(node.left, context, _leaf(node.left, context).frame, ())
+    side = node.right.input
+    streaming = context.raw.isStreaming and (side.kind == "STREAM" or isinstance(node, n.LookupJoin))
+    right, sides = _side(node.right, context, _leaf_frame(node.right, context, context.read(side.source, streaming)),
+                         sides)
+    frame = JOINS[type(node)](node, context, frame, right, sides)
+    frame = _joined_record(frame, f"__s{node.index}", stream=node.join.within is not None
+                           and not isinstance(node, n.LookupJoin))
+    if node.index < len(plan.statement.joins):
+        return _Rows(frame, None, sides=sides)
+    frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
+    return _keyed(context, frame, JoinScope(frame, set(), set(), plan.dialect, sides=list(sides)))
+
+
+def _condition(node: n.BinaryJoin, context: _Context, left: DataFrame, right: DataFrame, sides) -> Column:
+    both = left.crossJoin(right)  # for typing the condition only
+    return Compiler(JoinScope(both, set(), set(), context.plan.dialect, sides=list(sides))).predicate(node.join.on)
+
+
+def _spark_join(node: n.BinaryJoin, context: _Context, left: DataFrame, right: DataFrame, sides) -> DataFrame:
+    """Spark's join: WITHIN as a time range over the rows there are."""
+    condition = _condition(node, context, left, right, sides)
+    if node.join.within is not None:
+        condition = condition & _within(node.join.within, sides[0][1].get(ROWTIME), sides[-1][1].get(ROWTIME))
+    return left.join(right, condition, SPARK_JOINS[node.join.kind])
+
+
+def _stream_stream_join(node: n.StreamStreamJoin, context: _Context, left: DataFrame, right: DataFrame,
+                        sides) -> DataFrame:
+    """Late records dropped, unmatched rows behind watermarks (WITHIN's size plus GRACE PERIOD)."""
+    condition = _condition(node, context, left, right, sides)
+    join, index = node.join, node.index
+    _within(join.within, sides[0][1].get(ROWTIME), sides[-1][1].get(ROWTIME))  # both sides have record times
+    left, right, timed = watermarked(left, right, quoted(sides[0][1][ROWTIME]), quoted(sides[-1][1][ROWTIME]),
+                                     join.within, join.grace, index)
+    return left.join(right, condition & timed, SPARK_JOINS[join.kind])
+
+
+def _lookup_join(node: n.LookupJoin, context: _Context, left: DataFrame, right: DataFrame, sides) -> DataFrame:
+    _condition(node, context, left, right, sides)  # the ON clause must resolve
+    return _tracked_join(context.plan, node.join, left, right, list(sides), node.index)
+
+
+def _table_join(node: n.TableJoin, context: _Context) -> _Rows:
+    """Both tables' changelogs, in Spark state."""
+    return _keyed(context, *table_joined(context.plan, context.raw, context.read, context.captures.without_errors))
+
+
+def _diff_join(node: n.DiffJoin, context: _Context) -> _Rows:
+    """Both inputs whole, as multisets in Spark state."""
+    leaves = {id(leaf.input): leaf for leaf in node.inputs}
+    frame, scope = diff_joined(context.plan, context.raw, context.read,
+                               lambda side, rows: _leaf_frame(leaves[id(side)], context, rows),
+                               context.captures.without_errors)
+    return _keyed(context, frame, scope)
+
+
+def _keyed(context: _Context, frame: DataFrame, scope) -> _Rows:
+    """A join's rows with its key as a column (`engine.build.join_key`)."""
+    frame, scope = with_join_key(context.plan, frame, scope)
+    return _Rows(frame, scope)
+
+
+def _filter(node: n.Filter, context: _Context) -> _Rows:
+    rows = context.rows(node.child)
+    frame, where_error = _filtered(node.predicate, rows.frame, rows.scope, changelog=node.deletes)
+    return _Rows(frame, rows.scope, where_error, rows.sides)
+
+
+# ---- result steps -------------------------------------------------------------------------------
+
+def _input_rows(node, context: _Context) -> _Rows:
+    rows = context.rows(node.child)
+    for expr in node.partition_by:  # the key is only a name here, but it must resolve
+        Compiler(rows.scope).compile(expr)
+    return rows
+
+
+def _aggregate(node: n.Aggregate, context: _Context) -> DataFrame:
+    plan, rows = context.plan, _input_rows(node, context)
+    frame = aggregated(plan, rows.frame, rows.scope, rows.error, context.captures.without_errors, context.changelog)
+    return order.ordered(frame, *order.sort_keys(plan.statement, plan.outputs, None)) if node.order_by else frame
+
+
+def _window_aggregate(node: n.WindowAggregate, context: _Context) -> DataFrame:
+    if not isinstance(context.state, WindowState):  # resolving a per-batch plan's columns
+        return _aggregate(node, context)
+    step = sessions if isinstance(node, n.SessionAggregate) else windowed
+    rows = _input_rows(node, context)
+    return step(context.plan, rows.frame, rows.scope, rows.error, context.state, context.captures.without_errors,
+                context.batch_id)
+
+
+def _retracting_aggregate(node: n.RetractingAggregate, context: _Context) -> DataFrame:
+    """Every change of the table, tombstones too (its WHERE applies per row version, inside)."""
+    if not isinstance(context.state, TableState):  # resolving a per-batch plan's columns
+        return _aggregate(node, context)
+    plan, side = context.plan, next(x for x in n.walk(node) if isinstance(x, n.Scan)).input
+    frame = logical_frame(context.raw, side.source)
+    return retracted(plan, frame, Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect), context.state,
+                     context.captures.without_errors, context.batch_id)
+
+
+def _project(node: n.Project, context: _Context) -> DataFrame:
+    plan, rows = context.plan, _input_rows(node, context)
+    frame, scope, where_error = rows.frame, rows.scope, rows.error
+    extra, keys = order.sort_keys(plan.statement, plan.outputs, scope) if node.order_by else ([], [])
     if plan.changes == CHANGELOG:  # each row replaces its key's
         extra = [(IDENTITY, changelog_identity(plan.inputs[0]))]
-    if changelog and plan.passes_key:  # no key in, no key out (not a key of NULL columns)
+    if context.changelog and plan.passes_key:  # no key in, no key out (not a key of NULL columns)
         extra = [*extra, (KEYLESS, F.col(RAW_KEY).isNull())]
-    outputs = keyed_outputs(plan, plan.outputs)
+    outputs = keyed_outputs(plan, node.outputs)
     if plan.table_join is not None:
         return tombstoned(plan, _projected(frame, scope, where_error, outputs))
-    if plan.diffs and raw.isStreaming:
-        changes = [(n, F.col(n)) for n in (MZ_TIMESTAMP, MZ_DIFF)]
+    if isinstance(_from_node(node), n.DiffJoin):
+        changes = [(n_, F.col(n_)) for n_ in (MZ_TIMESTAMP, MZ_DIFF)]
         return with_diff_columns(_projected(frame, scope, where_error, outputs, changes), len(outputs))
+    tombstones = _passes_tombstones(plan, context.changelog)
     computed = _computed_on_tombstones(plan, outputs) if tombstones else None
     projected = _projected(frame, scope, where_error, outputs, extra, computed, keep_key=keyed_by_row_id(plan))
     return order.ordered(projected, extra, keys)
+
+
+def _from_node(node: n.Node) -> n.Node:
+    """The FROM clause's step under a result step (under its WHERE)."""
+    below = node.children[0]
+    return below.child if isinstance(below, n.Filter) else below
+
+
+def _subscribe(node: n.Subscribe, context: _Context) -> DataFrame:
+    """A SUBSCRIBE: what the driver turns into diffs."""
+    return for_driver(context.plan, context.result(node.child))
+
+
+#: Relational node type -> its rows.
+ROWS: dict[type, Callable[[n.Node, _Context], _Rows]] = {
+    n.Scan: _leaf,
+    n.View: _leaf,
+    n.StreamStreamJoin: _binary_join,
+    n.SnapshotJoin: _binary_join,
+    n.BatchLookupJoin: _binary_join,
+    n.LookupJoin: _binary_join,
+    n.TableJoin: _table_join,
+    n.DiffJoin: _diff_join,
+    n.Filter: _filter,
+}
+
+#: Binary join node type -> how its two inputs meet.
+JOINS: dict[type, Callable] = {
+    n.StreamStreamJoin: _stream_stream_join,
+    n.SnapshotJoin: _spark_join,
+    n.BatchLookupJoin: _spark_join,
+    n.LookupJoin: _lookup_join,
+}
+
+#: Result node type -> the result frame.
+RESULTS: dict[type, Callable[[n.Node, _Context], DataFrame]] = {
+    n.Project: _project,
+    n.Aggregate: _aggregate,
+    n.WindowAggregate: _window_aggregate,
+    n.SessionAggregate: _window_aggregate,
+    n.RetractingAggregate: _retracting_aggregate,
+    n.Subscribe: _subscribe,
+}
 
 
 def _passes_tombstones(plan: QueryPlan, changelog: bool) -> bool:
@@ -156,78 +374,6 @@ def _computed_on_tombstones(plan: QueryPlan, outputs) -> tuple[bool, ...]:
         return all(n.name.lower() in key_columns for n in ast.walk(expr) if isinstance(n, ast.ColumnRef))
 
     return tuple(name in plan.keys and from_key(expr) for name, expr in outputs)
-
-
-def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captures,
-                 deletes_rejected: bool = False, tombstones: bool = False) -> DataFrame:
-    """One FROM item's rows: a source decoded (a keyed one as it is now, when read bounded),
-    or a view's planned rows named by its columns. `deletes_rejected`: a view over a changelog
-    keeps the rows its WHERE clause rejects, as deletes of their keys (a diff join's input).
-    `tombstones`: a stream's NULL values stay, to be passed on."""
-    if side.view is not None:
-        planned = _frame(side.view, raw, read, captures, deletes_rejected=deletes_rejected)
-        if side.view.limit is not None:  # a subquery's top-n (snapshots only: analysis refuses it in SUBSCRIBE)
-            planned = planned.limit(side.view.limit)
-        changes = len(MZ_COLUMNS) if side.view.diffs else 0  # a view joining with diffs: they come first
-        return planned.select(*[F.col(result_column(i + changes)).alias(n) for i, n in enumerate(side.columns)],
-                              *[F.col(result_column(i)).alias(n) for i, n in enumerate((MZ_TIMESTAMP, MZ_DIFF)[:changes])],
-                              *[F.col(c) for c in BOOKKEEPING])
-    source = side.source
-    if raw.isStreaming or not source.keyed:
-        return logical_frame(raw, source, tombstones)
-    return window_keys.retained(current_rows(raw, source), raw, source)  # a windowed table's retention
-
-
-def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
-          tombstones: bool = False) -> tuple[DataFrame, Scope]:
-    """The FROM clause: one source's rows, or the joined rows of several (`tombstones`: the
-    FROM stream's NULL values stay)."""
-    stmt = plan.statement
-    first = plan.inputs[0]
-    if plan.table_join is not None and raw.isStreaming:  # both tables' changelogs, in Spark state
-        return table_joined(plan, raw, read, captures.without_errors)
-    if plan.diffs and stmt.joins and raw.isStreaming:  # both inputs whole, as multisets in Spark state
-        return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures,
-                                                                            side.kind == "TABLE"),
-                           captures.without_errors)
-    frame = _input_frame(first, raw, read, captures, plan.changes == CHANGELOG, tombstones)
-    if not stmt.joins:
-        return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
-    sides = []
-    tracked = tracks_table(plan) and raw.isStreaming  # the table as Spark state
-    for index, side in enumerate(plan.inputs):
-        if index:
-            side_raw = read(side.source, raw.isStreaming and (side.kind == "STREAM" or tracked))
-            frame_i = _input_frame(side, side_raw, read, captures)
-        else:
-            frame_i = frame
-        frame_i = captures.without_errors(_null_join_keys(plan, index, side, frame_i), f"__errors_{index}")
-        columns = {name: f"__s{index}_{name}" for name in side.visible}
-        kept = [F.col(quoted(n)).alias(c) for n, c in columns.items()]
-        record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE)]
-        frame_i = frame_i.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else record))
-        sides.append((side.qualifiers, columns))
-        if index == 0:
-            frame = frame_i
-            continue
-        join = stmt.joins[index - 1]
-        both = frame.crossJoin(frame_i)  # for typing the condition only
-        condition = Compiler(JoinScope(both, set(), set(), plan.dialect, sides=list(sides))).predicate(join.on)
-        if join.within is not None and raw.isStreaming:  # late records dropped, unmatched rows behind watermarks
-            _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))  # both sides have record times
-            frame, frame_i, timed = watermarked(frame, frame_i, quoted(sides[0][1][ROWTIME]),
-                                                quoted(columns[ROWTIME]), join.within, join.grace, index)
-            condition = condition & timed
-        elif join.within is not None:
-            condition = condition & _within(join.within, sides[0][1].get(ROWTIME), columns.get(ROWTIME))
-        if tracked:
-            frame = _tracked_join(plan, join, frame, frame_i, sides, index)
-            frame = _joined_record(frame, f"__s{index}", stream=False)
-            continue
-        frame = frame.join(frame_i, condition, SPARK_JOINS[join.kind])
-        frame = _joined_record(frame, f"__s{index}", stream=join.within is not None)
-    frame = frame.withColumn(ERROR, F.lit(None).cast("string")).withColumn(DROP, F.lit(False))
-    return frame, JoinScope(frame, set(), set(), plan.dialect, sides=sides)
 
 
 def _tracked_join(plan: QueryPlan, join: ast.Join, stream: DataFrame, table: DataFrame, sides, index: int):
@@ -292,14 +438,12 @@ def _within(window: tuple[int, int], left_time: str | None, right_time: str | No
     return right.between(left - F.lit(before), left + F.lit(after))
 
 
-def _filtered(stmt: ast.Select, frame: DataFrame, scope: Scope, changelog: bool = False) -> tuple[DataFrame, Column]:
+def _filtered(predicate: ast.Expr, frame: DataFrame, scope: Scope, changelog: bool = False) -> tuple[DataFrame, Column]:
     """WHERE: failing rows stay (to be logged) with the error column set. In a `changelog` (a
     table-table join) a row the WHERE clause rejects is a tombstone: its key's row is gone."""
-    if stmt.where is None:
-        return frame, F.lit(None).cast("string")
     where = Compiler(scope)
-    keep = where.predicate(stmt.where)
-    where_error = computing_error(where, stmt.where, "WHERE", None)
+    keep = where.predicate(predicate)
+    where_error = computing_error(where, predicate, "WHERE", None)
     if changelog:
         frame = frame.withColumn(TOMBSTONE, F.col(TOMBSTONE) | ~F.coalesce(keep, F.lit(False)))
         return frame.withColumn("__WHERE_ERROR", where_error), F.col("__WHERE_ERROR")

@@ -1,0 +1,197 @@
+"""The operators of a query, one frozen type each. A node holds what its step decides (the
+statement's expressions, the join, the grouping); `children` are its inputs, leftmost first.
+
+Relational steps (a scan, a view, the joins, a filter) hand rows and their names to the step
+above; result steps (a projection, an aggregation, SUBSCRIBE) make the result's columns. Which
+family a join or an aggregation belongs to is its node's type, decided once by the planner,
+so the build step and EXPLAIN dispatch on the type and read no flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...sql import ast
+from ..analysis.plan import Grouping, Input
+
+
+@dataclass(frozen=True)
+class Node:
+    @property
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+
+# ---- leaves -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Scan(Node):
+    """One Kafka source's records, decoded into its columns (`index`: its place in FROM)."""
+
+    input: Input
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class View(Node):
+    """A view's rows, named by its columns: the view's own tree, built inline."""
+
+    input: Input
+    body: Node
+    index: int = 0
+
+    @property
+    def children(self):
+        return (self.body,)
+
+
+# ---- joins --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BinaryJoin(Node):
+    """`left` JOIN `right` (its `index` in FROM) ON the join's condition, one pair at a time: a
+    chain of joins is a left-deep tree of them."""
+
+    left: Node
+    right: Node
+    join: ast.Join
+    index: int
+
+    @property
+    def children(self):
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class StreamStreamJoin(BinaryJoin):
+    """Two streams joined WITHIN a time window: watermarks from the window and GRACE PERIOD
+    bound the state Spark keeps and close an outer join's unmatched rows."""
+
+
+@dataclass(frozen=True)
+class SnapshotJoin(BinaryJoin):
+    """Spark's join where the right side is the rows there are: a bounded read's join, or a
+    streaming query's table (or view of one) read once, when the query starts."""
+
+
+@dataclass(frozen=True)
+class LookupJoin(BinaryJoin):
+    """A stream joined with a table kept as keyed state: each record meets the table as it is
+    when processed (a stream-table join feeding GROUP BY)."""
+
+
+@dataclass(frozen=True)
+class BatchLookupJoin(BinaryJoin):
+    """A stream joined with a table read afresh for every micro-batch (a push query's
+    stream-table join; the plan runs per micro-batch)."""
+
+
+@dataclass(frozen=True)
+class ChainJoin(Node):
+    """Joins whose state holds every input whole, built in one stateful step over all of them."""
+
+    inputs: tuple[Node, ...]
+    joins: tuple[ast.Join, ...]
+
+    @property
+    def children(self):
+        return self.inputs
+
+
+@dataclass(frozen=True)
+class TableJoin(ChainJoin):
+    """Table-table joins (`key`: PRIMARY_KEY or FOREIGN_KEY): both changelogs in Spark state,
+    the result a changelog with tombstones."""
+
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class DiffJoin(ChainJoin):
+    """Materialize's join in SUBSCRIBE: both inputs as multisets, the result's changes as diffs."""
+
+
+# ---- row steps ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Filter(Node):
+    """WHERE. `deletes`: a row it rejects is a delete of its key (a changelog's)."""
+
+    child: Node
+    predicate: ast.Expr
+    deletes: bool = False
+
+    @property
+    def children(self):
+        return (self.child,)
+
+
+# ---- result steps -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Project(Node):
+    """The result columns; `keys` those keying a TABLE result, `partition_by` a new key,
+    `order_by` a snapshot's order (Materialize)."""
+
+    child: Node
+    outputs: tuple[tuple[str, ast.Expr], ...]
+    keys: tuple[str, ...] = ()
+    partition_by: tuple[ast.Expr, ...] = ()
+    order_by: tuple = ()
+
+    @property
+    def children(self):
+        return (self.child,)
+
+
+@dataclass(frozen=True)
+class Aggregate(Node):
+    """GROUP BY with Spark's aggregation (a window as Spark's window column), then HAVING and
+    the outputs over the groups."""
+
+    child: Node
+    grouping: Grouping
+    keys: tuple[str, ...] = ()
+    partition_by: tuple[ast.Expr, ...] = ()
+    order_by: tuple = ()
+
+    @property
+    def children(self):
+        return (self.child,)
+
+
+@dataclass(frozen=True)
+class WindowAggregate(Aggregate):
+    """TUMBLING or HOPPING windows with stream time and the open windows as state: late records
+    dropped after GRACE PERIOD, EMIT FINAL once a window closes."""
+
+
+@dataclass(frozen=True)
+class SessionAggregate(Aggregate):
+    """SESSION windows with their members as state: sessions re-formed per batch, a replaced
+    session retracted."""
+
+
+@dataclass(frozen=True)
+class RetractingAggregate(Aggregate):
+    """GROUP BY over a TABLE's changelog: a row's new version replaces its old one in its group
+    (the table's rows as state). Its child's WHERE is applied inside, per version."""
+
+
+@dataclass(frozen=True)
+class Subscribe(Node):
+    """Materialize's SUBSCRIBE: the result's rows as the driver turns them into diffs (`changes`:
+    APPEND, CHANGELOG, AGGREGATE or JOIN)."""
+
+    child: Node
+    changes: str
+
+    @property
+    def children(self):
+        return (self.child,)
+
+
+def walk(node: Node):
+    """`node` and every node under it, parents first."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
