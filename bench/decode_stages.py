@@ -20,7 +20,7 @@ the ingest bench's topics. Each case is run as a chain of steps, each adding one
   worker_columns_agg     (JSON cases) the bench's aggregation over the worker's columns of the
                 shaped read as they are: `planner_agg_prebuilt` less this is what the planner's
                 fallback decoding, checks and bookkeeping cost a record the worker decoded
-and, beside the chain, what the raw columns a read leaves out save (engine.analysis.raw_columns):
+and, beside the chain, what the raw columns a read leaves out save (engine.tree.reads):
   count_no_metadata   `count` without the four metadata columns (topic, partition, offset, timestamp)
   worker_shaped       `worker` with the planner's read shape: the raw bytes of decoded records, the
                       topic and the unused timestamp left out
@@ -180,7 +180,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
                     "planner_agg_prebuilt": lambda: planner_prebuilt(stream, columns),
                     **({"worker_columns_agg": lambda: worker_columns(stream, columns)}
                        if session.catalog.get(stream).value_format.name == "JSON" else {}),
-                    "planner_agg_every_column": lambda: every_column(lambda: planner(stream, columns)),
+                    "planner_agg_every_column": lambda: every_column(lambda: planner(stream, columns), session),
                     "planner_only": lambda: planner(stream, columns, aggregate=False, in_worker=False)}
 
         counted(source("BENCH", False))  # warm-up: Python workers started, the reader imported

@@ -22,7 +22,7 @@ and, for the key/value formats and seek work:
                          HEADERS column the query does not use: headers chosen per query (none
                          read), against every header read (what choosing per source did)
   source_json_decode_every_column / json_key_value_decode_every_column   (c) and the JSON key +
-                         value case with reads carrying every raw column (engine.analysis.raw_columns
+                         value case with reads carrying every raw column (engine.tree.reads
                          off: a decoded record's bytes, the topic, the timestamp), as before
   source_json_decode_planner_only / json_key_value_decode_planner_only /
   avro_key_value_decode_planner_only   (c), the JSON and the AVRO key + value cases with decoding
@@ -219,18 +219,17 @@ def retried(fn, attempts: int = 3):
             print(f"retrying after: {str(exc).splitlines()[0][:200]}")
 
 
-def every_column(fn):
-    """`fn()` with reads carrying every raw column (engine.analysis.raw_columns off): the raw
-    bytes of records decoded in the worker, the topic and the timestamp, as before."""
-    from kafkasql_magic.engine.analysis.raw_columns import ALL_METADATA
-    from kafkasql_magic.statements import queries
+def every_column(fn, session):
+    """`fn()` with reads carrying every raw column (the session property
+    `kafkasql.prune.raw.columns` off): the raw bytes of records decoded in the worker, the topic
+    and the timestamp, as before reads were pruned."""
+    from kafkasql_magic.statements.queries import PRUNE_RAW_COLUMNS
 
-    saved = queries.raw_bytes_unused, queries.metadata_columns
-    queries.raw_bytes_unused, queries.metadata_columns = (lambda *a, **k: False), (lambda *a, **k: ALL_METADATA)
+    session.sql(f"SET '{PRUNE_RAW_COLUMNS}'='false';")
     try:
         return fn()
     finally:
-        queries.raw_bytes_unused, queries.metadata_columns = saved
+        session.sql(f"UNSET '{PRUNE_RAW_COLUMNS}';")
 
 
 def timed(fn) -> float:
@@ -345,7 +344,7 @@ def main(argv=None) -> int:
             "source_count": lambda: n / timed(count),
             "source_json_decode": lambda: n / timed(planner_decode),
             "source_json_decode_planner_only": lambda: n / timed(lambda: planner_only(planner_decode)),
-            "source_json_decode_every_column": lambda: n / timed(lambda: every_column(planner_decode)),
+            "source_json_decode_every_column": lambda: n / timed(lambda: every_column(planner_decode, session)),
             "spark_from_json_decode": lambda: n / timed(decode),
             "json_decode_header_key": lambda: n / timed(lambda: planner_decode("BENCH_HEADER", ("ID", "SEQ"))),
             "json_decode_all_headers": lambda: n / timed(lambda: planner_decode("BENCH_HEADERS", ("ID", "HS"), ("HS",))),
@@ -354,7 +353,7 @@ def main(argv=None) -> int:
                 lambda: planner_decode("BENCH_DECLARED", every_header=True)),
             "json_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT"))),
             "json_key_value_decode_every_column": lambda: n / timed(
-                lambda: every_column(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT")))),
+                lambda: every_column(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT")), session)),
             "json_key_value_decode_planner_only": lambda: n / timed(
                 lambda: planner_only(lambda: planner_decode("KV_JSON", ("K", "ID", "NAME", "AMOUNT")))),
             "avro_key_value_decode": lambda: n / timed(lambda: planner_decode("KV_AVRO", ("K", "ID", "NAME", "AMOUNT"))),

@@ -10,14 +10,13 @@ import pandas as pd
 from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan, analyse
-from ..engine.analysis.headers import header_use, used_columns
 from ..engine.analysis.lookup import KeyLookup
-from ..engine.analysis.raw_columns import metadata_columns, raw_bytes_unused
 from ..engine.analysis.seek import Seek
 from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..engine.build.decode import worker_decoding
 from ..engine.tree import explain_lines, tree_of
+from ..engine.tree.reads import ReadNeeds, read_needs
 from ..catalog import ViewDef
 from ..diffs import ChangeTracker, KeyedEnvelope
 from ..errors import StatementError
@@ -33,6 +32,8 @@ from ..sql import ast
 from ..sql.ast_materialize import base_relation
 
 PROCESSING_LOG = "KSQL_PROCESSING_LOG"
+#: Session property: "false" makes every read carry every raw and metadata column (benchmarks).
+PRUNE_RAW_COLUMNS = "kafkasql.prune.raw.columns"
 PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC string, PARTITION int, "
                          "OFFSET bigint, MESSAGE string, KEY binary, VALUE binary")
 
@@ -61,13 +62,16 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot)."""
     plan = plan or analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
     reset = reset or session.settings.get("auto.offset.reset", "latest")
-    used = used_columns(plan)  # a header column the query does not use is not read
+    tree = tree_of(plan)
+    prune_raw = str(session.settings.get(PRUNE_RAW_COLUMNS, "true")).lower() != "false"
 
     def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
-        headers = header_use(source, forwarded=keep_headers, used=used)
+        needs = read_needs(tree, source, headers_forwarded=keep_headers, records_forwarded=keep_headers or writes,
+                           prune_raw=prune_raw)
+        headers = needs.headers
         start = source.properties.get(START_PROPERTY)
-        shape = read_shape(plan, source, headers.needed, forwarded=keep_headers or writes, used=used)
+        shape = read_shape(source, needs)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
@@ -91,18 +95,14 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     return Prepared(plan, read, raw, built, build_batch, state)
 
 
-def read_shape(plan: QueryPlan, source, headers_read: bool, *, forwarded: bool, used: frozenset[str]) -> ReadShape:
-    """What a read of `source` carries besides key, value and headers: the worker's decoding, the
-    raw bytes of the records it decoded only when something may read them, and the metadata
-    columns the query uses (engine.analysis.raw_columns); the FROM source's read only, a
-    joined source's carries everything."""
+def read_shape(source, needs: ReadNeeds) -> ReadShape:
+    """What a read of `source` carries besides key, value and headers (engine.tree.reads): the
+    worker's decoding, the raw bytes of the records it decoded only when something may read
+    them, and the metadata columns the query uses."""
     decoding = worker_decoding(source)
-    if source is not plan.source:
-        return ReadShape(decoding)
-    if decoding and _covers(decoding, source) and raw_bytes_unused(plan, forwarded=forwarded,
-                                                                   headers_read=headers_read):
+    if decoding and _covers(decoding, source) and needs.raw_bytes_unused:
         decoding = replace(decoding, raw_undecoded_only=True)
-    return ReadShape(decoding, metadata_columns(plan, forwarded=forwarded, used=used))
+    return ReadShape(decoding, needs.metadata)
 
 
 def _covers(decoding, source) -> bool:

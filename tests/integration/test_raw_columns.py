@@ -1,4 +1,4 @@
-"""Reads that leave out what nothing reads (engine.analysis.raw_columns): the raw bytes of records
+"""Reads that leave out what nothing reads (engine.tree.reads): the raw bytes of records
 decoded in the reader's worker, the topic, an unused timestamp. Poison records and tombstones
 interleaved with good ones give the same rows and processing-log entries (topic, partition,
 offset, message, key and value bytes) as a read that carries everything."""
@@ -10,7 +10,6 @@ import json
 import pandas as pd
 from pyspark.sql import functions as F
 
-from kafkasql_magic.engine.analysis.raw_columns import ALL_METADATA
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql import parse_statement
 from kafkasql_magic.statements import queries
@@ -19,10 +18,9 @@ VALUES = [json.dumps({"ID": i, "name": f"n{i}"}).encode() for i in range(400)]
 POISON = [b'{"id": "x"}', b"not json", b'{"id": 1} x', b"[1]", b'{"id": 1.5}']
 
 
-def _everything(monkeypatch):
+def _everything(monkeypatch, session):
     """Reads carry every raw column, as before they were chosen per query."""
-    monkeypatch.setattr(queries, "raw_bytes_unused", lambda *a, **k: False)
-    monkeypatch.setattr(queries, "metadata_columns", lambda *a, **k: ALL_METADATA)
+    monkeypatch.setitem(session.settings, queries.PRUNE_RAW_COLUMNS, "false")
 
 
 def _run(session, query: str, **kw):
@@ -77,7 +75,7 @@ def test_json_values_with_poison_and_tombstones(session, spark, broker, new_topi
         for t, p, o, message, key, value in log:  # named, with its bytes
             assert t == topic and message and (key, value) == produced[(p, o)]
         with monkeypatch.context() as m:
-            _everything(m)
+            _everything(m, session)
             assert _run(session, query) == (rows, log)  # what a read of every column gives
 
 
@@ -108,5 +106,5 @@ def test_json_keys_and_values_with_poison_and_tombstones(session, broker, new_to
                                                               (b"bad key", b"bad value"),
                                                               (b'{"k": 104} x', b'{"id": 104}')}
     with monkeypatch.context() as m:
-        _everything(m)
+        _everything(m, session)
         assert _run(session, "SELECT k, id FROM rk;") == (rows, log)

@@ -51,7 +51,7 @@ ENVELOPE_CONDITIONS: dict[str, Callable[["_Raw"], Column]] = {
 #: The raw headers column's type (a read without headers has none: kafka.source).
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
-#: A metadata column the read left out (engine.analysis.raw_columns) -> its type.
+#: A metadata column the read left out (engine.tree.reads) -> its type.
 METADATA_TYPES = {"topic": "string", "partition": "int", "offset": "bigint", "timestamp": "timestamp"}
 
 

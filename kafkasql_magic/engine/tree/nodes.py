@@ -9,6 +9,7 @@ so the build step and EXPLAIN dispatch on the type and read no flags."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...sql import ast
 from ..analysis.plan import Grouping, Input
@@ -16,6 +17,10 @@ from ..analysis.plan import Grouping, Input
 
 @dataclass(frozen=True)
 class Node:
+    #: The step keeps records or reads each one's time, key and value bytes again (it orders,
+    #: joins, groups, keys or forwards by them), so its reads carry them (engine.tree.reads).
+    keeps_records: ClassVar[bool] = True
+
     @property
     def children(self) -> tuple["Node", ...]:
         return ()
@@ -29,6 +34,7 @@ class Scan(Node):
 
     input: Input
     index: int = 0
+    keeps_records: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,7 @@ class Filter(Node):
     child: Node
     predicate: ast.Expr
     deletes: bool = False
+    keeps_records: ClassVar[bool] = False
 
     @property
     def children(self):
@@ -141,6 +148,10 @@ class Project(Node):
     @property
     def children(self):
         return (self.child,)
+
+    @property
+    def keeps_records(self) -> bool:  # a new key (PARTITION BY) is made of each record
+        return bool(self.partition_by)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kafkasql_magic.catalog import HEADER, HEADERS, KEY, VALUE, Column, SourceDef
-from kafkasql_magic.engine.analysis.headers import HeaderUse, header_use
+from kafkasql_magic.engine.tree import tree_of
+from kafkasql_magic.engine.tree.reads import HeaderUse, header_use, used_columns
 from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.formats import FormatSpec
 from kafkasql_magic.kafka import reads
@@ -80,10 +81,8 @@ def _plan(text: str, dialect: str = "ksql", views=()):
 
 
 def _use(text: str, dialect: str = "ksql", views=()):
-    from kafkasql_magic.engine.analysis.headers import used_columns
-
     plan = _plan(text, dialect, views)
-    return header_use(plan.source, used=used_columns(plan))
+    return header_use(plan.source, used=used_columns(tree_of(plan)))
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,5 +1,5 @@
-"""Which raw columns a read carries (engine.analysis.raw_columns), the source options saying it,
-and the reader's Arrow batches built from them; no Spark."""
+"""Which raw columns a read carries (engine.tree.reads, from the operator tree), the source
+options saying it, and the reader's Arrow batches built from them; no Spark."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Message
 
-from kafkasql_magic.engine.analysis.headers import header_use, used_columns
-from kafkasql_magic.engine.analysis.raw_columns import metadata_columns, raw_bytes_unused
+from kafkasql_magic.engine.tree import tree_of
+from kafkasql_magic.engine.tree.reads import ALL_METADATA, read_needs
 from kafkasql_magic.errors import KafkaError
 from kafkasql_magic.kafka import json_columns
 from kafkasql_magic.kafka.arrow_batch import METADATA, arrow_schema, to_record_batch
@@ -49,11 +49,15 @@ def _plan(text: str, dialect: str = "ksql", views=()):
     return analyse(parse_statement(text, dialect=dialect), cat, dialect)
 
 
+def _needs(plan, forwarded: bool = False, written: bool = False):
+    """A read of the plan's FROM source (`forwarded`: a persistent query's, headers and all;
+    `written`: its rows become output records)."""
+    return read_needs(tree_of(plan), plan.source, headers_forwarded=forwarded, records_forwarded=forwarded or written)
+
+
 def _shape(text: str, *, forwarded: bool = False, views=()) -> ReadShape:
     plan = _plan(text, views=views)
-    used = used_columns(plan)
-    return read_shape(plan, plan.source, header_use(plan.source, forwarded=forwarded, used=used).needed,
-                      forwarded=forwarded, used=used)
+    return read_shape(plan.source, _needs(plan, forwarded))
 
 
 def _elided(text: str, **kw) -> bool:
@@ -105,17 +109,17 @@ def test_a_persistent_query_or_a_view_keeps_the_bytes():
 ])
 def test_metadata_columns_are_read_when_used_and_the_topic_never(text, metadata):
     plan = _plan(text)
-    assert metadata_columns(plan, forwarded=False, used=used_columns(plan)) == metadata
+    assert _needs(plan, False).metadata == metadata
     assert _shape(text).metadata == metadata
 
 
 def test_a_materialize_timestamp_column_or_a_persistent_query_reads_the_timestamp():
     plan = _plan("SELECT ts FROM m", "materialize")
-    assert "timestamp" in metadata_columns(plan, forwarded=False, used=used_columns(plan))
+    assert "timestamp" in _needs(plan, False).metadata
     plan = _plan("SELECT o FROM m", "materialize")
-    assert "timestamp" not in metadata_columns(plan, forwarded=False, used=used_columns(plan))
+    assert "timestamp" not in _needs(plan, False).metadata
     plan = _plan("SELECT id FROM s EMIT CHANGES;")
-    assert "timestamp" in metadata_columns(plan, forwarded=True, used=used_columns(plan))
+    assert "timestamp" in _needs(plan, True).metadata
 
 
 def test_a_subscribe_reads_each_records_timestamp_and_keeps_its_bytes():
@@ -125,16 +129,19 @@ def test_a_subscribe_reads_each_records_timestamp_and_keeps_its_bytes():
     from kafkasql_magic.engine.analysis.subscribe import subscribed
 
     plan = _plan("SELECT o FROM m", "materialize")
-    assert "timestamp" not in metadata_columns(plan, forwarded=False, used=used_columns(plan))
+    assert "timestamp" not in _needs(plan, False).metadata
     plan = subscribed(replace(plan))
-    assert "timestamp" in metadata_columns(plan, forwarded=False, used=used_columns(plan))
-    assert not raw_bytes_unused(plan, forwarded=False, headers_read=False)
+    assert "timestamp" in _needs(plan, False).metadata
+    assert not _needs(plan).raw_bytes_unused
 
 
-def test_raw_bytes_unused_needs_no_header_read():
+def test_raw_bytes_are_kept_where_rows_become_output_records_or_pruning_is_off():
     plan = _plan("SELECT id, v FROM s EMIT CHANGES;")
-    assert raw_bytes_unused(plan, forwarded=False, headers_read=False)
-    assert not raw_bytes_unused(plan, forwarded=False, headers_read=True)
+    assert _needs(plan).raw_bytes_unused
+    assert not _needs(plan, written=True).raw_bytes_unused
+    unpruned = read_needs(tree_of(plan), plan.source, headers_forwarded=False, records_forwarded=False,
+                          prune_raw=False)
+    assert (unpruned.raw_bytes_unused, unpruned.metadata) == (False, ALL_METADATA) and ALL_METADATA == METADATA
 
 
 # -- the options ---------------------------------------------------------------------------
