@@ -99,7 +99,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
     from kafkasql_magic.kafka import json_columns
     from kafkasql_magic.local import LocalStack, produce
     from kafkasql_magic.sql import parse_statement
-    from kafkasql_magic.statements import queries
+    from kafkasql_magic.engine import api
 
     with LocalStack() as stack:
         bootstrap = stack.bootstrap_servers
@@ -125,7 +125,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
             outside the measured runs)."""
             if stream not in planned:
                 text = f"SELECT {', '.join(columns)} FROM {stream};"
-                planned[stream] = queries.prepare(session, parse_statement(text)).read.options()
+                planned[stream] = api.prepare(session, parse_statement(text)).read.options()
             return spark.read.format("kafkasql").options(**planned[stream]).load()
 
         def counted(frame):
@@ -140,13 +140,12 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
             assert row[0] == n, row
 
         def planner(stream, columns, aggregate=True, in_worker=True):
-            saved = queries.worker_decoding
             if not in_worker:
-                queries.worker_decoding = lambda definition: None
+                session.sql(f"SET '{api.DECODE_IN_READER}'='false';")
             try:
                 frame = session.dataframe(f"SELECT {', '.join(columns)} FROM {stream};")
             finally:
-                queries.worker_decoding = saved
+                session.sql(f"UNSET '{api.DECODE_IN_READER}';")
             aggregated(frame, columns, aggregate)
 
         prebuilt: dict = {}

@@ -223,7 +223,7 @@ def every_column(fn, session):
     """`fn()` with reads carrying every raw column (the session property
     `kafkasql.prune.raw.columns` off): the raw bytes of records decoded in the worker, the topic
     and the timestamp, as before reads were pruned."""
-    from kafkasql_magic.statements.queries import PRUNE_RAW_COLUMNS
+    from kafkasql_magic.engine.api import PRUNE_RAW_COLUMNS
 
     session.sql(f"SET '{PRUNE_RAW_COLUMNS}'='false';")
     try:
@@ -307,7 +307,7 @@ def main(argv=None) -> int:
             """The query's frame reading every header whatever it uses (what a read of a source
             with a HEADERS column did before headers were chosen per query)."""
             from kafkasql_magic.engine.columns import DROP, result_column
-            from kafkasql_magic.statements.queries import prepare
+            from kafkasql_magic.engine.api import prepare
 
             stmt, _ = next(iter(session._statements(text, session.dialect_now)))
             prepared = prepare(session, stmt, keep_headers=True)
@@ -317,14 +317,13 @@ def main(argv=None) -> int:
         def planner_only(fn):
             """`fn()` with JSON values decoded by the planner's Spark expressions alone (no
             decoding in the reader's worker: kafka.json_columns), as before it existed."""
-            from kafkasql_magic.statements import queries
+            from kafkasql_magic.engine.api import DECODE_IN_READER
 
-            saved = queries.worker_decoding
-            queries.worker_decoding = lambda source: None
+            session.sql(f"SET '{DECODE_IN_READER}'='false';")
             try:
                 return fn()
             finally:
-                queries.worker_decoding = saved
+                session.sql(f"UNSET '{DECODE_IN_READER}';")
 
         def decode(frame=None):
             frame = source() if frame is None else frame

@@ -57,7 +57,7 @@ def main(argv=None) -> dict:
     from kafkasql_magic.kafka.partitioner import default_partition
     from kafkasql_magic.local import LocalStack, produce
     from kafkasql_magic.sql import parse_statement
-    from kafkasql_magic.statements.queries import prepare
+    from kafkasql_magic.engine.api import prepare
 
     cores = os.cpu_count() or 1
     load_before = os.getloadavg()[0]  # a shared machine: the figures mean little without it

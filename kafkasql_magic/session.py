@@ -32,7 +32,7 @@ from .sql.ast_materialize import CreateSink, base_relation
 from .statements import HANDLERS
 from .statements.defaults import DEFAULT_SETTINGS
 from .statements.notices import notice
-from .statements.queries import prepare
+from .engine.api import prepare
 
 
 

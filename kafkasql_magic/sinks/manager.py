@@ -136,7 +136,7 @@ class PersistentQueries:
     def _planned(self, select: ast.Select, kind: str | None = None):
         from ..engine.analysis import check_persistent
         from ..engine.analysis.key_projection import check_key_selected_once
-        from ..statements.queries import prepare
+        from ..engine.api import prepare
 
         check_persistent(select, kind)
         query = replace(select, emit_changes=True)

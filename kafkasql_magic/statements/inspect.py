@@ -13,7 +13,7 @@ from ..errors import StatementError
 from ..kafka import admin, peek
 from ..sql import ast
 from . import connections, listings
-from .queries import prepare
+from ..engine.api import prepare
 from .sinks import show_sinks
 
 

@@ -1,30 +1,23 @@
-"""SELECT, SUBSCRIBE and EXPLAIN: analyse, plan the reads, build once, then run or describe."""
+"""SELECT, SUBSCRIBE and EXPLAIN through the engine's door (engine.api), then run or describe."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable
+from dataclasses import replace
 
 import pandas as pd
 
 from .. import dialects
 from ..dialects import limits
-from ..engine.analysis import QueryPlan, analyse
-from ..engine.analysis.lookup import KeyLookup
-from ..engine.analysis.seek import Seek
+from ..engine.analysis import QueryPlan
 from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
-from ..engine.build import Built, TableState, WindowState, build, select_over_frame
-from ..engine.build.decode import worker_decoding
+from ..engine.api import plan_of, prepare
+from ..engine.build import analysed, select_over_frame
 from ..engine.tree import explain_lines, tree_of
-from ..engine.tree.reads import ReadNeeds, read_needs
 from ..catalog import ViewDef
 from ..diffs import ChangeTracker, KeyedEnvelope
 from ..errors import StatementError
-from ..kafka import reads
-from ..kafka.key_partitions import lookup_partitions
 from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
-from ..kafka.source_options import ReadShape
 from ..kafka.start_position import START_PROPERTY
 from ..results import located_message, to_pandas
 from ..runtime import PushQuery, collect_bounded, stops_on_interrupt
@@ -32,94 +25,8 @@ from ..sql import ast
 from ..sql.ast_materialize import base_relation
 
 PROCESSING_LOG = "KSQL_PROCESSING_LOG"
-#: Session property: "false" makes every read carry every raw and metadata column (benchmarks).
-PRUNE_RAW_COLUMNS = "kafkasql.prune.raw.columns"
 PROCESSING_LOG_SCHEMA = ("TIME timestamp, QUERY string, SOURCE string, TOPIC string, PARTITION int, "
                          "OFFSET bigint, MESSAGE string, KEY binary, VALUE binary")
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A SELECT ready to run: its plan, what it reads of its FROM source, the raw records and
-    the built frames. A per-batch plan streams `raw` and builds every micro-batch with
-    `build_batch`; `built` then only proved that every column resolves."""
-
-    plan: QueryPlan
-    read: reads.TopicRead
-    raw: object  # DataFrame
-    built: Built
-    build_batch: Callable | None
-    state: TableState | WindowState | None = None
-
-
-def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
-            changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False) -> Prepared:
-    """`keep_headers`: read every record's headers (a persistent query forwards them to its
-    output records), not only when a header column is selected. `writes`: the rows become output
-    records, which take their input records' timestamps (a sink; implied by `keep_headers`). `changelog`: the rows are a
-    table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
-    `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
-    micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot)."""
-    plan = plan or analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
-    reset = reset or session.settings.get("auto.offset.reset", "latest")
-    tree = tree_of(plan)
-    prune_raw = str(session.settings.get(PRUNE_RAW_COLUMNS, "true")).lower() != "false"
-
-    def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
-        bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
-        needs = read_needs(tree, source, headers_forwarded=keep_headers, records_forwarded=keep_headers or writes,
-                           prune_raw=prune_raw)
-        headers = needs.headers
-        start = source.properties.get(START_PROPERTY)
-        shape = read_shape(source, needs)
-        if not streaming:
-            partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
-            return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
-                                 start=start, keys=lookup.values if lookup else None, partitions=partitions,
-                                 shape=shape)
-        return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=None if whole_batches else session.max_records_per_trigger,
-                          include_headers=headers.needed,
-                          header_keys=headers.keys, start=start, shape=shape)
-
-    def read_joined(source, streaming: bool):
-        return session.raw_frame(topic_read(source, streaming))
-
-    read = topic_read(plan.source, stmt.emit_changes, plan.seek, plan.lookup)
-    raw = session.raw_frame(read)
-    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
-    state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
-    build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
-                                                       batch_id=batch_id))
-                   if plan.per_batch else None)
-    return Prepared(plan, read, raw, built, build_batch, state)
-
-
-def read_shape(source, needs: ReadNeeds) -> ReadShape:
-    """What a read of `source` carries besides key, value and headers (engine.tree.reads): the
-    worker's decoding, the raw bytes of the records it decoded only when something may read
-    them, and the metadata columns the query uses."""
-    decoding = worker_decoding(source)
-    if decoding and _covers(decoding, source) and needs.raw_bytes_unused:
-        decoding = replace(decoding, raw_undecoded_only=True)
-    return ReadShape(decoding, needs.metadata)
-
-
-def _covers(decoding, source) -> bool:
-    """Every part of the record with columns is decoded in the worker as JSON (with a flag per
-    record), the value at least: a record whose flags are all true then failed no decoding."""
-    json_roles = decoding.json_roles()
-    return "value" in json_roles and (not source.key_columns or "key" in json_roles)
-
-
-def analysed(step):
-    """Run a planning step, turning Spark's analysis errors into user errors."""
-    from pyspark.errors import AnalysisException
-
-    try:
-        return step()
-    except AnalysisException as exc:
-        raise StatementError(str(exc).splitlines()[0]) from None
 
 
 @stops_on_interrupt
@@ -131,7 +38,7 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
     limits.check_limit(stmt.limit)
     source = session.base_source(base_relation(stmt.source))
     # a mistake in the statement is reported as such even while the broker does not answer
-    plan = analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
+    plan = plan_of(session, stmt)
     plan = subscribed(plan) if subscription is not None else plan
     envelope = KeyedEnvelope([n for n, _ in plan.outputs], *subscription.envelope) if (
         subscription is not None and subscription.envelope) else None

@@ -8,7 +8,7 @@ from decimal import Decimal
 from .. import formats, types
 from ..catalog import HEADER, HEADERS, KEY, VALUE, SourceDef
 from ..engine.columns import PSEUDOCOLUMNS, ROWTIME
-from ..errors import StatementError
+from ..errors import StatementError, did_you_mean
 from ..formats import Field
 from ..sql import ast
 

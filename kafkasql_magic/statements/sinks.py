@@ -25,7 +25,7 @@ from ..sinks import mz_encode
 from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
 from ..sql import ast
 from ..sql.ast_materialize import CreateSink, DropSink
-from .queries import prepare
+from ..engine.api import prepare
 
 SHOW_SINKS_COLUMNS = ["name", "type", "topic", "envelope", "query_id", "status"]
 

@@ -135,7 +135,7 @@ def test_only_failed_records_carry_their_bytes_to_the_driver(session, broker):
 
     from kafkasql_magic.engine.columns import OFFSET, RAW_HEADERS, RAW_KEY, RAW_VALUE, result_column
     from kafkasql_magic.results import collectable
-    from kafkasql_magic.statements.queries import prepare
+    from kafkasql_magic.engine.api import prepare
 
     records = [{"key": b"k0", "value": b'{"v": 1}', "headers": [("h", b"x"), ("o", b"y"), ("h", b"z")]},
                {"key": b"k1", "value": b'{"v": '},

@@ -14,7 +14,7 @@ from kafkasql_magic.kafka.partitioner import default_partition
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql import parse_statement
-from kafkasql_magic.statements.queries import prepare
+from kafkasql_magic.engine.api import prepare
 
 PARTITIONS = 4
 

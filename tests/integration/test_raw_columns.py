@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.sql import parse_statement
-from kafkasql_magic.statements import queries
+from kafkasql_magic.engine import api
 
 VALUES = [json.dumps({"ID": i, "name": f"n{i}"}).encode() for i in range(400)]
 POISON = [b'{"id": "x"}', b"not json", b'{"id": 1} x', b"[1]", b'{"id": 1.5}']
@@ -20,7 +20,7 @@ POISON = [b'{"id": "x"}', b"not json", b'{"id": 1} x', b"[1]", b'{"id": 1.5}']
 
 def _everything(monkeypatch, session):
     """Reads carry every raw column, as before they were chosen per query."""
-    monkeypatch.setitem(session.settings, queries.PRUNE_RAW_COLUMNS, "false")
+    monkeypatch.setitem(session.settings, api.PRUNE_RAW_COLUMNS, "false")
 
 
 def _run(session, query: str, **kw):
@@ -55,7 +55,7 @@ def test_json_values_with_poison_and_tombstones(session, spark, broker, new_topi
     produced = _produced(broker.bootstrap_servers, topic, records)
     session.sql(f"CREATE STREAM rv (id BIGINT, name STRING) WITH (kafka_topic='{topic}', value_format='JSON');")
 
-    prepared = queries.prepare(session, parse_statement("SELECT id, name FROM rv;"))
+    prepared = api.prepare(session, parse_statement("SELECT id, name FROM rv;"))
     options = prepared.read.options()
     assert options["rawBytes"] == "undecoded" and json.loads(options["metadataColumns"]) == ["partition", "offset"]
     assert "topic" not in prepared.raw.columns and "timestamp" not in prepared.raw.columns
@@ -89,7 +89,7 @@ def test_json_keys_and_values_with_poison_and_tombstones(session, broker, new_to
     records[150:150] = [(0, k, v) for k, v in odd]
     produced = _produced(broker.bootstrap_servers, topic, records)
     session.sql(f"CREATE STREAM rk (k STRUCT<k BIGINT> KEY, id BIGINT) WITH (kafka_topic='{topic}', format='JSON');")
-    prepared = queries.prepare(session, parse_statement("SELECT k, id FROM rk;"))
+    prepared = api.prepare(session, parse_statement("SELECT k, id FROM rk;"))
     assert prepared.read.options()["rawBytes"] == "undecoded"
     both = F.col("__json_decoded") & F.col("__json_key_decoded")
     left_out = prepared.raw.where(both & F.col("key").isNull() & F.col("value").isNull()).count()

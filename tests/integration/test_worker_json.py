@@ -9,7 +9,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from kafkasql_magic.kafka.producer import produce
-from kafkasql_magic.statements import queries
+from kafkasql_magic.engine import api
 
 GOOD = [json.dumps({"ID": i, "name": f"n{i}", "Amount": i / 4, "n": -i, "ok": i % 2 == 0}).encode() for i in range(40)]
 ODD = [b'{"id": "7", "name": "seven"}', b'{"id": 1} x', b"null", b"[1]", b'{"n": 2147483648}', b'\t{"id": 2}',
@@ -43,7 +43,7 @@ def test_worker_decoding_matches_the_planner_record_for_record(session, spark, b
     assert decoded[0] == len(GOOD) and 0 < decoded[1] < len(mixed), decoded  # the worker did decode
 
     in_worker, log_in_worker = _run(session)
-    monkeypatch.setattr(queries, "worker_decoding", lambda source: None)
+    monkeypatch.setitem(session.settings, api.DECODE_IN_READER, "false")
     by_planner, log_by_planner = _run(session)
     assert in_worker == by_planner
     assert log_in_worker == log_by_planner and {p for p, _, _ in log_in_worker} == {1, 2}

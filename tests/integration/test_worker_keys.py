@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from kafkasql_magic.engine.build.decode import worker_decoding
 from kafkasql_magic.kafka.producer import produce
-from kafkasql_magic.statements import queries
+from kafkasql_magic.engine import api
 
 KEY = {"type": "record", "name": "K", "fields": [{"name": "k", "type": "long"}]}
 VALUE = {"type": "record", "name": "V", "fields": [
@@ -44,7 +44,7 @@ def _offsets_of(records, chosen):
 
 def _planner_only(session, query, topic, monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(queries, "worker_decoding", lambda source: None)
+        m.setitem(session.settings, api.DECODE_IN_READER, "false")
         return _rows_and_log(session, query, topic)
 
 

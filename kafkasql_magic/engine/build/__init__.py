@@ -1,8 +1,8 @@
 """Build: a QueryPlan -> Spark frames (decoding, expressions, joins, aggregation)."""
 
 from .batch_store import BatchStore
-from .query import Built, RawReader, build, select_over_frame
+from .query import Built, RawReader, analysed, build, select_over_frame
 from .retract import TableState
 from .windowed import WindowState
 
-__all__ = ["BatchStore", "Built", "RawReader", "TableState", "WindowState", "build", "select_over_frame"]
+__all__ = ["BatchStore", "Built", "RawReader", "TableState", "WindowState", "analysed", "build", "select_over_frame"]

@@ -477,6 +477,16 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
                         *[F.col(c) for c in RECORD])
 
 
+def analysed(step):
+    """Run a planning step, turning Spark's analysis errors into user errors."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return step()
+    except AnalysisException as exc:
+        raise StatementError(str(exc).splitlines()[0]) from None
+
+
 def select_over_frame(stmt: ast.Select, frame: DataFrame, qualifier: str) -> tuple[list[str], DataFrame]:
     """A SELECT over an in-memory frame whose columns are already ksql columns (the processing
     log): the same expressions and naming, none of the Kafka decoding."""

@@ -16,7 +16,7 @@ from kafkasql_magic.kafka import json_columns
 from kafkasql_magic.kafka.arrow_batch import METADATA, arrow_schema, to_record_batch
 from kafkasql_magic.kafka.source_options import ReadShape, SourceOptions
 from kafkasql_magic.kafka.worker_decoding import WorkerDecoding, parse
-from kafkasql_magic.statements.queries import read_shape
+from kafkasql_magic.engine.api import read_shape
 
 BASE = {"bootstrap.servers": "b:1", "topic": "t"}
 PAIRS = (("id", "BIGINT"), ("v", "STRING"))

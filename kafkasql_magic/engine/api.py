@@ -1,0 +1,120 @@
+"""The engine's one door: a statement's plan, and a SELECT prepared to run (its operator tree,
+what each read carries, the raw records and the built frames). Statement handlers and sinks call
+these and plan nothing themselves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from ..kafka import reads
+from ..kafka.key_partitions import lookup_partitions
+from ..kafka.source_options import ReadShape
+from ..kafka.start_position import START_PROPERTY
+from ..sql import ast
+from .analysis import QueryPlan, analyse
+from .analysis.lookup import KeyLookup
+from .analysis.seek import Seek
+from .build import Built, TableState, WindowState, analysed, build
+from .build.decode import worker_decoding
+from .tree import tree_of
+from .tree.reads import ReadNeeds, read_needs
+
+#: Session properties that turn an optimisation off ("false"), for benchmarks and tests that
+#: compare with what a read did before it (as Polars' optimisation flags):
+#: every read carries every raw and metadata column (engine.tree.reads);
+PRUNE_RAW_COLUMNS = "kafkasql.prune.raw.columns"
+#: the planner's Spark expressions decode JSON and Avro alone, nothing in the reader's worker
+#: (kafka.worker_decoding).
+DECODE_IN_READER = "kafkasql.decode.in.reader"
+
+
+@dataclass(frozen=True)
+class Switches:
+    prune_raw_columns: bool = True
+    decode_in_reader: bool = True
+
+    @classmethod
+    def of(cls, settings) -> "Switches":
+        def on(name: str) -> bool:
+            return str(settings.get(name, "true")).lower() != "false"
+        return cls(on(PRUNE_RAW_COLUMNS), on(DECODE_IN_READER))
+
+
+def plan_of(session, stmt: ast.Select) -> QueryPlan:
+    """`stmt`'s plan in the session's catalog and dialect (a mistake in it is a user error)."""
+    return analysed(lambda: analyse(stmt, session.catalog, session.dialect_now, session.text_now))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A SELECT ready to run: its plan, what it reads of its FROM source, the raw records and
+    the built frames. A per-batch plan streams `raw` and builds every micro-batch with
+    `build_batch`; `built` then only proved that every column resolves."""
+
+    plan: QueryPlan
+    read: reads.TopicRead
+    raw: object  # DataFrame
+    built: Built
+    build_batch: Callable | None
+    state: TableState | WindowState | None = None
+
+
+def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
+            changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False) -> Prepared:
+    """`keep_headers`: read every record's headers (a persistent query forwards them to its
+    output records), not only when a header column is selected. `writes`: the rows become output
+    records, which take their input records' timestamps (a sink; implied by `keep_headers`). `changelog`: the rows are a
+    table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
+    `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
+    micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot)."""
+    plan = plan or plan_of(session, stmt)
+    reset = reset or session.settings.get("auto.offset.reset", "latest")
+    tree = tree_of(plan)
+    switches = Switches.of(session.settings)
+
+    def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
+        bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
+        needs = read_needs(tree, source, headers_forwarded=keep_headers, records_forwarded=keep_headers or writes,
+                           prune_raw=switches.prune_raw_columns)
+        headers = needs.headers
+        start = source.properties.get(START_PROPERTY)
+        shape = read_shape(source, needs, switches.decode_in_reader)
+        if not streaming:
+            partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
+            return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,
+                                 start=start, keys=lookup.values if lookup else None, partitions=partitions,
+                                 shape=shape)
+        return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
+                          max_per_trigger=None if whole_batches else session.max_records_per_trigger,
+                          include_headers=headers.needed,
+                          header_keys=headers.keys, start=start, shape=shape)
+
+    def read_joined(source, streaming: bool):
+        return session.raw_frame(topic_read(source, streaming))
+
+    read = topic_read(plan.source, stmt.emit_changes, plan.seek, plan.lookup)
+    raw = session.raw_frame(read)
+    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
+    state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
+    build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
+                                                       batch_id=batch_id))
+                   if plan.per_batch else None)
+    return Prepared(plan, read, raw, built, build_batch, state)
+
+
+def read_shape(source, needs: ReadNeeds, decode_in_reader: bool = True) -> ReadShape:
+    """What a read of `source` carries besides key, value and headers (engine.tree.reads): the
+    worker's decoding, the raw bytes of the records it decoded only when something may read
+    them, and the metadata columns the query uses."""
+    decoding = worker_decoding(source) if decode_in_reader else None
+    if decoding and _covers(decoding, source) and needs.raw_bytes_unused:
+        decoding = replace(decoding, raw_undecoded_only=True)
+    return ReadShape(decoding, needs.metadata)
+
+
+def _covers(decoding, source) -> bool:
+    """Every part of the record with columns is decoded in the worker as JSON (with a flag per
+    record), the value at least: a record whose flags are all true then failed no decoding."""
+    json_roles = decoding.json_roles()
+    return "value" in json_roles and (not source.key_columns or "key" in json_roles)
