@@ -9,9 +9,8 @@ baseline: push queries over the whole bench topic, timed until every record was 
   session_aggregation    SELECT ... WINDOW SESSION (1 SECOND) GROUP BY tags EMIT CHANGES
                          (engine/build/sessions.py: sessions re-formed per micro-batch)
   stream_table_join      SELECT ... FROM bench JOIN bench_tags ON ... EMIT CHANGES (the table
-                         read afresh for every micro-batch)
-  stream_table_group_by  the same join feeding GROUP BY (the table kept as Spark state:
-                         engine/build/table_lookup.py)
+                         as keyed state: engine/lookup_join)
+  stream_table_group_by  the same join feeding GROUP BY
   table_table_join       two tables over the bench topic joined on their key (both changelogs in
                          Spark state, join keys in buckets: engine/build/table_join.py); rows/s per
                          record of one side

@@ -19,6 +19,10 @@ REQUIRED_SQL_CONF = {
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.timeType.enabled": "true",  # ksql TIME columns
     "spark.sql.variant.allowDuplicateKeys": "true",  # jsonb keeps a repeated key's last value
+    # keyed state (transformWithState needs RocksDB), each micro-batch's changes checkpointed
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
 }
 
 LOCAL_CONF = {

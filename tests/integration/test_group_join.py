@@ -196,7 +196,7 @@ def test_explain_shows_the_operator_tree(shop):
                            "EMIT CHANGES;").values)
     assert joined["Operators"].splitlines() == [
         "Project ID, PRICE",
-        "└─ BatchLookupJoin (the table read for every micro-batch): LEFT JOIN ON (O.ITEM = I.ITEM)",
+        "└─ LookupJoin (the table as keyed state): LEFT JOIN ON (O.ITEM = I.ITEM)",
         f"   ├─ Scan STREAM ORDERS AS O: topic {shop.topics['orders']}, key KAFKA, value JSON",
         f"   └─ Scan TABLE ITEMS AS I: topic {shop.topics['items']}, key KAFKA, value JSON"]
     grouped = dict(shop.sql("EXPLAIN SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;").values)

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from kafkasql_magic.engine.build.table_join import _foreign_key_step, _primary_key_step, joined_tables
-from kafkasql_magic.engine.build.table_lookup import _lookup_step
 
 
 class State:
@@ -106,16 +105,6 @@ def test_a_right_join_after_a_foreign_key_join_keeps_rows_without_a_left_row():
                    (None, None, {"ship": "box"}, 3, False), (None, None, None, 4, True)]
     out = pd.concat(list(_foreign_key_step("LEFT", "RIGHT")((0,), iter([pd.DataFrame([ship])]), State())))
     assert list(out["__pk"]) == ["7"]  # the row names its key: no left row does
-
-
-def test_a_stream_record_meets_the_table_row_of_its_time():
-    step, state = _lookup_step(keeps_unmatched=False), State()
-    got = pd.concat(list(step(("tea",), iter([pd.DataFrame([
-        change(0, "tea", {"sale": 1}, 5, 0), change(1, "tea", {"price": 2}, 1, 0),
-        change(1, "tea", {"price": 3}, 10, 1), change(0, "tea", {"sale": 2}, 10, 1)])]), state)))
-    assert [(json.loads(r["__l"])["sale"], json.loads(r["__r"])["price"]) for r in got.to_dict("records")] == [
-        (1, 2), (2, 3)]  # a table change at the same time as a record comes first
-    assert json.loads(state.value[0]) == {"price": 3}
 
 
 def test_a_bucket_of_keys_joins_each_key_on_its_own():

@@ -101,6 +101,9 @@ class QueryPlan:
     #: A SUBSCRIBE over a join of two relations (analysis.diff_joins): both kept whole as
     #: multisets in Spark state, the result's changes as rows after `mz_timestamp` and `mz_diff`.
     diffs: bool = False
+    #: A push query joining a stream with a table on its key (analysis.table_joins.looks_up_table):
+    #: the table is keyed state, each record joined with its row as it is then.
+    looks_up: bool = False
     #: A SUBSCRIBE's output (analysis.subscribe: APPEND, CHANGELOG, AGGREGATE or JOIN): how its rows
     #: become Materialize's diffs (`mz_timestamp`, `mz_diff`, then the columns); None otherwise.
     changes: str | None = None

@@ -25,7 +25,7 @@ from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERV
 from .join_key import JoinKey, is_synthetic_ref, join_key_of, key_output
 from .lookup import key_lookup
 from .seek import Seek, seek_of
-from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, table_join_kind
+from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, looks_up_table, table_join_kind
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of
@@ -60,9 +60,10 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
+    looks_up = looks_up_table(stmt, inputs, diffs)
     per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
                                             and all(i.kind == TABLE for i in inputs[1:]) and table_join is None
-                                            and not diffs)
+                                            and not diffs and not looks_up)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
@@ -79,7 +80,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
         tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
-        table_join=table_join, join_key=join, diffs=diffs)
+        table_join=table_join, join_key=join, diffs=diffs, looks_up=looks_up and not tracks_time)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)

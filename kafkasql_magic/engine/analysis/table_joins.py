@@ -122,12 +122,16 @@ def _qualified(expr: ast.Expr, inputs) -> str:
     return render(expr if side is None else replace(expr, qualifier=inputs[side[0]].qualifiers[0]))
 
 
-def tracks_table(plan) -> bool:
-    """A push aggregation over a stream joined with one table keeps the table as Spark state
-    (engine/build/table_lookup.py), so each record meets the table as it is then."""
-    inputs = plan.inputs
-    return (plan.aggregating and plan.push and len(inputs) == 2 and inputs[0].kind == STREAM
-            and inputs[1].kind == TABLE and inputs[1].view is None and inputs[0].view is None)
+def looks_up_table(stmt: ast.Select, inputs: list[Input], diffs: bool) -> bool:
+    """A push query joining a stream with one table on the table's primary key (INNER or LEFT,
+    ksqlDB's stream-table join) keeps the table as keyed state (engine/lookup_join), so each
+    record meets the table as it is then, and no micro-batch reads the table again."""
+    if not (stmt.emit_changes and not diffs and len(inputs) == 2 and inputs[0].kind == STREAM
+            and inputs[1].kind == TABLE and inputs[1].view is None and inputs[0].view is None
+            and stmt.joins[0].kind in ("INNER", "LEFT") and stmt.joins[0].within is None):
+        return False
+    sides = _sides(stmt.joins[0].on, inputs)
+    return sides is not None and _is_key(sides[1], inputs[1])
 
 
 def check_lookup_join(stmt: ast.Select, inputs: list[Input], aggregating: bool) -> None:

@@ -27,7 +27,7 @@ from .aggregate import aggregated, computing_error
 from . import order, window_keys
 from .retract import TableState, retracted
 from .table_join import table_joined, tombstoned
-from .table_lookup import looked_up
+from ..lookup_join.state_spark import looked_up
 from .timed_join import watermarked
 from .sessions import sessions
 from .windowed import WindowState, windowed

@@ -10,7 +10,6 @@ from __future__ import annotations
 from ...sql import ast
 from ..analysis.plan import TABLE, Input, QueryPlan
 from ..analysis.subscribe import CHANGELOG
-from ..analysis.table_joins import tracks_table
 from . import nodes as n
 
 
@@ -61,7 +60,7 @@ def _join_kind(plan: QueryPlan, join: ast.Join) -> type[n.BinaryJoin]:
         return n.BatchLookupJoin
     if join.within is not None:
         return n.StreamStreamJoin
-    if tracks_table(plan):
+    if plan.looks_up:
         return n.LookupJoin
     return n.SnapshotJoin  # a table read once, when the query starts
 
