@@ -52,7 +52,9 @@ def test_a_join_star_is_prefixed_in_ksql_only():
 
 @pytest.mark.parametrize("text, per_batch, capture", [
     ("SELECT * FROM orders EMIT CHANGES;", False, CAPTURE_NONE),
-    ("SELECT o.id, i.price FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;", True, CAPTURE_FRAMES),
+    ("SELECT o.id, i.price FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;", False, CAPTURE_METRICS),
+    ("SELECT o.id, i.price FROM orders o JOIN items i ON o.item = i.item JOIN items j ON o.item = j.item "
+     "EMIT CHANGES;", True, CAPTURE_FRAMES),
     ("SELECT i.item, COUNT(*) FROM orders o JOIN items i ON o.item = i.item GROUP BY i.item EMIT CHANGES;",
      False, CAPTURE_METRICS),
     ("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", False, CAPTURE_METRICS),
