@@ -161,3 +161,15 @@ def test_avro_through_an_https_registry_and_schema_inference(over_tls):
     df = over_tls.sql(f"SELECT * FROM I_{src};")
     assert list(df.columns) == ["V", "N"] and df.values.tolist() == [["a", 1.5]]
 
+
+def test_a_ca_that_did_not_sign_the_brokers_certificate_is_a_clear_error(tls, spark):
+    s = ks.connect(bootstrap_servers=tls.bootstrap, spark=spark, timeout=90, config=tls_config(tls, tls.other_ca))
+    started = time.monotonic()
+    try:
+        with pytest.raises(ks.KStreamError) as info:
+            s.sql(f"CREATE STREAM CA_{tag()} (V STRING) WITH (kafka_topic='ca-{tag()}', value_format='JSON', "
+                  "partitions=1);")
+    finally:
+        s.stop()
+    assert time.monotonic() - started < 15
+    assert tls.bootstrap in str(info.value) and "certificate verify failed" in str(info.value)
