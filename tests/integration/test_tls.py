@@ -173,3 +173,20 @@ def test_a_ca_that_did_not_sign_the_brokers_certificate_is_a_clear_error(tls, sp
         s.stop()
     assert time.monotonic() - started < 15
     assert tls.bootstrap in str(info.value) and "certificate verify failed" in str(info.value)
+
+
+def test_a_registry_whose_certificate_the_ca_did_not_sign_is_a_clear_error(tls, spark):
+    config = {**tls_config(tls, tls.ca), "schema.registry.ssl.ca.location": str(tls.other_ca)}
+    s = ks.connect(bootstrap_servers=tls.bootstrap, schema_registry_url=tls.registry_url, spark=spark, timeout=90,
+                   config=config)
+    name = f"RG_{tag()}"
+    try:
+        s.sql(f"CREATE STREAM {name} (ID INT KEY, V STRING) WITH (kafka_topic='{name.lower()}', "
+              "value_format='AVRO', partitions=1);")
+        started = time.monotonic()
+        with pytest.raises(ks.KStreamError) as info:
+            s.sql(f"INSERT INTO {name} (ID, V) VALUES (1, 'a');")  # registers the value schema
+    finally:
+        s.stop()
+    assert time.monotonic() - started < 15
+    assert tls.registry_url in str(info.value) and "CERTIFICATE_VERIFY_FAILED" in str(info.value), str(info.value)
