@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..errors import StatementError
-from ..sql import ast
+from ..sql import ast, ast_materialize
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,8 @@ def _postgres_name(e: ast.Expr) -> str:
         return e.name.lower()
     if isinstance(e, ast.Dereference):
         return e.field.lower()
+    if isinstance(e, ast_materialize.MapLiteral):
+        return "map"
     return e.name.lower() if isinstance(e, ast.FunctionCall) else "?column?"
 
 

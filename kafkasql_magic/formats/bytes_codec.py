@@ -17,25 +17,27 @@ def _unsigned(b: Column) -> Column:
     return F.conv(F.hex(b), 16, 10).cast("bigint")
 
 
-def _in_order(b: Column, width: int, little_endian: bool) -> Column:
-    if not little_endian:
+def _in_order(b: Column, width: int, little_endian: bool | Column) -> Column:
+    """`b` big-endian: reversed when `little_endian` (a flag, or a boolean column per record)."""
+    if little_endian is False:
         return b
-    return F.concat(*[F.substring(b, i, 1) for i in range(width, 0, -1)])
+    reversed_ = F.concat(*[F.substring(b, i, 1) for i in range(width, 0, -1)])
+    return reversed_ if little_endian is True else F.when(little_endian, reversed_).otherwise(b)
 
 
-def int_from_bytes(b: Column, little_endian: bool = False) -> Column:
+def int_from_bytes(b: Column, little_endian: bool | Column = False) -> Column:
     u = _unsigned(_in_order(b, 4, little_endian))
     return F.when(u >= 2147483648, u - _TWO_32).otherwise(u).cast("int")
 
 
-def bigint_from_bytes(b: Column, little_endian: bool = False) -> Column:
+def bigint_from_bytes(b: Column, little_endian: bool | Column = False) -> Column:
     b = _in_order(b, 8, little_endian)
     high = int_from_bytes(F.substring(b, 1, 4)).cast("bigint")
     low = _unsigned(F.substring(b, 5, 4))
     return F.shiftleft(high, 32).bitwiseOR(low)
 
 
-def double_from_bytes(b: Column, little_endian: bool = False) -> Column:
+def double_from_bytes(b: Column, little_endian: bool | Column = False) -> Column:
     """IEEE 754 binary64 from its 8 bytes, by sign, exponent and mantissa."""
     bits = bigint_from_bytes(b, little_endian)
     exponent = F.shiftright(bits, 52).bitwiseAND(0x7FF)

@@ -24,7 +24,7 @@ from typing import Sequence
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import types
+from .. import redact, types
 from ..errors import StatementError
 from ..sql import ast
 from . import protobuf_schema, protobuf_types
@@ -136,8 +136,8 @@ def _serialize_framed(spec, format_name: str, role: str, msg) -> bytes:
     try:
         return ser(msg, ctx)
     except Exception as exc:  # noqa: BLE001 - registry refusals are user errors
-        raise StatementError(
-            f"Failed to serialize {role} as {format_name} for subject {sr.subject(topic, role)}: {exc}") from exc
+        raise StatementError(redact.text(f"Failed to serialize {role} as {format_name} for subject "
+                                         f"{sr.subject(topic, role)} (schema registry at {url}): {exc}")) from exc
 
 
 # ---------------------------------------------------------------- schemas, cached per process

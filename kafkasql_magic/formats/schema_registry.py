@@ -262,5 +262,5 @@ def serialize(kind: str, spec, format_name: str, role: str, schema_text: str, va
     except StatementError:
         raise
     except Exception as exc:  # noqa: BLE001 - registry refusals and bad values are user errors
-        raise StatementError(
-            f"Failed to serialize {role} as {format_name} for subject {subject(topic, role)}: {exc}") from exc
+        raise StatementError(redact.text(f"Failed to serialize {role} as {format_name} for subject "
+                                         f"{subject(topic, role)} (schema registry at {url}): {exc}")) from exc

@@ -25,6 +25,7 @@ _LIBRDKAFKA_LOG = logging.getLogger("kafkasql_magic.kafka.librdkafka")
 _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 
 _ADMINS: dict[tuple, object] = {}
+_REPORTERS: dict[tuple, "_Reported"] = {}  # the admin clients' error callbacks, by the same key
 _UNREACHABLE_CODES = ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE")
 _ADMINS_LOCK = threading.Lock()
 
@@ -54,6 +55,20 @@ def client_conf(bootstrap: str, conf: Mapping[str, object] | None = None) -> dic
     return out
 
 
+class _Reported:
+    """An admin client's `error_cb`: the last error librdkafka reported (a refused TLS handshake,
+    a failed authentication), served when the client is polled."""
+
+    def __init__(self):
+        self.last: str | None = None
+
+    def __call__(self, err) -> None:
+        from confluent_kafka import KafkaError as CKError
+
+        if err.code() != CKError._ALL_BROKERS_DOWN:  # says less than the error before it
+            self.last = err.str()
+
+
 def admin_client(bootstrap: str, conf: Mapping[str, object] | None = None):
     """A cached AdminClient per (bootstrap, conf); clients reconnect by themselves."""
     from confluent_kafka.admin import AdminClient
@@ -63,7 +78,8 @@ def admin_client(bootstrap: str, conf: Mapping[str, object] | None = None):
     with _ADMINS_LOCK:
         admin = _ADMINS.get(key)
         if admin is None:
-            admin = _ADMINS[key] = AdminClient(settings)
+            reporter = _REPORTERS[key] = _Reported()
+            admin = _ADMINS[key] = AdminClient({"error_cb": reporter, **settings})
         return admin
 
 
@@ -72,12 +88,27 @@ def drop_clients(bootstrap: str) -> None:
     with _ADMINS_LOCK:
         for key in [k for k in _ADMINS if k[0] == bootstrap]:
             del _ADMINS[key]
+            _REPORTERS.pop(key, None)
+
+
+def reported_error(bootstrap: str) -> str | None:
+    """The last error the admin clients of `bootstrap` reported (taken: asked once), if any."""
+    with _ADMINS_LOCK:
+        clients = [(_ADMINS[k], _REPORTERS[k]) for k in _ADMINS if k[0] == bootstrap and k in _REPORTERS]
+    found = None
+    for client, reporter in clients:
+        client.poll(0)
+        found, reporter.last = reporter.last or found, None
+    return found
 
 
 def _unreachable(bootstrap: str, timeout: float, exc: BaseException | None = None) -> KafkaError:
+    """Why no broker answered: librdkafka's own reason when a client reported one (TLS, SASL)."""
+    reason = reported_error(bootstrap)
     detail = f": {exc}" if exc is not None else ""
     return BrokerUnreachable(
         f"Kafka broker at {bootstrap} did not answer within {timeout:g}s{detail}"
+        + (f" (the client's last error: {reason})" if reason else "")
     )
 
 

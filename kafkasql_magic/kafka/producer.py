@@ -82,18 +82,17 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, **kwargs) -> b
 
 def _write_time_zero(prod, settings: Mapping[str, object], topic: str, record: Mapping, timeout: float) -> None:
     """A record of time 0, after the records before it are acknowledged (`zero_time`)."""
-    from .zero_time import ZeroTimeFailed, produce_zero_time
-
-    if prod.flush(timeout):
-        raise KafkaError(f"records to topic {topic!r} were not acknowledged within {timeout:g}s")
+    from .zero_time import NotAcknowledged, ZeroTimeFailed, write_in_order
 
     def raw(data):
         return data.encode() if isinstance(data, str) else data
 
     row = (raw(record.get("key")), raw(record.get("value")), record.get("headers"), record.get("partition", -1))
     try:
-        produce_zero_time(prod, settings, topic, [row], timeout)
-    except (ZeroTimeFailed, OSError) as exc:
+        write_in_order(prod, settings, topic, [row], timeout)
+    except NotAcknowledged:
+        raise KafkaError(f"records to topic {topic!r} were not acknowledged within {timeout:g}s") from None
+    except ZeroTimeFailed as exc:
         raise KafkaError(f"Cannot write a record of time 0 to topic {topic!r}: {exc}") from exc
 
 

@@ -177,16 +177,17 @@ def _zero_times(batch) -> list | None:
 def _write_zero_run(producer, options: SinkOptions, run: list, failures: list) -> None:
     """Records of time 0 (`zero_time`), after every record produced before them is acknowledged,
     so a partition keeps the batch's order."""
-    from kafkasql_magic.kafka.zero_time import ZeroTimeFailed, produce_zero_time
+    from kafkasql_magic.kafka.zero_time import NotAcknowledged, ZeroTimeFailed, write_in_order
 
     topic = options.topic
-    if producer.flush(options.flush_timeout) or failures:
-        raise DeliveryFailed(f"records to topic {topic!r} were not acknowledged before {len(run)} record(s) "
-                             f"of time 0 (bootstrap {options.bootstrap}){': ' + failures[0] if failures else ''}")
     rows = [(key, value, hdrs, part) for key, value, hdrs, _, part in run]
     try:
-        produce_zero_time(producer, options.producer_conf(), topic, rows, options.flush_timeout)
-    except (ZeroTimeFailed, OSError) as exc:
+        write_in_order(producer, options.producer_conf(), topic, rows, options.flush_timeout, failures)
+    except NotAcknowledged as exc:
+        raise DeliveryFailed(f"records to topic {topic!r} were not acknowledged before {len(run)} record(s) of "
+                             f"time 0 (bootstrap {options.bootstrap}){': ' + exc.failure if exc.failure else ''}"
+                             ) from None
+    except ZeroTimeFailed as exc:
         raise DeliveryFailed(f"Cannot write {len(run)} record(s) of time 0 to topic {topic!r} (bootstrap "
                              f"{options.bootstrap}): {exc}") from exc
 

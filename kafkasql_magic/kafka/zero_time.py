@@ -27,6 +27,15 @@ class ZeroTimeFailed(RuntimeError):
     """A record of time 0 could not be written (the task, so the micro-batch, fails)."""
 
 
+class NotAcknowledged(ZeroTimeFailed):
+    """Records produced before those of time 0 were not all acknowledged: writing them now
+    would change a partition's order. `failure` is the first delivery error seen, if any."""
+
+    def __init__(self, failure: str | None):
+        super().__init__(failure or "not acknowledged in time")
+        self.failure = failure
+
+
 def _crc32c_table() -> list[int]:
     table = []
     for n in range(256):
@@ -132,6 +141,20 @@ def _read(conn, size: int) -> bytes:
             raise ZeroTimeFailed("the broker closed the connection before answering")
         data += chunk
     return bytes(data)
+
+
+def write_in_order(producer, conf: Mapping[str, object], topic: str,
+                   records: Sequence[tuple[bytes | None, bytes | None, list | None, int]], timeout: float,
+                   delivery_failures: Sequence[str] = ()) -> int:
+    """`produce_zero_time`, once every record `producer` sent before is acknowledged (a partition
+    keeps its order): NotAcknowledged when the flush leaves records or `delivery_failures` (the
+    caller's delivery callbacks') holds one; a socket error is a ZeroTimeFailed too."""
+    if producer.flush(timeout) or delivery_failures:
+        raise NotAcknowledged(delivery_failures[0] if delivery_failures else None)
+    try:
+        return produce_zero_time(producer, conf, topic, records, timeout)
+    except OSError as exc:
+        raise ZeroTimeFailed(str(exc)) from exc
 
 
 def produce_zero_time(producer, conf: Mapping[str, object], topic: str,

@@ -93,6 +93,13 @@ def base_relation(item: Node) -> str:
 
 
 @dataclass(frozen=True)
+class MapLiteral(Expr):
+    """`MAP['k' => v, ...]`: a map of text keys; a repeated key keeps its last value."""
+
+    entries: tuple[tuple[Expr, Expr], ...]
+
+
+@dataclass(frozen=True)
 class MapLookup(Expr):
     """`map -> key`: the value under `key` in a map (NULL when absent). Over jsonb (JSON text),
     `doc -> 'key'` / `doc -> 0` is a member / array element as jsonb, and `doc ->> ...`

@@ -282,6 +282,12 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
         call = ast.FunctionCall(name.upper(), tuple(args), **_pos(meta))
         return mz_ast.OrderedCall(call, order_by, **_pos(meta))
 
+    def map_literal(self, meta, *entries):
+        return mz_ast.MapLiteral(tuple(e for e in entries if e is not None), **_pos(meta))
+
+    def map_entry(self, meta, key, value):
+        return key, value
+
     def map_lookup(self, meta, base, key):
         return mz_ast.MapLookup(base, key, **_pos(meta))
 
@@ -305,6 +311,7 @@ class MaterializeDialect(Dialect):
     name_rules = ("identifier", "alias_name")
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
+    opening_terminals = frozenset({"_MAP_OPEN"})
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
     statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP INSERT UPDATE DELETE"
     syntax_headline = None  # Materialize puts the reason on the first line

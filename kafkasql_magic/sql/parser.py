@@ -110,6 +110,8 @@ class Dialect:
     statement_words = ("SELECT CREATE INSERT DESCRIBE SHOW LIST DROP PRINT SET UNSET DEFINE "
                        "UNDEFINE EXPLAIN TERMINATE")
     literal_terminals = frozenset({"STRING_LITERAL", "INTEGER_VALUE", "DECIMAL_VALUE", "FLOAT_VALUE"})
+    #: Terminals that open both an expression and a type (Materialize's `MAP[`).
+    opening_terminals: frozenset[str] = frozenset()
     #: The first line of a syntax error after `line L:C:` (ksqlDB's), the reason under it.
     syntax_headline: str | None = "Syntax Error"
 
@@ -164,8 +166,8 @@ class Dialect:
             # the token sets of the rules that take one name, largest first
             "names": sorted({_terminals_of(lark, r) for r in self.name_rules} - {frozenset()},
                             key=len, reverse=True),
-            "expression": identifiers | literals | names(self.expression_words),
-            "type": names(self.type_words),
+            "expression": identifiers | literals | names(self.expression_words) | self.opening_terminals,
+            "type": names(self.type_words) | self.opening_terminals,
             "operator": names(self.operator_words),
             "number": literals - {"STRING_LITERAL"},
             "statement": names(self.statement_words),

@@ -64,6 +64,7 @@ RENDERERS = {
     ast.Dereference: lambda r, e: f"{r(e.base)}->{r.ident(e.field)}",
     ast.Subscript: lambda r, e: f"{r(e.base)}[{r(e.index)}]",
     ast_materialize.MapLookup: lambda r, e: f"{r(e.base)} {e.op} {r(e.key)}",
+    ast_materialize.MapLiteral: lambda r, e: "MAP[" + ", ".join(f"{r(k)} => {r(v)}" for k, v in e.entries) + "]",
     ast_materialize.JsonPath: lambda r, e: f"{r(e.base)} {e.op} {r(e.path)}",
     ast.FunctionCall: lambda r, e: CONSTRUCTORS.get(e.name, _call)(r, e),
     ast.StructConstructor: lambda r, e: f"STRUCT({', '.join(f'{r.ident(n)}:={r(v)}' for n, v in e.fields)})",

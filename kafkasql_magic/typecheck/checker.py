@@ -124,6 +124,9 @@ class Checker:
     def _JsonPath(self, e) -> ast.Type | None:
         return jsonb.json_path_type(self, e)
 
+    def _MapLiteral(self, e) -> ast.Type:
+        return jsonb.map_literal_type(self, e)
+
     def _Subscript(self, e: ast.Subscript) -> ast.Type | None:
         base, index = self.type_of(e.base), self.type_of(e.index)
         if base is None:

@@ -22,6 +22,23 @@ def map_lookup_type(checker, e) -> ast.Type | None:
     return base.value
 
 
+def map_literal_type(checker, e) -> ast.Type:
+    """`MAP[k => v, ...]`: text keys, values of one type (numbers widen; all NULL: text)."""
+    if not e.entries:
+        raise checker.error(e, "cannot determine type of empty map")
+    value = None
+    for k, v in e.entries:
+        key = checker.type_of(k)
+        if key is not None and key.name != "STRING":
+            raise checker.error(k, f"MAP key {checker.describe(k, key)} must have type text")
+        wider = widen(value, checker.type_of(v))
+        if wider is False:
+            raise checker.error(v, f"MAP values must have one type: {checker.describe(v, checker.type_of(v))} "
+                                   f"differs from {checker.messages.type_name(value)}")
+        value = wider
+    return ast.Type("MAP", key=ast.Type("STRING"), value=value or ast.Type("STRING"))
+
+
 def json_path_type(checker, e) -> ast.Type | None:
     """jsonb's `#>` / `#>>`: text, the path a text array literal."""
     base, path = checker.type_of(e.base), checker.type_of(e.path)

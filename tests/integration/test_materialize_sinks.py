@@ -157,6 +157,29 @@ def test_headers_column_of_a_ksql_stream_and_avro_debezium(mz, broker, new_topic
         (i, f"v{i}", f"t{i}") for i in range(3)]
 
 
+def test_map_literal_in_a_snapshot_and_as_a_views_headers_column(mz, broker, new_topic):
+    """Materialize's `MAP['k' => v, ...]`: text keys, a repeated key's last value, nested maps;
+    a view's map column written as the sink's HEADERS."""
+    src = upsert_source(mz, broker, new_topic, [("k1", "a"), ("k2", "b")])
+    df = mz.sql(f"SELECT id, MAP['a' => 'x', 'id' => id, 'a' => text] AS m, MAP['n' => MAP['v' => 1]], "
+                f"MAP['a' => id] -> 'a' AS back FROM {src} ORDER BY id", **MZ)
+    assert list(df.columns) == ["id", "m", "map", "back"]
+    assert list(df["m"]) == [{"a": "a", "id": "k1"}, {"a": "b", "id": "k2"}]
+    assert df["map"][0] == {"n": {"v": 1}} and list(df["back"]) == ["k1", "k2"]
+    view = f"v_{tag()}"
+    mz.sql(f"CREATE VIEW {view} AS SELECT id, text, MAP['source' => 'web', 'v' => text] AS hs FROM {src}", **MZ)
+    out = f"maph-{tag()}"
+    query = mz.sql(f"CREATE SINK maph_{out[5:]} FROM {view} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                   f"(TOPIC '{out}') KEY (id) NOT ENFORCED HEADERS hs KEY FORMAT TEXT VALUE FORMAT JSON "
+                   "ENVELOPE UPSERT", **MZ)
+    assert query.wait_for_records(2, 120), query.failure
+    got = read_back(broker, out, 2)
+    assert sorted((r["key"], sorted(r["headers"])) for r in got) == [
+        (b"k1", [("source", b"web"), ("v", b"a")]), (b"k2", [("source", b"web"), ("v", b"b")])]
+    with pytest.raises(ks.KStreamError, match="must have type text"):
+        mz.sql(f"SELECT MAP[1 => 'x'] FROM {src}", **MZ)
+
+
 def test_an_upsert_tombstone_carries_the_deleted_rows_headers(mz, broker, new_topic):
     """Materialize writes a deleted row's HEADERS column on its tombstone: the row that went,
     not the delete record (which has no value)."""

@@ -1,6 +1,8 @@
 """Planner and decoding on Spark, over an in-memory frame with the raw Kafka schema (no broker)."""
 
+import base64
 import datetime as dt
+import json
 import struct
 
 import pytest
@@ -79,6 +81,23 @@ def test_function_error_in_where_skips_the_row_and_logs_it(spark):
                        [{"value": b"\x01"}, {"value": b"\x00\x00\x00\x05"}])
     assert batch.rows == [(b"\x00\x00\x00\x05",)]
     assert len(batch.errors) == 1 and "Number of bytes must be equal to 4, but found 1" in batch.errors[0]["MESSAGE"]
+
+
+def test_a_byte_order_computed_per_record(spark):
+    """ksqlDB evaluates the byte order per record: an unknown one (NULL too) gives NULL and its
+    processing-log entry (BytesUtils.byteOrderType's message); the good ones decode."""
+    names, batch = run(
+        spark, "CREATE STREAM b (v BYTES, o STRING) WITH (kafka_topic='t', value_format='JSON');",
+        "SELECT INT_FROM_BYTES(v, o) AS i, BIGINT_FROM_BYTES(CONCAT(v, v), o) AS l FROM b EMIT CHANGES;",
+        [{"value": json.dumps({"V": base64.b64encode(bytes.fromhex(h)).decode(), "O": o}).encode()}
+         for h, o in [("E5070000", "little_endian"), ("000007E5", "BIG_ENDIAN"), ("000007E5", "middle"),
+                      ("000007E5", None), ("07E5", "BIG_ENDIAN")]])
+    assert batch.rows == [(2021, 2021 + (2021 << 32)), (2021, 2021 + (2021 << 32)), (None, None), (None, None),
+                          (None, None)]
+    messages = [e["MESSAGE"].split(": ", 1)[1] for e in batch.errors]
+    assert messages == ["Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order 'middle'.",
+                        "Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order 'null'.",
+                        "Number of bytes must be equal to 4, but found 2"]  # a row's first error
 
 
 @pytest.mark.parametrize("select, message", [

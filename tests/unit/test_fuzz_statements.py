@@ -75,7 +75,10 @@ VOCABULARY = (
     "ARRAY MAP STRUCT DECIMAL INT BIGINT STRING BYTES TIMESTAMP ABS SUM COUNT ARRAY_LENGTH NOPE "
     "( ) [ ] , ; * + - / % || -> = <> < <= > >= :: . ID V X N A M S ROWTIME WINDOWSTART"
 ).split() + ["99999999999999999999999999999", "1e999", "123456789012345678901234567890123456789.5",
-             "0", "-1", "''", "'x'", "DECIMAL(100, 2)", "DECIMAL(0, 0)", "99999999999 DAYS", "0 SECONDS"]
+             "0", "-1", "''", "'x'", "DECIMAL(100, 2)", "DECIMAL(0, 0)", "99999999999 DAYS", "0 SECONDS",
+             # Materialize's operators, casts and map literals; a byte order computed per record
+             "=>", "->>", "#>", "#>>", "MAP[", "MAP['k' => ID]", "MAP[V => MAP['x' => X]]", "MAP[]", "::text",
+             "::map[text=>int]", "'{a,-1}'", "SUBSCRIBE", "INT_FROM_BYTES(TO_BYTES(V, 'hex'), V)"]
 
 T = ast.Type
 COLUMNS = {

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import struct
 
-from kafkasql_magic.kafka.zero_time import crc32c, partition_errors, produce_request, record_batch, varint
+import pytest
+
+from kafkasql_magic.kafka.zero_time import (NotAcknowledged, ZeroTimeFailed, crc32c, partition_errors,
+                                            produce_request, record_batch, varint, write_in_order)
 
 
 def test_crc32c_and_varints_are_kafka_s():
@@ -31,3 +34,35 @@ def test_a_produce_request_and_its_answer():
     assert request.endswith(struct.pack(">ii", 2, 5) + b"BATCH")
     answer = struct.pack(">iih", 7, 1, 1) + b"t" + struct.pack(">iihqqi", 1, 2, 6, -1, -1, 0)
     assert partition_errors(answer, 7) == {2: 6}
+
+
+class FakeProducer:
+    """A producer whose flush leaves `left` records and whose metadata lookup fails with `error`."""
+
+    def __init__(self, left=0, error=None):
+        self.left, self.error, self.flushed = left, error, []
+
+    def flush(self, timeout):
+        self.flushed.append(timeout)
+        return self.left
+
+    def list_topics(self, topic, timeout):
+        raise self.error
+
+
+def test_records_of_time_zero_wait_for_those_before_them():
+    with pytest.raises(NotAcknowledged) as info:
+        write_in_order(FakeProducer(left=2), {}, "t", [(None, b"v", None, 0)], 5.0)
+    assert info.value.failure is None
+    with pytest.raises(NotAcknowledged) as info:
+        write_in_order(FakeProducer(), {}, "t", [(None, b"v", None, 0)], 5.0, ["Broker: Message too large"])
+    assert info.value.failure == "Broker: Message too large"
+
+
+def test_a_refused_protocol_or_a_socket_error_is_a_zero_time_failure():
+    producer = FakeProducer(error=ConnectionRefusedError(111, "Connection refused"))
+    with pytest.raises(ZeroTimeFailed, match="Connection refused") as info:
+        write_in_order(producer, {}, "t", [(None, b"v", None, 0)], 5.0)
+    assert not isinstance(info.value, NotAcknowledged) and producer.flushed == [5.0]
+    with pytest.raises(ZeroTimeFailed, match="security.protocol=SSL"):
+        write_in_order(FakeProducer(), {"security.protocol": "ssl"}, "t", [(None, b"v", None, 0)], 5.0)

@@ -212,6 +212,13 @@ class Compiler:
             return jsonb.jsonb_get(base, key, by_index=by_index, as_text=e.as_text)
         return F.try_element_at(base, key)
 
+    def _MapLiteral(self, e) -> Column:
+        """Materialize's `MAP[k => v, ...]`: a repeated key keeps its last value (the session's
+        LAST_WIN policy); an entry whose key is NULL is left out, as `map_agg` leaves it."""
+        entries = F.array(*[F.struct(self.compile(k).cast("string").alias("k"), self.compile(v).alias("v"))
+                            for k, v in e.entries])
+        return F.map_from_entries(F.filter(entries, lambda entry: entry["k"].isNotNull()))
+
     def _JsonPath(self, e) -> Column:
         """jsonb's `#>` / `#>>` over JSON text (jsonb.py); the path, a text array literal, was
         checked by the type checker."""

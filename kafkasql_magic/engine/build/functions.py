@@ -44,25 +44,33 @@ _BYTE_ORDERS = {"BIG_ENDIAN": False, "LITTLE_ENDIAN": True}
 
 
 def _from_bytes(decoder, width: int) -> Builder:
+    """ksqlDB's *_FROM_BYTES(bytes [, byte_order]): a byte order written as a literal is checked
+    at once; one computed per record (ksqlDB's `BytesUtils.byteOrderType`) that is neither order,
+    NULL included, makes the result NULL with a processing-log entry, as a wrong width does."""
     def build(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
-        little = False
-        if len(args) > 1:
+        little: bool | Column = False
+        bad_order = F.lit(False)
+        if len(args) > 1 and isinstance(exprs[1], ast.Literal):
             order = _literal_text(exprs[1])
-            if order is None:
-                raise StatementError("The byte order of a *_FROM_BYTES function must be a string literal.")
-            if order.upper() not in _BYTE_ORDERS:
-                raise StatementError(
-                    f"Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order '{order}'."
-                )
+            if order is None or order.upper() not in _BYTE_ORDERS:
+                raise StatementError(f"{_UNKNOWN_BYTE_ORDER}'{'null' if exprs[1].value is None else exprs[1].value}'.")
             little = _BYTE_ORDERS[order.upper()]
+        elif len(args) > 1:
+            order = F.upper(args[1])
+            little = order == F.lit("LITTLE_ENDIAN")
+            bad_order = F.coalesce(~order.isin(*_BYTE_ORDERS), F.lit(True))
+            ctx.fail(bad_order, F.concat(F.lit(_UNKNOWN_BYTE_ORDER + "'"), F.coalesce(args[1], F.lit("null")),
+                                         F.lit("'.")))
         b = args[0]
-        bad = b.isNotNull() & (F.length(b) != width)
+        bad = ~bad_order & b.isNotNull() & (F.length(b) != width)
         ctx.fail(bad, F.concat(F.lit(f"Number of bytes must be equal to {width}, but found "),
                                F.length(b).cast("string")))
-        return F.when(~bad, decoder(b, little))
+        return F.when(~bad & ~bad_order, decoder(b, little))
 
     return build
 
+
+_UNKNOWN_BYTE_ORDER = "Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order "
 
 _UNKNOWN_ENCODING = "Unknown encoding type '{}'. Supported formats are 'hex', 'utf8', 'ascii', and 'base64'."
 
