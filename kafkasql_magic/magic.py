@@ -86,6 +86,48 @@ def _display_live(query):
     return handle
 
 
+class CellFeedback:
+    """What a cell shows while its statements wait (a `Session.feedback`): Spark starting, with
+    the seconds so far, then a LIMIT query's columns and status line (its live view, without a
+    Stop button: Interrupt ends it). All in one display, cleared when the statements end, so the
+    result (or the error) is what stays."""
+
+    def __init__(self):
+        self._handle = None
+        self._shown = None
+
+    def _show(self, shown) -> None:
+        from IPython.display import display
+
+        if self._handle is None:
+            self._handle = display(shown, display_id=True)
+        else:
+            self._handle.update(shown)
+        self._close_shown()
+        self._shown = shown
+
+    def spark_starting(self, since: float, *, background: bool) -> None:
+        from .live.view import StartingView
+
+        self._show(StartingView(since, background=background))
+
+    def query_waiting(self, query) -> None:
+        from .live.view import LiveView
+
+        self._show(LiveView(query.model, on_stop=query.stop))
+
+    def _close_shown(self) -> None:
+        if self._shown is not None:
+            self._shown.close()
+            self._shown = None
+
+    def close(self) -> None:
+        self._close_shown()
+        if self._handle is not None:
+            self._handle.update({}, raw=True)
+            self._handle = None
+
+
 def _display_card(session: Session, query):
     """A persistent query's card, kept current until the query ends. Terminate runs TERMINATE
     through the session, so the command topic records it as any TERMINATE statement."""
@@ -181,7 +223,8 @@ class KStreamMagics(Magics):
 
         A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
         in the background until you press Stop; running its cell again replaces it. With `LIMIT n`
-        the cell waits for n rows and shows them as a table (Interrupt stops the query); so does a
+        the cell waits for n rows, showing the query's columns and status meanwhile (what it
+        reads, time, rows so far), then shows them as a table (Interrupt stops the query); so does a
         SELECT without EMIT CHANGES (a snapshot of the topic as it is now). `-o NAME` binds the
         pandas DataFrame; the cell returns it too, shown as a table.
         `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
@@ -211,8 +254,13 @@ class KStreamMagics(Magics):
             text = pyvars.substitute(text, self.shell.user_ns)
             session = self._session(args)
             self._replace_cell_query(line, cell)
-            result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
-                                 dialect=args.dialect or self.dialect, on_done=print)
+            session.feedback = feedback = CellFeedback()
+            try:
+                result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
+                                     dialect=args.dialect or self.dialect, on_done=print)
+            finally:
+                session.feedback = None
+                feedback.close()
         except KStreamError as exc:  # shown as its class and message, without a traceback (errors.py)
             exc.args = (with_caret(str(exc), text),)
             raise exc from None

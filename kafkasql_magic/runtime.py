@@ -42,11 +42,13 @@ class PushQuery:
     def __init__(self, plan: QueryPlan, frame: DataFrame, *, query_id: str, sql: str,
                  log: ProcessingLog, build_batch=None, max_rows: int = 20, buffer_rows: int = 10_000,
                  trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None,
-                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None):
+                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None,
+                 reading: str | None = None):
         """`frame` is the built frame, or (a per-batch plan) the raw stream that `build_batch`
         turns into a Built per micro-batch. A bad record of a source in `fail_on` (Materialize's
         rule) fails the query, naming the record, after logging it; others are logged only.
-        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs."""
+        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs. `reading` says
+        what it reads (the topic, partitions and offsets), for its status line."""
         self.id = query_id
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
@@ -76,7 +78,7 @@ class PushQuery:
         self._changes = changes
         keyed = plan.kind == "TABLE" and plan.key_names and changes is None  # diffs are rows, never replaced
         self.model = LiveModel(self.names, max_rows=max_rows, key_columns=plan.key_names if keyed else None,
-                               title=sql)
+                               title=sql, reading=reading, blocking=self.limit is not None)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "PushQuery":

@@ -51,6 +51,15 @@ def local_spark(master: str | None = None):
     return prepare(spark)
 
 
+def running() -> bool:
+    """Whether this process has a Spark session up (its JVM started)."""
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
 def prepare(spark):
     """Apply the SQL settings ksql semantics need and register the Kafka source and sink."""
     from .kafka import writer

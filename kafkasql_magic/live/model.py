@@ -44,6 +44,9 @@ class Snapshot:
     error_count: int
     latest_errors: tuple[str, ...]
     last_update: float | None
+    elapsed: float = 0.0  # seconds since the query started (until it ended)
+    reading: str | None = None  # what the query reads: topic, partitions, from which offsets
+    blocking: bool = False  # the cell waits for the query (LIMIT): Interrupt stops it, not a Stop button
 
     @property
     def terminal(self) -> bool:
@@ -64,6 +67,8 @@ class LiveModel:
 
     Without `key_columns` it keeps the last `max_rows` rows (a stream). With them it reads a
     TABLE changelog: the latest row per key, at most `max_rows` keys, most recently updated last.
+    `reading` says what the query reads (shown while it waits for rows); `blocking`: the cell
+    waits for the query's rows (a LIMIT), so Interrupt, not Stop, ends it.
     """
 
     def __init__(
@@ -73,6 +78,8 @@ class LiveModel:
         max_rows: int = 20,
         key_columns: list[str] | None = None,
         title: str = "",
+        reading: str | None = None,
+        blocking: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ):
         if max_rows < 1:
@@ -85,6 +92,8 @@ class LiveModel:
         self._key_index = tuple(self.columns.index(k) for k in self.key_columns)
         self.max_rows = max_rows
         self.title = title
+        self.reading = reading
+        self.blocking = blocking
         self._lock = threading.Lock()
         self._rows: collections.deque | collections.OrderedDict
         if self._key_index:
@@ -98,6 +107,7 @@ class LiveModel:
         self._input_rows_total = 0
         self._clock = clock
         self._started = clock()
+        self._ended: float | None = None
         self._arrivals: collections.deque[tuple[float, int, int]] = collections.deque()  # (time, rows, records)
         self._error_count = 0
         self._errors: collections.deque[str] = collections.deque(maxlen=MAX_ERRORS)
@@ -117,6 +127,8 @@ class LiveModel:
         with self._lock:
             self._state = state
             self._message = message
+            if state in TERMINAL_STATES and self._ended is None:
+                self._ended = self._clock()
             changed = self._changed()
         self._notify(changed)
 
@@ -254,6 +266,9 @@ class LiveModel:
             error_count=self._error_count,
             latest_errors=tuple(self._errors),
             last_update=self._last_update,
+            elapsed=(self._ended if self._ended is not None else self._clock()) - self._started,
+            reading=self.reading,
+            blocking=self.blocking,
         )
 
 

@@ -41,6 +41,8 @@ class LiveView:
             layout=widgets.Layout(width="auto", flex="0 0 auto"),
         )
         self.button.on_click(self._clicked)
+        if model.blocking:  # the cell waits for it: a click would only be handled after the cell
+            self.button.layout.display = "none"
         self.widget = widgets.VBox(
             [widgets.HBox([self.button, self.status]), self.table, self.errors]
         )
@@ -160,3 +162,37 @@ class LiveView:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+
+
+class StartingView:
+    """The status line of a cell that waits for the Spark session to start (a kernel's first
+    query), its elapsed time ticking once a second until `close()`. `since` is when the start
+    began on `clock`; `background`: the start began when the extension loaded."""
+
+    def __init__(self, since: float, *, background: bool, clock: Callable[[], float] = time.monotonic,
+                 interval: float = 1.0):
+        self.since = since
+        self.background = background
+        self._clock = clock
+        self._closed = threading.Event()
+        self.widget = widgets.HTML(self.html())
+        if interval > 0:
+            threading.Thread(target=self._tick, args=(interval,), name="kstream-spark-starting", daemon=True).start()
+
+    def html(self) -> str:
+        return render.starting_html(self._clock() - self.since, background=self.background)
+
+    def text(self) -> str:
+        return render.starting_text(self._clock() - self.since, background=self.background)
+
+    def _tick(self, interval: float) -> None:
+        while not self._closed.wait(interval):
+            self.widget.value = self.html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        data = self.widget._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
+        data["text/plain"] = self.text()
+        return data
+
+    def close(self) -> None:
+        self._closed.set()

@@ -176,6 +176,19 @@ def test_terminate_matches_query_ids_case_insensitively(shell, stream):
     assert not q.is_active
 
 
+def test_a_limit_query_shows_its_columns_and_status_while_the_cell_waits(shell, stream):
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as out, pytest.raises(QueryTimeout):
+        shell.run_cell_magic("kstream", "--timeout 4", f"SELECT k, n FROM {stream} WHERE n < 0 EMIT CHANGES LIMIT 5;")
+    waiting = out.outputs[0].data["text/plain"]  # shown as the query started, before any batch
+    assert "| K | N |" in waiting and "rows: 0" in waiting
+    assert f"waiting for records… · reads topic {stream.lower()}: all 1 partition from the earliest offsets" \
+           " · Interrupt (■) stops the query" in waiting
+    assert "application/vnd.jupyter.widget-view+json" in out.outputs[0].data
+    assert out.outputs[-1].data == {}  # cleared when the cell ends: the error is what stays
+
+
 def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):
     import signal
     import sys
