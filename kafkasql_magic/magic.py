@@ -169,6 +169,9 @@ class KStreamMagics(Magics):
     trigger_interval = Unicode("0.5 seconds", help="Micro-batch interval of push queries").tag(config=True)
     show_spark_logs = Bool(False, help="Show Spark's own log lines (JVM warnings, log4j) in the notebook; "
                                        "otherwise they go to a log file").tag(config=True)
+    start_spark_on_load = Bool(True, help="In a Jupyter kernel, start Spark in the background when the extension "
+                                          "loads, so the first query waits less (set it in an IPython config file, "
+                                          "or on get_ipython().config before %load_ext)").tag(config=True)
     default_key_format = Unicode(None, allow_none=True,
                                  help="ksql.persistence.default.format.key for new sessions").tag(config=True)
     default_value_format = Unicode(None, allow_none=True,
@@ -181,6 +184,16 @@ class KStreamMagics(Magics):
         if shell is not None:
             shell.events.register("pre_run_cell", self._note_cell)
             shell.events.register("post_run_cell", self._forget_cell)
+
+    def start_spark(self) -> bool:
+        """Start the local Spark session in the background (`start_spark_on_load`, in a Jupyter
+        kernel only: a script or test starts Spark when it needs it). True if a start began."""
+        from .spark_logs import in_a_kernel
+        from .sparkenv import start_in_background
+
+        if not (self.start_spark_on_load and in_a_kernel()):
+            return False
+        return start_in_background(show_logs=self.show_spark_logs)
 
     def _note_cell(self, info) -> None:
         self._cell_id = getattr(info, "cell_id", None)

@@ -93,10 +93,12 @@ class Session:
         with self._lock:
             if self._spark is None:
                 from .spark_logs import starting_spark
-                from .sparkenv import local_spark, running
+                from .sparkenv import background_start, local_spark, running, wait_for_background_start
 
+                since = background_start()  # the extension started Spark when it loaded
                 if self.feedback is not None and not running():
-                    self.feedback.spark_starting(time.monotonic(), background=False)
+                    self.feedback.spark_starting(since or time.monotonic(), background=since is not None)
+                wait_for_background_start()
                 with starting_spark(show=self.show_spark_logs):  # in a notebook, Spark's logs go to a file
                     self._spark = local_spark()
             else:
