@@ -27,7 +27,8 @@ from .engine.columns import result_column
 from .checkpoints import remove_when_stopped, wait_for_stream_thread
 from .diffs import ChangeTracker
 from .progress import ProgressTally
-from .results import ProcessingLog, collectable, located_message, observed_errors, split_batch, to_pandas
+from .results import (ProcessingLog, collectable, located_message, observed_errors, record_order, split_batch,
+                      to_pandas)
 
 
 #: How long a stopping query waits for Spark's stream thread to close its last micro-batch.
@@ -247,7 +248,11 @@ class PushQuery:
         if built is not None:
             batch = built.frame
         width = len(self.plan.names) + (1 if self._changes is not None else 0)  # a SUBSCRIBE's rows carry an identity
-        table = collectable(batch, width).toArrow()
+        # rows of records (no groups, no diffs) are shown in record-time order, newest on top
+        by_record = self._changes is None and not self.plan.diffs and self.plan.grouping is None and not self.plan.retracts
+        table = collectable(batch, width, timed=by_record).toArrow()
+        if by_record:
+            table = record_order(table)
         if self.plan.diffs:  # a diff join's buckets emit one after another: changes are shown in time order
             table = table.sort_by(result_column(0))  # (a stable sort: one time's changes keep their order)
         collected = split_batch(table, width, self.id, self.plan.source.name)

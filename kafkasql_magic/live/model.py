@@ -47,6 +47,12 @@ class Snapshot:
     elapsed: float = 0.0  # seconds since the query started (until it ended)
     reading: str | None = None  # what the query reads: topic, partitions, from which offsets
     blocking: bool = False  # the cell waits for the query (LIMIT): Interrupt stops it, not a Stop button
+    keys_dropped: int = 0  # a table's keys dropped from view (past max_rows, least recently updated first)
+
+    @property
+    def rows_dropped(self) -> bool:
+        """Whether rows went out of view: a stream's older rows, a table's least recently updated keys."""
+        return bool(self.keys_dropped) if self.key_columns else self.rows_total > len(self.rows)
 
     @property
     def terminal(self) -> bool:
@@ -104,6 +110,7 @@ class LiveModel:
         self._message: str | None = None
         self._batch_id: int | None = None
         self._rows_total = 0
+        self._keys_dropped = 0
         self._input_rows_total = 0
         self._clock = clock
         self._started = clock()
@@ -183,6 +190,7 @@ class LiveModel:
         table[key] = row
         while len(table) > self.max_rows:
             table.popitem(last=False)
+            self._keys_dropped += 1
 
     def on_errors(self, count: int, latest: list) -> None:
         """Record-level errors from the processing log: the total so far and the newest ones
@@ -269,6 +277,7 @@ class LiveModel:
             elapsed=(self._ended if self._ended is not None else self._clock()) - self._started,
             reading=self.reading,
             blocking=self.blocking,
+            keys_dropped=self._keys_dropped,
         )
 
 

@@ -139,12 +139,21 @@ def status_fields(snap) -> list[tuple[str, str]]:
     return [
         ("state", snap.state),
         ("time", format_elapsed(snap.elapsed)),
-        ("rows", f"{snap.rows_total:,}"),
+        ("rows", f"{snap.rows_total:,}" + shown_note(snap)),
         ("rows/s", format_rate(snap.rows_per_second)),
         ("records in/s", format_rate(snap.input_rows_per_second)),
         ("batch", "–" if snap.batch_id is None else str(snap.batch_id)),
         ("errors", f"{snap.error_count:,}"),
     ]
+
+
+def shown_note(snap) -> str:
+    """What of the rows the table shows, once some went out of view."""
+    if not snap.rows_dropped:
+        return ""
+    if snap.key_columns:
+        return f" (showing the {len(snap.rows):,} most recently updated keys)"
+    return f" (showing the latest {len(snap.rows):,} of {snap.rows_total:,})"
 
 
 def status_text(snap) -> str:

@@ -12,8 +12,9 @@ emits. Pure: no Spark.
   and expressions built only of nodes that never record a failure (no function call, no `/` or
   `%`, no text cast).
 - The topic is the source's own (`TOPIC_IS_CONSTANT`): the planner writes it as a literal.
-- The record timestamp is read only where a plain query uses it (ROWTIME, a TIMESTAMP column);
-  tables, joins, windows, aggregations and persistent queries order or forward by it.
+- The record timestamp is read only where a plain query uses it (ROWTIME, a TIMESTAMP column)
+  or pushes its rows to the notebook (shown in record-time order); tables, joins, windows,
+  aggregations and persistent queries order or forward by it.
 - Partition and offset name every failed record, so every read carries them.
 """
 
@@ -85,6 +86,7 @@ def metadata_columns(plan, *, forwarded: bool, used: frozenset[str]) -> tuple[st
     wanted = ["partition", "offset"]
     source = plan.source
     timed = ROWTIME.casefold() in used or any(c.name.casefold() in used for c in source.with_role(TIMESTAMP))
-    if timed or not plain(plan, forwarded=forwarded):
+    # a push query's rows are shown in record-time order (runtime: results.record_order)
+    if timed or plan.push or not plain(plan, forwarded=forwarded):
         wanted.append("timestamp")
     return tuple(wanted)
