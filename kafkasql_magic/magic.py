@@ -24,6 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
+from .live.feedback import CellFeedback
 from .live.result import result_frame
 from .magic_line import LineError, split_line
 from .session import Session
@@ -84,48 +85,6 @@ def _display_live(query):
     if query.model.snapshot().terminal:  # it may have ended before we subscribed
         ended(query.model.snapshot())
     return handle
-
-
-class CellFeedback:
-    """What a cell shows while its statements wait (a `Session.feedback`): Spark starting, with
-    the seconds so far, then a LIMIT query's columns and status line (its live view, without a
-    Stop button: Interrupt ends it). All in one display, cleared when the statements end, so the
-    result (or the error) is what stays."""
-
-    def __init__(self):
-        self._handle = None
-        self._shown = None
-
-    def _show(self, shown) -> None:
-        from IPython.display import display
-
-        if self._handle is None:
-            self._handle = display(shown, display_id=True)
-        else:
-            self._handle.update(shown)
-        self._close_shown()
-        self._shown = shown
-
-    def spark_starting(self, since: float, *, background: bool) -> None:
-        from .live.view import StartingView
-
-        self._show(StartingView(since, background=background))
-
-    def query_waiting(self, query) -> None:
-        from .live.view import LiveView
-
-        self._show(LiveView(query.model, on_stop=query.stop))
-
-    def _close_shown(self) -> None:
-        if self._shown is not None:
-            self._shown.close()
-            self._shown = None
-
-    def close(self) -> None:
-        self._close_shown()
-        if self._handle is not None:
-            self._handle.update({}, raw=True)
-            self._handle = None
 
 
 def _display_card(session: Session, query):
@@ -267,7 +226,9 @@ class KStreamMagics(Magics):
             text = pyvars.substitute(text, self.shell.user_ns)
             session = self._session(args)
             self._replace_cell_query(line, cell)
-            session.feedback = feedback = CellFeedback()
+            from IPython.display import display
+
+            session.feedback = feedback = CellFeedback(display)
             try:
                 result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
                                      dialect=args.dialect or self.dialect, on_done=print)

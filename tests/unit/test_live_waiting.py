@@ -97,11 +97,13 @@ class FakeQuery:
 
 
 def test_the_cell_shows_spark_starting_then_the_query_then_clears_both():
-    from kafkasql_magic.magic import CellFeedback
+    from IPython.display import display
+
+    from kafkasql_magic.live.feedback import CellFeedback
 
     InteractiveShell.instance()
     with capture_output() as out:
-        feedback = CellFeedback()
+        feedback = CellFeedback(display)
         feedback.spark_starting(0.0, background=False)
         feedback.query_waiting(FakeQuery())
         feedback.close()
