@@ -51,7 +51,18 @@ def local_spark(master: str | None = None):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _make_active(spark)
     return prepare(spark)
+
+
+def _make_active(spark) -> None:
+    """Make `spark` the calling thread's active session. A session is active on the thread that
+    made it: one started in the background would leave `SparkSession.getActiveSession()` None
+    on the kernel's thread, where the notebook's own code asks for it."""
+    from pyspark.sql import SparkSession
+
+    SparkSession._activeSession = spark
+    SparkSession._get_j_spark_session_class(spark._jvm).setActiveSession(spark._jsparkSession)
 
 
 log = logging.getLogger(__name__)

@@ -84,6 +84,28 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
     assert "k2" in final["text/html"] and emptied == {}
 
 
+def test_spark_started_on_another_thread_is_the_active_session_where_it_is_used(spark):
+    """Spark started in the background when the extension loads: the notebook's own code still
+    finds it with SparkSession.getActiveSession() once a statement used it."""
+    import threading
+
+    from pyspark.sql import SparkSession
+
+    from kafkasql_magic.sparkenv import local_spark
+
+    seen = []
+
+    def on_a_new_thread():
+        seen.append(SparkSession.getActiveSession())
+        local_spark()
+        seen.append(SparkSession.getActiveSession())
+
+    thread = threading.Thread(target=on_a_new_thread)
+    thread.start()
+    thread.join(120)
+    assert seen[0] is None and seen[1] is not None  # none of its own before, Spark's session after
+
+
 def test_help_shows_usage_with_examples(shell):
     doc = shell.find_cell_magic("kstream").__doc__
     assert "EMIT CHANGES" in doc and "--bootstrap-servers" in doc and "--max-rows N" in doc
