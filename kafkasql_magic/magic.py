@@ -24,6 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
+from .live.chart import ChartError, parse_chart
 from .live.feedback import CellFeedback
 from .live.result import result_frame
 from .magic_line import LineError, split_line
@@ -172,6 +173,8 @@ class KStreamMagics(Magics):
     @argument("--timeout", type=float, metavar="SECONDS", help="how long a `LIMIT n` push query waits for its rows")
     @argument("--max-rows", type=int, metavar="N", help="rows shown by this cell's live widget")
     @argument("-f", "--file", metavar="PATH", help="run the statements in this file")
+    @argument("--chart", metavar="SPEC", help="draw a live query's rows as a chart above its table: "
+                                              "'[line|bar|area] x=COL y=COL [by=COL]' (quoted)")
     @line_cell_magic
     def kstream(self, line: str, cell: str | None = None):
         """Streaming SQL over Kafka, on Spark.
@@ -191,6 +194,7 @@ class KStreamMagics(Magics):
             SELECT * FROM orders WHERE qty > {threshold} EMIT CHANGES LIMIT 5;
 
             %kstream --max-rows 50 SELECT * FROM orders EMIT CHANGES;
+            %%kstream --chart "line x=WINDOWSTART y=TOTAL by=ITEM"   # a chart above the live table
             %kstream -f queries.sql
 
         A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
@@ -241,7 +245,16 @@ class KStreamMagics(Magics):
         from .sinks.runner import PersistentQuery
 
         shown = None
-        if hasattr(result, "model") and result.is_active:  # a running push query
+        live = hasattr(result, "model") and result.is_active  # a running push query
+        if args.chart and not live:
+            print("--chart draws a live query's rows (EMIT CHANGES without LIMIT): no chart for this result")
+        if args.chart and live:
+            try:
+                result.chart = parse_chart(args.chart, result.names)
+            except ChartError as exc:
+                result.stop()
+                raise UsageError(str(exc)) from None
+        if live:
             self._cell_queries[self._cell_key(line, cell)] = result
             shown = _display_live(result)
         elif isinstance(result, PersistentQuery):

@@ -53,6 +53,7 @@ class PushQuery:
         self.id = query_id
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
+        self.chart = None  # a live.chart.ChartSpec its widget draws (the magic's --chart), or None
         self.plan = plan
         self.names = changes.names(plan.names) if changes is not None else plan.names
         self.limit = plan.limit
@@ -316,7 +317,8 @@ class PushQuery:
         from .live.view import LiveView
 
         if not hasattr(self, "_view"):
-            self._view = LiveView(self.model, on_stop=lambda: threading.Thread(target=self.stop, daemon=True).start())
+            self._view = LiveView(self.model, on_stop=lambda: threading.Thread(target=self.stop, daemon=True).start(),
+                                  chart=self.chart)
         return self._view._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
 
     def __repr__(self) -> str:

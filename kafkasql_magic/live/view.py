@@ -15,6 +15,7 @@ from typing import Callable
 import ipywidgets as widgets
 
 from . import render, static
+from .chart import ChartSpec, chart_svg
 from .model import LiveModel, Snapshot
 
 _TERMINAL_LABELS = {"STOPPED": "Stopped", "FINISHED": "Finished", "FAILED": "Failed"}
@@ -25,12 +26,16 @@ class LiveView:
 
     `min_interval` (seconds) bounds how often the widgets are re-rendered; 0 renders every
     change synchronously, which keeps tests deterministic. State changes render at once.
+    `chart` (`--chart`) draws the rows as a chart above the table.
     """
 
     def __init__(
-        self, model: LiveModel, on_stop: Callable[[], object], *, min_interval: float = 0.25
+        self, model: LiveModel, on_stop: Callable[[], object], *, min_interval: float = 0.25,
+        chart: ChartSpec | None = None,
     ):
         self.model = model
+        self.chart_spec = chart
+        self.chart = widgets.HTML() if chart is not None else None
         self.min_interval = min_interval
         self._on_stop = on_stop
         self.status = widgets.HTML()
@@ -44,7 +49,7 @@ class LiveView:
         if model.blocking:  # the cell waits for it: a click would only be handled after the cell
             self.button.layout.display = "none"
         self.widget = widgets.VBox(
-            [widgets.HBox([self.button, self.status]), self.table, self.errors]
+            [widgets.HBox([self.button, self.status]), *([self.chart] if self.chart else []), self.table, self.errors]
         )
         # The token that pairs this widget with the saved copy the magic shows beside it.
         self.token = self.widget.model_id
@@ -106,6 +111,8 @@ class LiveView:
     def _render(self, snap: Snapshot) -> None:
         self.status.value = render.status_html(snap)
         self.table.value = render.table_html(snap)
+        if self.chart is not None:
+            self.chart.value = chart_svg(self.chart_spec, snap.columns, snap.rows)
         self.errors.value = render.errors_html(snap)
         self.errors.layout.display = None if snap.latest_errors else "none"
         self._render_button(snap)

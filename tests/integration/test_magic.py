@@ -84,6 +84,27 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
     assert "k2" in final["text/html"] and emptied == {}
 
 
+def test_a_chart_option_draws_the_live_rows_above_the_table_and_a_wrong_column_is_refused(shell, stream, spark):
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        shell.run_cell_magic("kstream", "-o charted --chart 'bar x=K y=N'", f"SELECT k, n FROM {stream} EMIT CHANGES;")
+        handle = shell.user_ns["charted"]
+        try:
+            deadline = time.monotonic() + 60
+            while handle._view.chart.value.count("<rect") < 3 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert handle._view.chart.value.count("<rect") == 3  # a bar per row, drawn as they came
+            assert handle._view.widget.children.index(handle._view.chart) < \
+                handle._view.widget.children.index(handle._view.table)
+        finally:
+            handle.stop()
+    with pytest.raises(UsageError, match=r"no column 'price' in the result \(columns: K, N\)"):
+        shell.run_cell_magic("kstream", "-o wrong --chart 'x=K y=price'", f"SELECT k, n FROM {stream} EMIT CHANGES;")
+    assert "wrong" not in shell.user_ns
+    assert spark.streams.active == []  # the refused chart's query was stopped
+
+
 def test_spark_started_on_another_thread_is_the_active_session_where_it_is_used(spark):
     """Spark started in the background when the extension loads: the notebook's own code still
     finds it with SparkSession.getActiveSession() once a statement used it."""
