@@ -367,7 +367,7 @@ def test_persistent_query_cell_returns_a_live_card_and_queries_lists_it(shell, s
     deadline = time.monotonic() + 30
     while ipython_cards[0].model.state.records_out < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert "records out: <b>3</b>" in ipython_cards[0].info.value and f"sink: <b>{sink}</b>" in ipython_cards[0].info.value
+    assert "records out: <b>3</b>" in ipython_cards[0].info.value and f'sink:&nbsp;<b title="{sink}"' in ipython_cards[0].info.value
     ipython_cards[0].terminate.click()  # TERMINATE through the session: every card of the query ends
     for c in ipython_cards:
         deadline = time.monotonic() + 30
