@@ -25,7 +25,9 @@ def __getattr__(name):
 def load_ipython_extension(ipython):
     from .magic import KStreamMagics
 
-    ipython.register_magics(KStreamMagics)
+    magics = KStreamMagics(shell=ipython)
+    ipython.register_magics(magics)
+    magics.start_spark()  # in the background: the first query waits less
 
 
 def unload_ipython_extension(ipython):

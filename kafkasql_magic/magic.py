@@ -24,6 +24,8 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
+from .live.chart import ChartError, parse_chart
+from .live.feedback import CellFeedback
 from .live.result import result_frame
 from .magic_line import LineError, split_line
 from .session import Session
@@ -127,6 +129,9 @@ class KStreamMagics(Magics):
     trigger_interval = Unicode("0.5 seconds", help="Micro-batch interval of push queries").tag(config=True)
     show_spark_logs = Bool(False, help="Show Spark's own log lines (JVM warnings, log4j) in the notebook; "
                                        "otherwise they go to a log file").tag(config=True)
+    start_spark_on_load = Bool(True, help="In a Jupyter kernel, start Spark in the background when the extension "
+                                          "loads, so the first query waits less (set it in an IPython config file, "
+                                          "or on get_ipython().config before %load_ext)").tag(config=True)
     default_key_format = Unicode(None, allow_none=True,
                                  help="ksql.persistence.default.format.key for new sessions").tag(config=True)
     default_value_format = Unicode(None, allow_none=True,
@@ -139,6 +144,16 @@ class KStreamMagics(Magics):
         if shell is not None:
             shell.events.register("pre_run_cell", self._note_cell)
             shell.events.register("post_run_cell", self._forget_cell)
+
+    def start_spark(self) -> bool:
+        """Start the local Spark session in the background (`start_spark_on_load`, in a Jupyter
+        kernel only: a script or test starts Spark when it needs it). True if a start began."""
+        from .spark_logs import in_a_kernel
+        from .sparkenv import start_in_background
+
+        if not (self.start_spark_on_load and in_a_kernel()):
+            return False
+        return start_in_background(show_logs=self.show_spark_logs)
 
     def _note_cell(self, info) -> None:
         self._cell_id = getattr(info, "cell_id", None)
@@ -158,6 +173,8 @@ class KStreamMagics(Magics):
     @argument("--timeout", type=float, metavar="SECONDS", help="how long a `LIMIT n` push query waits for its rows")
     @argument("--max-rows", type=int, metavar="N", help="rows shown by this cell's live widget")
     @argument("-f", "--file", metavar="PATH", help="run the statements in this file")
+    @argument("--chart", metavar="SPEC", help="draw a live query's rows as a chart above its table: "
+                                              "'[line|bar|area] x=COL y=COL [by=COL]' (quoted)")
     @line_cell_magic
     def kstream(self, line: str, cell: str | None = None):
         """Streaming SQL over Kafka, on Spark.
@@ -177,11 +194,13 @@ class KStreamMagics(Magics):
             SELECT * FROM orders WHERE qty > {threshold} EMIT CHANGES LIMIT 5;
 
             %kstream --max-rows 50 SELECT * FROM orders EMIT CHANGES;
+            %%kstream --chart "line x=WINDOWSTART y=TOTAL by=ITEM"   # a chart above the live table
             %kstream -f queries.sql
 
         A push query (`EMIT CHANGES`) without LIMIT returns at once with a live widget and runs
         in the background until you press Stop; running its cell again replaces it. With `LIMIT n`
-        the cell waits for n rows and shows them as a table (Interrupt stops the query); so does a
+        the cell waits for n rows, showing the query's columns and status meanwhile (what it
+        reads, time, rows so far), then shows them as a table (Interrupt stops the query); so does a
         SELECT without EMIT CHANGES (a snapshot of the topic as it is now). `-o NAME` binds the
         pandas DataFrame; the cell returns it too, shown as a table.
         `{name}` and `:name` are replaced by the Python variable's value as a SQL literal (a
@@ -211,15 +230,31 @@ class KStreamMagics(Magics):
             text = pyvars.substitute(text, self.shell.user_ns)
             session = self._session(args)
             self._replace_cell_query(line, cell)
-            result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
-                                 dialect=args.dialect or self.dialect, on_done=print)
+            from IPython.display import display
+
+            session.feedback = feedback = CellFeedback(display)
+            try:
+                result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
+                                     dialect=args.dialect or self.dialect, on_done=print)
+            finally:
+                session.feedback = None
+                feedback.close()
         except KStreamError as exc:  # shown as its class and message, without a traceback (errors.py)
             exc.args = (with_caret(str(exc), text),)
             raise exc from None
         from .sinks.runner import PersistentQuery
 
         shown = None
-        if hasattr(result, "model") and result.is_active:  # a running push query
+        live = hasattr(result, "model") and result.is_active  # a running push query
+        if args.chart and not live:
+            print("--chart draws a live query's rows (EMIT CHANGES without LIMIT): no chart for this result")
+        if args.chart and live:
+            try:
+                result.chart = parse_chart(args.chart, result.names)
+            except ChartError as exc:
+                result.stop()
+                raise UsageError(str(exc)) from None
+        if live:
             self._cell_queries[self._cell_key(line, cell)] = result
             shown = _display_live(result)
         elif isinstance(result, PersistentQuery):

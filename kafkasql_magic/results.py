@@ -4,6 +4,7 @@ processing-log entries (topic, partition, offset, reason, raw bytes), and the lo
 from __future__ import annotations
 
 import base64
+import heapq
 import itertools
 import threading
 from collections import deque
@@ -14,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from .engine.columns import DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_KEY, RAW_VALUE, TOPIC, result_column
+from .engine.columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOPIC,
+                             result_column)
 
 
 class ProcessingLog:
@@ -53,10 +55,35 @@ class Batch:
     errors: list[dict]
 
 
-def collectable(frame: DataFrame, width: int) -> DataFrame:
+def collectable(frame: DataFrame, width: int, *, timed: bool = False) -> DataFrame:
     """What of a planned frame goes to the driver: the result columns, whether each row is
-    dropped, and (for failed rows) where it came from; never the input record's headers."""
-    return frame.select(*[result_column(i) for i in range(width)], ERROR, DROP, *ORIGIN)
+    dropped, and (for failed rows) where it came from; never the input record's headers.
+    `timed`: each row's record time too (for `record_order`)."""
+    return frame.select(*[result_column(i) for i in range(width)], ERROR, DROP, *ORIGIN,
+                        *([RAW_TIMESTAMP] if timed else []))
+
+
+def record_order(table: pa.Table) -> pa.Table:
+    """A collected micro-batch's rows in record-time order, not partition by partition as Spark
+    delivers them: the partitions' rows merged by record time (then partition), each partition's
+    rows keeping their offset order, so a key's updates (a key lives in one partition) stay in
+    order whatever their times. Unchanged when a row has no partition or time (rows that are
+    not records, a read without record times)."""
+    if table.num_rows < 2:
+        return table
+    partitions, offsets, times = (table.column(c) for c in (PARTITION, OFFSET, RAW_TIMESTAMP))
+    if partitions.null_count or offsets.null_count or times.null_count:
+        return table
+    partitions, offsets = partitions.to_pylist(), offsets.to_pylist()
+    times = pc.cast(times, pa.int64()).to_pylist() if pa.types.is_timestamp(times.type) else times.to_pylist()
+    runs: dict[int, list[int]] = {}
+    for index, partition in enumerate(partitions):
+        runs.setdefault(partition, []).append(index)
+    if len(runs) < 2:
+        return table
+    merged = heapq.merge(*(sorted(run, key=offsets.__getitem__) for run in runs.values()),
+                         key=lambda i: (times[i], partitions[i]))
+    return table.take(pa.array(list(merged), pa.int64()))
 
 
 def split_batch(table: pa.Table, width: int, query_id: str, source: str) -> Batch:

@@ -27,7 +27,8 @@ from .engine.columns import result_column
 from .checkpoints import remove_when_stopped, wait_for_stream_thread
 from .diffs import ChangeTracker
 from .progress import ProgressTally
-from .results import ProcessingLog, collectable, located_message, observed_errors, split_batch, to_pandas
+from .results import (ProcessingLog, collectable, located_message, observed_errors, record_order, split_batch,
+                      to_pandas)
 
 
 #: How long a stopping query waits for Spark's stream thread to close its last micro-batch.
@@ -42,14 +43,17 @@ class PushQuery:
     def __init__(self, plan: QueryPlan, frame: DataFrame, *, query_id: str, sql: str,
                  log: ProcessingLog, build_batch=None, max_rows: int = 20, buffer_rows: int = 10_000,
                  trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None,
-                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None):
+                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None,
+                 reading: str | None = None):
         """`frame` is the built frame, or (a per-batch plan) the raw stream that `build_batch`
         turns into a Built per micro-batch. A bad record of a source in `fail_on` (Materialize's
         rule) fails the query, naming the record, after logging it; others are logged only.
-        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs."""
+        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs. `reading` says
+        what it reads (the topic, partitions and offsets), for its status line."""
         self.id = query_id
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
+        self.chart = None  # a live.chart.ChartSpec its widget draws (the magic's --chart), or None
         self.plan = plan
         self.names = changes.names(plan.names) if changes is not None else plan.names
         self.limit = plan.limit
@@ -76,7 +80,7 @@ class PushQuery:
         self._changes = changes
         keyed = plan.kind == "TABLE" and plan.key_names and changes is None  # diffs are rows, never replaced
         self.model = LiveModel(self.names, max_rows=max_rows, key_columns=plan.key_names if keyed else None,
-                               title=sql)
+                               title=sql, reading=reading, blocking=self.limit is not None)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "PushQuery":
@@ -245,7 +249,11 @@ class PushQuery:
         if built is not None:
             batch = built.frame
         width = len(self.plan.names) + (1 if self._changes is not None else 0)  # a SUBSCRIBE's rows carry an identity
-        table = collectable(batch, width).toArrow()
+        # rows of records (no groups, no diffs) are shown in record-time order, newest on top
+        by_record = self._changes is None and not self.plan.diffs and self.plan.grouping is None and not self.plan.retracts
+        table = collectable(batch, width, timed=by_record).toArrow()
+        if by_record:
+            table = record_order(table)
         if self.plan.diffs:  # a diff join's buckets emit one after another: changes are shown in time order
             table = table.sort_by(result_column(0))  # (a stable sort: one time's changes keep their order)
         collected = split_batch(table, width, self.id, self.plan.source.name)
@@ -309,7 +317,8 @@ class PushQuery:
         from .live.view import LiveView
 
         if not hasattr(self, "_view"):
-            self._view = LiveView(self.model, on_stop=lambda: threading.Thread(target=self.stop, daemon=True).start())
+            self._view = LiveView(self.model, on_stop=lambda: threading.Thread(target=self.stop, daemon=True).start(),
+                                  chart=self.chart)
         return self._view._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
 
     def __repr__(self) -> str:

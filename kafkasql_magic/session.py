@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from typing import Callable
 
 import pandas as pd
@@ -79,6 +80,10 @@ class Session:
         self._spark = spark
         #: In a Jupyter kernel, Spark's own start-up and log lines go to `spark_logs.log_path()` unless True.
         self.show_spark_logs = False
+        #: What the notebook shows while a statement waits (set by the magic for one cell, else None):
+        #: `spark_starting(since, background=)` before the Spark session is up, `query_waiting(query)`
+        #: when a push query with LIMIT starts and the cell waits for its rows.
+        self.feedback = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -88,8 +93,12 @@ class Session:
         with self._lock:
             if self._spark is None:
                 from .spark_logs import starting_spark
-                from .sparkenv import local_spark
+                from .sparkenv import background_start, local_spark, running, wait_for_background_start
 
+                since = background_start()  # the extension started Spark when it loaded
+                if self.feedback is not None and not running():
+                    self.feedback.spark_starting(since or time.monotonic(), background=since is not None)
+                wait_for_background_start()
                 with starting_spark(show=self.show_spark_logs):  # in a notebook, Spark's logs go to a file
                     self._spark = local_spark()
             else:

@@ -7,8 +7,11 @@ to the processing log), last-wins map keys (JSON members matched case-insensitiv
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
+import time
 
 REQUIRED_SQL_CONF = {
     "spark.sql.caseSensitive": "true",
@@ -52,7 +55,71 @@ def local_spark(master: str | None = None):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _make_active(spark)
     return prepare(spark)
+
+
+def _make_active(spark) -> None:
+    """Make `spark` the calling thread's active session. A session is active on the thread that
+    made it: one started in the background would leave `SparkSession.getActiveSession()` None
+    on the kernel's thread, where the notebook's own code asks for it."""
+    from pyspark.sql import SparkSession
+
+    SparkSession._activeSession = spark
+    SparkSession._get_j_spark_session_class(spark._jvm).setActiveSession(spark._jsparkSession)
+
+
+log = logging.getLogger(__name__)
+_start_lock = threading.Lock()
+_background: threading.Thread | None = None
+_background_since: float | None = None
+
+
+def start_in_background(*, show_logs: bool = False) -> bool:
+    """Start the local Spark session on a thread of its own (the extension does when it loads),
+    so that a kernel's first query finds Spark up or on its way; in a kernel the JVM's own output
+    goes to `spark_logs.log_path()` unless `show_logs`. False when Spark runs or a start is under way already. A
+    start that fails leaves the next `local_spark()` to try again, and raise what it meets."""
+    global _background, _background_since
+    with _start_lock:
+        if _background is not None or running():
+            return False
+        _background_since = time.monotonic()
+        _background = threading.Thread(target=_start, args=(show_logs,), name="kafkasql-spark-start", daemon=True)
+        _background.start()
+    return True
+
+
+def _start(show_logs: bool) -> None:
+    from .spark_logs import starting_spark
+
+    try:
+        with starting_spark(show=show_logs):
+            local_spark()
+    except Exception:  # the foreground start tries again and shows this failure where it matters
+        log.debug("starting Spark in the background failed", exc_info=True)
+
+
+def background_start() -> float | None:
+    """When the background start still under way began (`time.monotonic()`), else None."""
+    thread = _background
+    return _background_since if thread is not None and thread.is_alive() else None
+
+
+def wait_for_background_start() -> None:
+    """Wait until a background start (if any) ended: two starts at once would race."""
+    thread = _background
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
+def running() -> bool:
+    """Whether this process has a Spark session up (its JVM started)."""
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def prepare(spark):

@@ -76,7 +76,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
         bootstrap = source.properties.get("BROKER") or session.bootstrap_servers
         needs = read_needs(tree, source, headers_forwarded=keep_headers, records_forwarded=keep_headers or writes,
-                           prune_raw=switches.prune_raw_columns)
+                           shown_by_time=plan.push, prune_raw=switches.prune_raw_columns)
         headers = needs.headers
         start = source.properties.get(START_PROPERTY)
         shape = read_shape(source, needs, switches.decode_in_reader)

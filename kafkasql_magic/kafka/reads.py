@@ -80,6 +80,16 @@ class TopicRead:
             return "the whole topic, as it is now"
         return f"all partitions from the {_offsets_text(self.starting)} offsets"
 
+    def reading(self, partition_count: int | None = None) -> str:
+        """The topic and what of it is read, as a waiting query's status says it; with the
+        topic's `partition_count` when every partition is read."""
+        what = self.describe()
+        if partition_count is not None and what.startswith("all partitions"):
+            what = f"all {partition_count} partition{'' if partition_count == 1 else 's'}{what[len('all partitions'):]}"
+        if self.streaming and self.starting == "latest" and not self.seek.narrows:
+            what += " (new records only)"
+        return f"topic {self.topic}: {what}"
+
     def ranges(self) -> str | None:
         """The offset ranges of a read with an end (EXPLAIN), else None."""
         if self.ending is None:

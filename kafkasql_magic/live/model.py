@@ -44,6 +44,15 @@ class Snapshot:
     error_count: int
     latest_errors: tuple[str, ...]
     last_update: float | None
+    elapsed: float = 0.0  # seconds since the query started (until it ended)
+    reading: str | None = None  # what the query reads: topic, partitions, from which offsets
+    blocking: bool = False  # the cell waits for the query (LIMIT): Interrupt stops it, not a Stop button
+    keys_dropped: int = 0  # a table's keys dropped from view (past max_rows, least recently updated first)
+
+    @property
+    def rows_dropped(self) -> bool:
+        """Whether rows went out of view: a stream's older rows, a table's least recently updated keys."""
+        return bool(self.keys_dropped) if self.key_columns else self.rows_total > len(self.rows)
 
     @property
     def terminal(self) -> bool:
@@ -64,6 +73,8 @@ class LiveModel:
 
     Without `key_columns` it keeps the last `max_rows` rows (a stream). With them it reads a
     TABLE changelog: the latest row per key, at most `max_rows` keys, most recently updated last.
+    `reading` says what the query reads (shown while it waits for rows); `blocking`: the cell
+    waits for the query's rows (a LIMIT), so Interrupt, not Stop, ends it.
     """
 
     def __init__(
@@ -73,6 +84,8 @@ class LiveModel:
         max_rows: int = 20,
         key_columns: list[str] | None = None,
         title: str = "",
+        reading: str | None = None,
+        blocking: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ):
         if max_rows < 1:
@@ -85,6 +98,8 @@ class LiveModel:
         self._key_index = tuple(self.columns.index(k) for k in self.key_columns)
         self.max_rows = max_rows
         self.title = title
+        self.reading = reading
+        self.blocking = blocking
         self._lock = threading.Lock()
         self._rows: collections.deque | collections.OrderedDict
         if self._key_index:
@@ -95,9 +110,11 @@ class LiveModel:
         self._message: str | None = None
         self._batch_id: int | None = None
         self._rows_total = 0
+        self._keys_dropped = 0
         self._input_rows_total = 0
         self._clock = clock
         self._started = clock()
+        self._ended: float | None = None
         self._arrivals: collections.deque[tuple[float, int, int]] = collections.deque()  # (time, rows, records)
         self._error_count = 0
         self._errors: collections.deque[str] = collections.deque(maxlen=MAX_ERRORS)
@@ -117,6 +134,8 @@ class LiveModel:
         with self._lock:
             self._state = state
             self._message = message
+            if state in TERMINAL_STATES and self._ended is None:
+                self._ended = self._clock()
             changed = self._changed()
         self._notify(changed)
 
@@ -171,6 +190,7 @@ class LiveModel:
         table[key] = row
         while len(table) > self.max_rows:
             table.popitem(last=False)
+            self._keys_dropped += 1
 
     def on_errors(self, count: int, latest: list) -> None:
         """Record-level errors from the processing log: the total so far and the newest ones
@@ -254,6 +274,10 @@ class LiveModel:
             error_count=self._error_count,
             latest_errors=tuple(self._errors),
             last_update=self._last_update,
+            elapsed=(self._ended if self._ended is not None else self._clock()) - self._started,
+            reading=self.reading,
+            blocking=self.blocking,
+            keys_dropped=self._keys_dropped,
         )
 
 

@@ -104,11 +104,26 @@ def card_html(state: QueryCardState) -> str:
     fields = [("status", state.status), ("in/s", format_rate(state.in_per_second)),
               ("out/s", format_rate(state.out_per_second)), ("records in", f"{state.records_in:,}"),
               ("records out", f"{state.records_out:,}"), ("lag", "–" if state.lag is None else f"{state.lag:,}"),
-              ("processing log", f"{state.errors:,}"), ("sink", state.sink_topic or "–")]
-    cells = " &nbsp;·&nbsp; ".join(f"{esc(k)}: <b>{esc(v)}</b>" for k, v in fields)
+              ("processing log", f"{state.errors:,}")]
+    cells = " &nbsp;·&nbsp; ".join(f'<span style="white-space:nowrap">{esc(k)}: <b>{esc(v)}</b></span>'
+                                   for k, v in fields)
+    cells += " &nbsp;·&nbsp; " + _sink_html(state.sink_topic or "–")
     message = f'<div style="color:#c62828">{esc(state.message)}</div>' if state.message else ""
     return (f'<div class="kstream-query-card" style="font-variant-numeric:tabular-nums">'
             f'<code>{esc(state.query_id)}</code> &nbsp; {cells}{message}</div>')
+
+
+#: how wide the sink's name may be before it ends in an ellipsis
+SINK_WIDTH = "24em"
+
+
+def _sink_html(name: str) -> str:
+    """`sink: name` on one line whatever the name's length: a long one ends in an ellipsis (the
+    whole name on hover), so the card's line never wraps inside it."""
+    esc = html.escape
+    return (f'<span class="kstream-sink" style="white-space:nowrap;display:inline-flex;max-width:100%">sink:&nbsp;'
+            f'<b title="{esc(name)}" style="display:inline-block;max-width:{SINK_WIDTH};overflow:hidden;'
+            f'text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom">{esc(name)}</b></span>')
 
 
 class QueryCard:
@@ -116,7 +131,7 @@ class QueryCard:
 
     def __init__(self, model: QueryCardModel, on_terminate: Callable[[], object]):
         self.model = model
-        self.info = widgets.HTML(card_html(model.state))
+        self.info = widgets.HTML(card_html(model.state), layout=widgets.Layout(flex="1 1 auto", min_width="0"))
         self.terminate = widgets.Button(description="Terminate", icon="stop",
                                         layout=widgets.Layout(width="auto", flex="0 0 auto"))  # never squeezed
         self.terminate.on_click(lambda _: on_terminate())

@@ -128,11 +128,18 @@ def sparkline(counts) -> str:
     return "".join(SPARK_BLOCKS[-(-c * steps // top)] for c in counts)
 
 
+def format_elapsed(seconds: float) -> str:
+    """Whole seconds, as `7 s` or `2 min 05 s`."""
+    whole = max(0, int(seconds))
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60:02d} s"
+
+
 def status_fields(snap) -> list[tuple[str, str]]:
     """The status line as (label, value) pairs, shared by text and HTML."""
     return [
         ("state", snap.state),
-        ("rows", f"{snap.rows_total:,}"),
+        ("time", format_elapsed(snap.elapsed)),
+        ("rows", f"{snap.rows_total:,}" + shown_note(snap)),
         ("rows/s", format_rate(snap.rows_per_second)),
         ("records in/s", format_rate(snap.input_rows_per_second)),
         ("batch", "–" if snap.batch_id is None else str(snap.batch_id)),
@@ -140,8 +147,48 @@ def status_fields(snap) -> list[tuple[str, str]]:
     ]
 
 
+def shown_note(snap) -> str:
+    """What of the rows the table shows, once some went out of view."""
+    if not snap.rows_dropped:
+        return ""
+    if snap.key_columns:
+        return f" (showing the {len(snap.rows):,} most recently updated keys)"
+    return f" (showing the latest {len(snap.rows):,} of {snap.rows_total:,})"
+
+
 def status_text(snap) -> str:
     return "  ".join(f"{label}: {value}" for label, value in status_fields(snap))
+
+
+def waiting_line(snap) -> str | None:
+    """What a running query waits for, while it has no rows yet (or the cell waits for more):
+    the records it reads and how to end it; None once rows flow in a live widget or it ended."""
+    if snap.terminal or (snap.rows_total and not snap.blocking):
+        return None
+    if snap.rows_total:
+        parts = ["waiting for more rows…"]
+    elif snap.input_rows_total:
+        parts = [f"waiting for matching rows… {snap.input_rows_total:,} records read"]
+    else:
+        parts = ["waiting for records…"]
+    if snap.reading:
+        parts.append(f"reads {snap.reading}")
+    parts.append("Interrupt (■) stops the query" if snap.blocking else "Stop ends it")
+    return " · ".join(parts)
+
+
+def starting_text(elapsed: float, *, background: bool) -> str:
+    """The status line of a cell waiting for the Spark session (a kernel's first query)."""
+    if background:
+        return (f"Spark is still starting · {format_elapsed(elapsed)} since %load_ext started it · "
+                "the query runs as soon as it is up")
+    return (f"Spark is starting · {format_elapsed(elapsed)} · the first query in a kernel starts it "
+            "(about 20 s on 2 cores); the query runs as soon as it is up")
+
+
+def starting_html(elapsed: float, *, background: bool) -> str:
+    return (f'<div class="kstream-status kstream-spark-starting" style="color:#757575;'
+            f'font-variant-numeric:tabular-nums">{html.escape(starting_text(elapsed, background=background))}</div>')
 
 
 _STATE_COLORS = {"FAILED": "#c62828", "RUNNING": "#2e7d32", "STARTING": "#757575"}
@@ -159,6 +206,9 @@ def status_html(snap) -> str:
     if spark:
         line += (f' &nbsp;<span class="kstream-spark" title="rows per second, last {len(snap.recent_rows)} s" '
                  f'style="letter-spacing:-1px;color:#1565c0">{html.escape(spark)}</span>')
+    waiting = waiting_line(snap)
+    if waiting:
+        line += f'<div class="kstream-waiting" style="color:#616161">{html.escape(waiting)}</div>'
     if snap.message:
         line += f'<div style="white-space:pre-wrap">{html.escape(snap.message)}</div>'
     return f'<div class="kstream-status" style="font-variant-numeric:tabular-nums">{line}</div>'
@@ -262,6 +312,9 @@ def errors_html(snap) -> str:
 def to_text(snap) -> str:
     parts = [snap.title] if snap.title else []
     parts += [status_text(snap)]
+    waiting = waiting_line(snap)
+    if waiting:
+        parts.append(waiting)
     if snap.message:
         parts.append(snap.message)
     parts.append(table_text(snap))

@@ -15,6 +15,7 @@ from typing import Callable
 import ipywidgets as widgets
 
 from . import render, static
+from .chart import ChartSpec, chart_svg
 from .model import LiveModel, Snapshot
 
 _TERMINAL_LABELS = {"STOPPED": "Stopped", "FINISHED": "Finished", "FAILED": "Failed"}
@@ -25,12 +26,16 @@ class LiveView:
 
     `min_interval` (seconds) bounds how often the widgets are re-rendered; 0 renders every
     change synchronously, which keeps tests deterministic. State changes render at once.
+    `chart` (`--chart`) draws the rows as a chart above the table.
     """
 
     def __init__(
-        self, model: LiveModel, on_stop: Callable[[], object], *, min_interval: float = 0.25
+        self, model: LiveModel, on_stop: Callable[[], object], *, min_interval: float = 0.25,
+        chart: ChartSpec | None = None,
     ):
         self.model = model
+        self.chart_spec = chart
+        self.chart = widgets.HTML() if chart is not None else None
         self.min_interval = min_interval
         self._on_stop = on_stop
         self.status = widgets.HTML()
@@ -41,8 +46,10 @@ class LiveView:
             layout=widgets.Layout(width="auto", flex="0 0 auto"),
         )
         self.button.on_click(self._clicked)
+        if model.blocking:  # the cell waits for it: a click would only be handled after the cell
+            self.button.layout.display = "none"
         self.widget = widgets.VBox(
-            [widgets.HBox([self.button, self.status]), self.table, self.errors]
+            [widgets.HBox([self.button, self.status]), *([self.chart] if self.chart else []), self.table, self.errors]
         )
         # The token that pairs this widget with the saved copy the magic shows beside it.
         self.token = self.widget.model_id
@@ -104,6 +111,8 @@ class LiveView:
     def _render(self, snap: Snapshot) -> None:
         self.status.value = render.status_html(snap)
         self.table.value = render.table_html(snap)
+        if self.chart is not None:
+            self.chart.value = chart_svg(self.chart_spec, snap.columns, snap.rows)
         self.errors.value = render.errors_html(snap)
         self.errors.layout.display = None if snap.latest_errors else "none"
         self._render_button(snap)
@@ -160,3 +169,37 @@ class LiveView:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+
+
+class StartingView:
+    """The status line of a cell that waits for the Spark session to start (a kernel's first
+    query), its elapsed time ticking once a second until `close()`. `since` is when the start
+    began on `clock`; `background`: the start began when the extension loaded."""
+
+    def __init__(self, since: float, *, background: bool, clock: Callable[[], float] = time.monotonic,
+                 interval: float = 1.0):
+        self.since = since
+        self.background = background
+        self._clock = clock
+        self._closed = threading.Event()
+        self.widget = widgets.HTML(self.html())
+        if interval > 0:
+            threading.Thread(target=self._tick, args=(interval,), name="kstream-spark-starting", daemon=True).start()
+
+    def html(self) -> str:
+        return render.starting_html(self._clock() - self.since, background=self.background)
+
+    def text(self) -> str:
+        return render.starting_text(self._clock() - self.since, background=self.background)
+
+    def _tick(self, interval: float) -> None:
+        while not self._closed.wait(interval):
+            self.widget.value = self.html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        data = self.widget._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
+        data["text/plain"] = self.text()
+        return data
+
+    def close(self) -> None:
+        self._closed.set()

@@ -15,7 +15,8 @@ from ..engine.build import analysed, select_over_frame
 from ..engine.tree import explain_lines, tree_of
 from ..catalog import ViewDef
 from ..diffs import ChangeTracker, KeyedEnvelope
-from ..errors import StatementError
+from ..errors import KStreamError, StatementError
+from ..kafka import admin, reads
 from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
 from ..kafka.start_position import START_PROPERTY
@@ -58,15 +59,29 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
     frame = prepared.raw if plan.per_batch else prepared.built.frame
     query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
                       max_rows=session.max_rows, trigger_interval=session.trigger_interval,
-                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan), changes=changes)
+                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan), changes=changes,
+                      reading=prepared.read.reading(_partition_count(prepared.read)))
     query.bootstrap = prepared.read.bootstrap
     session.queries[query_id] = query.start()
     if plan.limit is None:
         return query
+    if session.feedback is not None:  # the cell waits: its display shows the query's status meanwhile
+        session.feedback.query_waiting(query)
     try:
         return query.result(session.timeout_of(timeout))
     finally:
         session.queries.pop(query_id, None)
+
+
+def _partition_count(read: reads.TopicRead) -> int | None:
+    """How many partitions a read of every partition covers, for its status line; None when the
+    broker cannot say now (the query itself then says why it waits)."""
+    if read.partitions is not None:
+        return None
+    try:
+        return len(admin.topic_partitions(read.bootstrap, read.topic))
+    except KStreamError:
+        return None
 
 
 def _fail_on_bad_records(session, query_id: str, plan: QueryPlan) -> None:

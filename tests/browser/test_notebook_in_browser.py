@@ -38,7 +38,7 @@ CELLS = [
     PRODUCER,
     "%%kstream\nSET 'auto.offset.reset'='earliest';\n"
     "CREATE STREAM clicks (k STRING KEY, n INT) WITH (kafka_topic='clicks', value_format='JSON');",
-    "%%kstream -o live\nSELECT k, n FROM clicks EMIT CHANGES;",
+    "%%kstream -o live --chart 'line x=N y=N'\nSELECT k, n FROM clicks EMIT CHANGES;",
     "feeder = produce_elsewhere(3, 60, pause=0.1)",
     "%%kstream --timeout 300\nSELECT * FROM clicks WHERE n < 0 EMIT CHANGES LIMIT 5;",
     "from pyspark.sql import SparkSession\n"
@@ -143,7 +143,7 @@ def _saved_while_running(page, base, token, workdir, name):
         page.keyboard.press("Control+s")
         time.sleep(0.5)
         html = _saved_copy(workdir / name)
-        return "rows: <span>63</span>" in html and "RUNNING" in html
+        return "rows: <span>63 (showing the latest 20 of 63)</span>" in html and "RUNNING" in html
 
     _until(saved_current, 20, "the current rows in the saved notebook")
     (workdir / "reopened.ipynb").write_text((workdir / name).read_text())
@@ -206,6 +206,8 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _run(page, LIVE)
     rows = _cell(page, LIVE).locator(".kstream-live:visible tbody tr")
     _until(lambda: rows.count() == 3, 120, "the first three rows")
+    points = _cell(page, LIVE).locator(".kstream-chart:visible circle")
+    _until(lambda: points.count() == 3, 10, "the chart's first three points")
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
     # Records from another process arrive while the cell is idle; rates are current.
@@ -214,6 +216,7 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _until(lambda: float(_status(page).get("records in/s", "0").replace(",", "")) > 0, 30,
            "a records in/s rate above zero")
     _until(lambda: int(_status(page)["rows"].replace(",", "")) >= 40, 90, "rows from the other process")
+    assert points.count() == 20  # the chart grew with the rows, to the 20 the widget holds
     _cell(page, LIVE).scroll_into_view_if_needed()
     _shot(page, "live")
     top = int(rows.first.locator("td").nth(1).inner_text())
@@ -234,11 +237,27 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
     _shot(page, "stopped")
 
-    # Interrupt a waiting LIMIT query: its Spark query ends, the broker lives on.
+    # A waiting LIMIT query shows its columns and a status line saying what it waits for and reads,
+    # its time ticking; Interrupt ends it: its Spark query ends, the broker lives on.
     _run(page, WAIT_FOREVER, wait=False)
     _until(lambda: _cell(page, WAIT_FOREVER).locator(".jp-InputPrompt").inner_text().strip() == "[*]:", 30,
            "the LIMIT query to run")
-    time.sleep(5)
+    running = time.monotonic()
+    waiting = _cell(page, WAIT_FOREVER).locator(".kstream-waiting:visible")
+    _until(lambda: waiting.count() and "waiting for" in waiting.inner_text(), 60, "the waiting query's status line")
+    print(f"waiting status line shown {time.monotonic() - running:.1f} s after the cell began running")
+    assert "reads topic clicks: all 1 partition from the earliest offsets" in waiting.inner_text()
+    assert "Interrupt" in waiting.inner_text()
+    headers = _cell(page, WAIT_FOREVER).locator(".kstream-live:visible th")
+    assert [headers.nth(i).inner_text() for i in range(headers.count())] == ["K", "N"]
+    assert _cell(page, WAIT_FOREVER).get_by_role("button", name="Stop").count() == 0  # Interrupt ends it
+    status = _cell(page, WAIT_FOREVER).locator(".kstream-status:visible")
+    first = status.inner_text()
+    _until(lambda: status.inner_text() != first, 10, "the status line to tick")
+    _until(lambda: "records read" in waiting.inner_text(), 60, "the records it read and filtered out")
+    _cell(page, WAIT_FOREVER).scroll_into_view_if_needed()
+    _shot(page, "waiting")
+    time.sleep(2)
     page.keyboard.press("Escape")
     page.keyboard.press("i")
     page.keyboard.press("i")
@@ -284,13 +303,16 @@ def test_insert_in_notebook_7(lab, page):
     _insert_from_schema_pane(page, "notebook7")
 
 
+LONG_SINK = "clicks_copy_enriched_for_the_reporting_team_dashboard_with_every_column_kept"
+
+
 def test_persistent_query_card_counts_and_terminates(lab, page):
     """A CREATE STREAM AS SELECT cell shows its card at once; it counts the records written and
     its Terminate button ends the query."""
     base, token, workdir = lab
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS[:LIVE] + [
-        "%%kstream\nCREATE STREAM clicks_copy AS SELECT * FROM clicks;", "%kstream queries"]]
+        f"%%kstream\nCREATE STREAM {LONG_SINK} AS SELECT * FROM clicks;", "%kstream queries"]]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, workdir / "cards.ipynb")
     page.goto(f"{base}/lab/tree/cards.ipynb?token={token}")
@@ -306,7 +328,13 @@ def test_persistent_query_card_counts_and_terminates(lab, page):
         return int(found.group(1).replace(",", "")) if found else 0
 
     _until(lambda: written() >= 3, 180, "three records written")
-    assert "CSAS_CLICKS_COPY_1" in card.inner_text() and "RUNNING" in card.inner_text()
+    assert f"CSAS_{LONG_SINK.upper()}_1" in card.inner_text() and "RUNNING" in card.inner_text()
+    # The long sink name keeps to one line, cut with an ellipsis; hovering shows the whole name.
+    name = card.locator(".kstream-sink b")
+    assert name.get_attribute("title") == LONG_SINK.upper()
+    assert name.evaluate("e => e.scrollWidth > e.clientWidth")  # cut, not wrapped
+    line = card.locator(".kstream-sink").bounding_box()
+    assert line["height"] < 2 * float(name.evaluate("e => parseFloat(getComputedStyle(e).lineHeight) || 20"))
     _cell(page, LIVE).scroll_into_view_if_needed()
     _shot(page, "query-card")
     _cell(page, LIVE).get_by_role("button", name="Terminate").click()

@@ -84,6 +84,49 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
     assert "k2" in final["text/html"] and emptied == {}
 
 
+def test_a_chart_option_draws_the_live_rows_above_the_table_and_a_wrong_column_is_refused(shell, stream, spark):
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        shell.run_cell_magic("kstream", "-o charted --chart 'bar x=K y=N'", f"SELECT k, n FROM {stream} EMIT CHANGES;")
+        handle = shell.user_ns["charted"]
+        try:
+            deadline = time.monotonic() + 60
+            while handle._view.chart.value.count("<rect") < 3 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert handle._view.chart.value.count("<rect") == 3  # a bar per row, drawn as they came
+            assert handle._view.widget.children.index(handle._view.chart) < \
+                handle._view.widget.children.index(handle._view.table)
+        finally:
+            handle.stop()
+    with pytest.raises(UsageError, match=r"no column 'price' in the result \(columns: K, N\)"):
+        shell.run_cell_magic("kstream", "-o wrong --chart 'x=K y=price'", f"SELECT k, n FROM {stream} EMIT CHANGES;")
+    assert "wrong" not in shell.user_ns
+    assert spark.streams.active == []  # the refused chart's query was stopped
+
+
+def test_spark_started_on_another_thread_is_the_active_session_where_it_is_used(spark):
+    """Spark started in the background when the extension loads: the notebook's own code still
+    finds it with SparkSession.getActiveSession() once a statement used it."""
+    import threading
+
+    from pyspark.sql import SparkSession
+
+    from kafkasql_magic.sparkenv import local_spark
+
+    seen = []
+
+    def on_a_new_thread():
+        seen.append(SparkSession.getActiveSession())
+        local_spark()
+        seen.append(SparkSession.getActiveSession())
+
+    thread = threading.Thread(target=on_a_new_thread)
+    thread.start()
+    thread.join(120)
+    assert seen[0] is None and seen[1] is not None  # none of its own before, Spark's session after
+
+
 def test_help_shows_usage_with_examples(shell):
     doc = shell.find_cell_magic("kstream").__doc__
     assert "EMIT CHANGES" in doc and "--bootstrap-servers" in doc and "--max-rows N" in doc
@@ -174,6 +217,19 @@ def test_terminate_matches_query_ids_case_insensitively(shell, stream):
     q = shell.user_ns["q"]
     shell.run_line_magic("kstream", f"TERMINATE {q.id.lower()};")
     assert not q.is_active
+
+
+def test_a_limit_query_shows_its_columns_and_status_while_the_cell_waits(shell, stream):
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as out, pytest.raises(QueryTimeout):
+        shell.run_cell_magic("kstream", "--timeout 4", f"SELECT k, n FROM {stream} WHERE n < 0 EMIT CHANGES LIMIT 5;")
+    waiting = out.outputs[0].data["text/plain"]  # shown as the query started, before any batch
+    assert "| K | N |" in waiting and "rows: 0" in waiting
+    assert f"waiting for records… · reads topic {stream.lower()}: all 1 partition from the earliest offsets" \
+           " · Interrupt (■) stops the query" in waiting
+    assert "application/vnd.jupyter.widget-view+json" in out.outputs[0].data
+    assert out.outputs[-1].data == {}  # cleared when the cell ends: the error is what stays
 
 
 def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):
@@ -311,7 +367,7 @@ def test_persistent_query_cell_returns_a_live_card_and_queries_lists_it(shell, s
     deadline = time.monotonic() + 30
     while ipython_cards[0].model.state.records_out < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert "records out: <b>3</b>" in ipython_cards[0].info.value and f"sink: <b>{sink}</b>" in ipython_cards[0].info.value
+    assert "records out: <b>3</b>" in ipython_cards[0].info.value and f'sink:&nbsp;<b title="{sink}"' in ipython_cards[0].info.value
     ipython_cards[0].terminate.click()  # TERMINATE through the session: every card of the query ends
     for c in ipython_cards:
         deadline = time.monotonic() + 30

@@ -145,6 +145,18 @@ def test_unbounded_push_query_handle_streams_new_records_and_stops(session, brok
     assert not handle.is_active and handle.state == "STOPPED"
 
 
+def test_a_micro_batchs_rows_come_in_record_time_order_not_partition_by_partition(session, broker, topic):
+    """So the widget's newest row on top is the newest record, within a batch too; a partition's
+    rows keep their offset order (a record written later with an older time stays after)."""
+    times = {0: [(0, 1000), (1, 4000), (6, 500)], 1: [(2, 2000), (3, 5000)], 2: [(4, 3000), (5, 6000)]}
+    produce(broker.bootstrap_servers, topic, [
+        {"value": json.dumps({"n": n}), "partition": p, "timestamp": 1_700_000_000_000 + t}
+        for p, records in times.items() for n, t in records], create_partitions=3)
+    session.sql(f"CREATE STREAM timed (n INT) WITH (kafka_topic='{topic}', value_format='JSON');")
+    rows = session.sql("SELECT n FROM timed EMIT CHANGES LIMIT 7;")  # one micro-batch reads them all
+    assert list(rows.N) == [0, 2, 4, 1, 6, 3, 5]
+
+
 def test_table_push_query_keeps_latest_row_per_key_in_the_widget(session, broker, topic):
     produce(broker.bootstrap_servers, topic, [
         {"key": b"a", "value": b'{"v": 1}', "partition": 0},

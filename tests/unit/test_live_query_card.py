@@ -27,12 +27,25 @@ def test_card_shows_the_fields_and_terminate_calls_back_once_ended_it_is_disable
     model = QueryCardModel("CSAS_OUT_1", sink_topic="out")
     card = QueryCard(model, on_terminate=lambda: calls.append(1))
     model.update(records_in=3, records_out=2, lag=0, errors=4)
-    for text in ("CSAS_OUT_1", "RUNNING", "records in: <b>3</b>", "processing log: <b>4</b>", "sink: <b>out</b>"):
+    for text in ("CSAS_OUT_1", "RUNNING", "records in: <b>3</b>", "processing log: <b>4</b>", ">out</b>"):
         assert text in card.info.value
     card.terminate.click()
     assert calls == [1]
     model.update(status="TERMINATED")
     assert card.terminate.disabled and "TERMINATED" in card.info.value
+
+
+def test_a_long_sink_name_ends_in_an_ellipsis_on_one_line_with_the_whole_name_on_hover():
+    import re
+
+    name = "enriched_orders_by_customer_region_and_day_" * 3
+    html = QueryCard(QueryCardModel("CSAS_X_1", sink_topic=name), on_terminate=lambda: None).info.value
+    sink = re.search(r'<span class="kstream-sink" style="([^"]*)">sink:&nbsp;<b title="([^"]*)" style="([^"]*)">'
+                     r"([^<]*)</b></span>", html)
+    assert sink, html
+    assert "white-space:nowrap" in sink.group(1)  # `sink:` and its name never part
+    assert sink.group(2) == sink.group(4) == name  # the whole name, shown cut and on hover
+    assert all(rule in sink.group(3) for rule in ("text-overflow:ellipsis", "overflow:hidden", "max-width:24em"))
 
 
 def test_follow_polls_the_status_object_until_the_query_ends():

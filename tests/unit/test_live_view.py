@@ -160,6 +160,6 @@ def test_updates_from_many_threads_end_on_the_latest(model, stop):
     for th in pool:
         th.join()
     model.set_state("STOPPED")
-    assert "rows: <span>200</span>" in v.status.value
+    assert "rows: <span>200 (showing the latest 20 of 200)</span>" in v.status.value
     assert v.table.value == render.table_html(model.snapshot())
     v.close()

@@ -17,7 +17,8 @@ the tree's nodes need:
   unreadable header is an error), no windowed key, only nodes that never record a failure.
 - **Metadata**: the topic never (it is the source's); partition and offset always (they name
   every failed record); the record timestamp where the tree uses it (ROWTIME, a TIMESTAMP
-  column) or keeps records (ordered or forwarded by it).
+  column) or keeps records (ordered or forwarded by it), or a push query's rows are shown in
+  record-time order.
 
 `prune_raw=False` keeps every raw and metadata column (as before any of this): one switch, for
 benchmarks and tests (the session property `kafkasql.prune.raw.columns`).
@@ -61,10 +62,11 @@ class ReadNeeds:
 
 
 def read_needs(tree: n.Node, source: SourceDef, *, headers_forwarded: bool, records_forwarded: bool,
-               prune_raw: bool = True) -> ReadNeeds:
+               shown_by_time: bool = False, prune_raw: bool = True) -> ReadNeeds:
     """What a read of `source` under `tree` carries. `headers_forwarded`: output records take
     their input records' headers; `records_forwarded`: they are made of the input records (a
-    sink: their timestamps too)."""
+    sink: their timestamps too); `shown_by_time`: a push query's rows, shown in record-time
+    order (runtime: results.record_order)."""
     used = used_columns(tree)
     headers = header_use(source, forwarded=headers_forwarded, used=used)
     scan = _first_scan(tree)
@@ -73,7 +75,7 @@ def read_needs(tree: n.Node, source: SourceDef, *, headers_forwarded: bool, reco
     forwarded = headers_forwarded or records_forwarded
     plain = _plain(tree, scan, forwarded)
     timed = ROWTIME.casefold() in used or any(c.name.casefold() in used for c in source.with_role(TIMESTAMP))
-    metadata = ("partition", "offset") + (("timestamp",) if timed or not plain else ())
+    metadata = ("partition", "offset") + (("timestamp",) if timed or shown_by_time or not plain else ())
     unused = plain and not headers.needed and not dialects.get(source.dialect).envelope_rules(source) \
         and window_of(source) is None and all(_safe(e) for e in _expressions(tree))
     return ReadNeeds(headers, metadata, unused)

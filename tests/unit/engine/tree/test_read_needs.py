@@ -52,7 +52,8 @@ def _plan(text: str, dialect: str = "ksql", views=()):
 def _needs(plan, forwarded: bool = False, written: bool = False):
     """A read of the plan's FROM source (`forwarded`: a persistent query's, headers and all;
     `written`: its rows become output records)."""
-    return read_needs(tree_of(plan), plan.source, headers_forwarded=forwarded, records_forwarded=forwarded or written)
+    return read_needs(tree_of(plan), plan.source, headers_forwarded=forwarded, records_forwarded=forwarded or written,
+                      shown_by_time=plan.push)
 
 
 def _shape(text: str, *, forwarded: bool = False, views=()) -> ReadShape:
@@ -99,10 +100,11 @@ def test_a_persistent_query_or_a_view_keeps_the_bytes():
 
 
 @pytest.mark.parametrize("text, metadata", [
-    ("SELECT id, v FROM s EMIT CHANGES;", ("partition", "offset")),
-    ("SELECT id, ROWTIME AS t FROM s EMIT CHANGES;", ("partition", "offset", "timestamp")),
-    ("SELECT id FROM s WHERE ROWTIME > 5 EMIT CHANGES;", ("partition", "offset", "timestamp")),
-    ("SELECT id, ROWPARTITION AS p, ROWOFFSET AS o FROM s EMIT CHANGES;", ("partition", "offset")),
+    ("SELECT id, v FROM s;", ("partition", "offset")),
+    ("SELECT id, v FROM s EMIT CHANGES;", ("partition", "offset", "timestamp")),  # shown in record-time order
+    ("SELECT id, ROWTIME AS t FROM s;", ("partition", "offset", "timestamp")),
+    ("SELECT id FROM s WHERE ROWTIME > 5;", ("partition", "offset", "timestamp")),
+    ("SELECT id, ROWPARTITION AS p, ROWOFFSET AS o FROM s EMIT CHANGES;", ("partition", "offset", "timestamp")),
     ("SELECT k, id FROM tb EMIT CHANGES;", ("partition", "offset", "timestamp")),  # newest per key: by time
     ("SELECT v, COUNT(*) AS c FROM s WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY v EMIT CHANGES;",
      ("partition", "offset", "timestamp")),

@@ -1,0 +1,94 @@
+"""Spark started in the background when the extension loads: the first query waits for that start
+(saying so) instead of starting a second one. No Spark: `local_spark` is replaced."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from kafkasql_magic import sparkenv
+from kafkasql_magic.session import Session
+
+
+@pytest.fixture
+def slow_spark(monkeypatch):
+    """A `local_spark` that takes until `release` is set; its calls counted."""
+    release, calls = threading.Event(), []
+
+    def local_spark(master=None):
+        calls.append(threading.current_thread().name)
+        assert release.wait(10)
+        return "spark"
+
+    monkeypatch.setattr(sparkenv, "local_spark", local_spark)
+    monkeypatch.setattr(sparkenv, "_background", None)
+    monkeypatch.setattr(sparkenv, "_background_since", None)
+    monkeypatch.setattr(sparkenv, "running", lambda: False)
+    yield release, calls
+    release.set()
+
+
+class Feedback:
+    def __init__(self):
+        self.said = []
+
+    def spark_starting(self, since, *, background):
+        self.said.append((since, background))
+
+
+def test_the_first_query_waits_for_the_background_start_and_says_so(slow_spark):
+    release, calls = slow_spark
+    assert sparkenv.start_in_background() and not sparkenv.start_in_background()  # one start only
+    since = sparkenv.background_start()
+    assert since is not None
+    session = Session("127.0.0.1:9")
+    session.feedback = Feedback()
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(session.spark))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and session.feedback.said == [(since, True)]  # still starting: it says since when
+    release.set()
+    waiter.join(10)
+    assert got == ["spark"] and sparkenv.background_start() is None
+    assert calls[0] == "kafkasql-spark-start"  # the foreground's call found the background's session
+
+
+def test_without_a_background_start_the_first_query_says_spark_is_starting(slow_spark):
+    release, _ = slow_spark
+    release.set()
+    session = Session("127.0.0.1:9")
+    session.feedback = Feedback()
+    assert session.spark == "spark"
+    assert [background for _, background in session.feedback.said] == [False]
+
+
+def test_a_failed_background_start_leaves_the_foreground_to_start_and_raise(monkeypatch, slow_spark):
+    def no_java(master=None):
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(sparkenv, "local_spark", no_java)
+    sparkenv.start_in_background()
+    sparkenv.wait_for_background_start()
+    with pytest.raises(RuntimeError, match="Java gateway"):
+        Session("127.0.0.1:9").spark
+
+
+@pytest.mark.parametrize("in_kernel, enabled, started", [(True, True, True), (True, False, False),
+                                                         (False, True, False)])
+def test_loading_the_extension_starts_spark_in_a_kernel_unless_told_not_to(monkeypatch, in_kernel, enabled, started):
+    from kafkasql_magic import spark_logs
+
+    begun = []
+    monkeypatch.setattr(spark_logs, "in_a_kernel", lambda: in_kernel)
+    monkeypatch.setattr(sparkenv, "start_in_background", lambda show_logs=False: begun.append(show_logs) or True)
+    ip = InteractiveShell.instance()
+    ip.config.KStreamMagics.start_spark_on_load = enabled
+    try:
+        ip.run_line_magic("load_ext", "kafkasql_magic")
+        assert begun == ([False] if started else [])
+    finally:
+        ip.run_line_magic("unload_ext", "kafkasql_magic")
+        del ip.config.KStreamMagics["start_spark_on_load"]
