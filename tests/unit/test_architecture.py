@@ -137,3 +137,24 @@ def test_every_file_a_row_names_exists():
             if not ((PACKAGE / file).exists() or any(base.rglob(Path(file).name))):
                 missing.append((name, file))
     assert missing == []
+
+
+# ---------------------------------------------------------------- Spark only in *spark* files
+#: engine/ modules that import pyspark without "spark" in their names: the phase-organised steps
+#: from before operator families (ARCHITECTURE.md, "The engine in five minutes"). The list may
+#: only shrink: a new module that needs pyspark is a family's `*spark*` file.
+PHASE_MODULES_WITH_SPARK = {
+    "engine/aggregates.py", "engine/build/aggregate.py", "engine/build/batch_store.py", "engine/build/decode.py",
+    "engine/build/diff_join.py", "engine/build/expressions.py", "engine/build/functions.py",
+    "engine/build/functions_more.py", "engine/build/join_key.py", "engine/build/jsonb.py", "engine/build/lambdas.py",
+    "engine/build/order.py", "engine/build/pg_functions.py", "engine/build/query.py", "engine/build/retract.py",
+    "engine/build/sessions.py", "engine/build/subscribe.py", "engine/build/table_join.py",
+    "engine/build/timed_join.py", "engine/build/window_keys.py", "engine/build/windowed.py",
+}
+
+
+def test_only_spark_files_import_pyspark_inside_the_engine():
+    importing = {str(p.relative_to(PACKAGE)) for p in (PACKAGE / "engine").rglob("*.py")
+                 if re.search(r"^\s*(from|import) pyspark\b", p.read_text(), re.MULTILINE)}
+    assert sorted(p for p in importing if "spark" not in Path(p).name and p not in PHASE_MODULES_WITH_SPARK) == []
+    assert sorted(PHASE_MODULES_WITH_SPARK - importing) == []  # one that no longer does leaves the list
