@@ -28,7 +28,7 @@ from . import order, window_keys
 from .retract import TableState, retracted
 from .table_join import table_joined, tombstoned
 from ..lookup_join.state_spark import looked_up
-from .timed_join import watermarked
+from ..stream_join.join_spark import stream_stream_joined
 from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame
@@ -216,13 +216,12 @@ def _spark_join(node: n.BinaryJoin, context: _Context, left: DataFrame, right: D
 
 def _stream_stream_join(node: n.StreamStreamJoin, context: _Context, left: DataFrame, right: DataFrame,
                         sides) -> DataFrame:
-    """Late records dropped, unmatched rows behind watermarks (WITHIN's size plus GRACE PERIOD)."""
-    condition = _condition(node, context, left, right, sides)
-    join, index = node.join, node.index
+    """Late records dropped, unmatched rows behind watermarks (engine/stream_join)."""
+    join = node.join
     _within(join.within, sides[0][1].get(ROWTIME), sides[-1][1].get(ROWTIME))  # both sides have record times
-    left, right, timed = watermarked(left, right, quoted(sides[0][1][ROWTIME]), quoted(sides[-1][1][ROWTIME]),
-                                     join.within, join.grace, index)
-    return left.join(right, condition & timed, SPARK_JOINS[join.kind])
+    return stream_stream_joined(left, right, quoted(sides[0][1][ROWTIME]), quoted(sides[-1][1][ROWTIME]), join.within,
+                                join.grace, node.index, _condition(node, context, left, right, sides),
+                                SPARK_JOINS[join.kind])
 
 
 def _lookup_join(node: n.LookupJoin, context: _Context, left: DataFrame, right: DataFrame, sides) -> DataFrame:

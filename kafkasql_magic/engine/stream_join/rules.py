@@ -1,4 +1,4 @@
-"""Stream-stream joins (INNER, LEFT, RIGHT, FULL) with ksqlDB's WITHIN and GRACE PERIOD.
+"""A stream-stream join's time rules (INNER, LEFT, RIGHT, FULL with ksqlDB's WITHIN and GRACE PERIOD). Pure.
 
 Each side's records are held for the window's size plus the grace period behind stream time, as
 ksqlDB's join stores hold them; a record that comes later than that is dropped, in an INNER join
@@ -26,30 +26,16 @@ Both sides move alike, so the WITHIN condition and the watermarks' distances are
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
 from ..analysis.windows import DEFAULT_GRACE_MS
 
-
-def _interval(ms: int) -> Column:
-    return F.expr(f"INTERVAL {ms} MILLISECONDS")
-
-
-def _event_time(record_time: str) -> Column:
-    return F.timestamp_millis(F.col(record_time) + F.lit(1))
+#: Added to each record time for Spark's event time: its watermark starts at 0, and a row at or
+#: below the watermark is late, so a record at time 0 would never join.
+EVENT_TIME_SHIFT_MS = 1
 
 
-def watermarked(left: DataFrame, right: DataFrame, left_time: str, right_time: str, within: tuple[int, int],
-                grace: int | None, index: int) -> tuple[DataFrame, DataFrame, Column]:
-    """Both sides with a watermarked event-time column (`__wt0`, `__wt{index}`; ROWTIME + 1 ms as a
-    timestamp) and the WITHIN (before, after) condition over them: right in [left - before, left + after]."""
+def hold_ms(within: tuple[int, int], grace: int | None) -> int:
+    """How long behind stream time each side's records are held (the watermark's delay): the
+    window's size (before + after) plus the grace period, ksqlDB's 24 hours when none is given."""
     before, after = within
-    delay = f"{before + after + (DEFAULT_GRACE_MS if grace is None else grace)} milliseconds"
-    left_wt, right_wt = "__wt0", f"__wt{index}"
-    if left_wt not in left.columns:
-        left = left.withColumn(left_wt, _event_time(left_time)).withWatermark(left_wt, delay)
-    right = right.withColumn(right_wt, _event_time(right_time)).withWatermark(right_wt, delay)
-    condition = ((F.col(right_wt) >= F.col(left_wt) - _interval(before))
-                 & (F.col(right_wt) <= F.col(left_wt) + _interval(after)))
-    return left, right, condition
+    return before + after + (DEFAULT_GRACE_MS if grace is None else grace)
+
