@@ -83,15 +83,18 @@ class _Captures:
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
           state: TableState | WindowState | None = None, changelog: bool = False,
-          batch_id: int | None = None) -> Built:
+          batch_id: int | None = None, deletes_rejected: bool = False) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
     carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
-    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id)."""
+    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id).
+    `deletes_rejected` (a Materialize sink over a changelog): a row a view's WHERE clause rejects
+    is a delete of its key, as in a SUBSCRIBE's changelog."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    frame = _frame(plan, raw, read, captures, state, changelog, batch_id, deletes_rejected=plan.changes == CHANGELOG)
+    frame = _frame(plan, raw, read, captures, state, changelog, batch_id,
+                   deletes_rejected=deletes_rejected or plan.changes == CHANGELOG)
     if plan.changes is not None:  # a SUBSCRIBE: what the driver turns into diffs
         frame = for_driver(plan, frame)
     return Built(frame, captures.observations, captures.error_frames)
@@ -107,7 +110,7 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
         return retracted(plan, frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect), state,
                          captures.without_errors, batch_id)
     tombstones = _passes_tombstones(plan, changelog)
-    frame, scope = with_join_key(plan, *_from(plan, raw, read, captures, tombstones))
+    frame, scope = with_join_key(plan, *_from(plan, raw, read, captures, tombstones, deletes_rejected))
     frame, where_error = _filtered(stmt, frame, scope, changelog=plan.table_join is not None or deletes_rejected)
     for expr in stmt.partition_by:  # the key is only a name here, but it must resolve
         Compiler(scope).compile(expr)
@@ -179,7 +182,7 @@ def _input_frame(side: Input, raw: DataFrame, read: RawReader, captures: _Captur
 
 
 def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
-          tombstones: bool = False) -> tuple[DataFrame, Scope]:
+          tombstones: bool = False, deletes_rejected: bool = False) -> tuple[DataFrame, Scope]:
     """The FROM clause: one source's rows, or the joined rows of several (`tombstones`: the
     FROM stream's NULL values stay)."""
     stmt = plan.statement
@@ -190,7 +193,7 @@ def _from(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
         return diff_joined(plan, raw, read, lambda side, rows: _input_frame(side, rows, read, captures,
                                                                             side.kind == "TABLE"),
                            captures.without_errors)
-    frame = _input_frame(first, raw, read, captures, plan.changes == CHANGELOG, tombstones)
+    frame = _input_frame(first, raw, read, captures, plan.changes == CHANGELOG or deletes_rejected, tombstones)
     if not stmt.joins:
         return frame, Scope(frame, set(first.visible), set(first.qualifiers), plan.dialect)
     sides = []
