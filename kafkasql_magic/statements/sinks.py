@@ -1,4 +1,4 @@
-"""Materialize's CREATE SINK, DROP SINK and SHOW SINKS.
+"""Materialize's CREATE SINK, DROP SINK, SHOW SINKS and SHOW CREATE SINK.
 
 A sink is a persistent query over `SELECT * FROM relation`, read from the earliest offsets
 (Materialize's default `SNAPSHOT = true`: the relation's current rows, then its changes),
@@ -25,10 +25,12 @@ from ..kafka.reach import ensure_reachable
 from ..sinks import mz_encode
 from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
 from ..sql import ast
-from ..sql.ast_materialize import CreateSink, DropSink
+from ..sql.ast_materialize import CreateSink, DropSink, ShowCreateSink
 from .queries import analysed, prepare
 
-SHOW_SINKS_COLUMNS = ["name", "type", "topic", "envelope", "query_id", "status"]
+#: Materialize's SHOW SINKS columns: a sink has no size or cluster here (NULL).
+SHOW_SINKS_COLUMNS = ["name", "type", "size", "cluster"]
+SHOW_CREATE_COLUMNS = ["name", "create_sql"]
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,15 @@ def drop_sink(session, stmt: DropSink, text, timeout):
 
 
 def show_sinks(session) -> pd.DataFrame:
-    rows = []
-    for name in sorted(session.sinks):
-        sink = session.sinks[name]
-        query = session.persistent.queries.get(sink.query_id)
-        rows.append([name, "kafka", sink.spec.topic, sink.spec.envelope.lower(), sink.query_id,
-                     query.state.lower() if query is not None else "stopped"])
+    """Materialize's columns; the topic, envelope and formats are in SHOW CREATE SINK, the
+    sink's query and its state in SHOW QUERIES."""
+    rows = [[name, "kafka", None, None] for name in sorted(session.sinks)]
     return pd.DataFrame(rows, columns=SHOW_SINKS_COLUMNS)
+
+
+def show_create_sink(session, stmt: ShowCreateSink, text, timeout) -> pd.DataFrame:
+    """The sink's qualified name and its CREATE SINK statement as it was written."""
+    sink = session.sinks.get(stmt.name)
+    if sink is None:
+        raise StatementError(f"unknown catalog item '{stmt.name}'")
+    return pd.DataFrame([[qualified(stmt.name).strip('"'), sink.statement]], columns=SHOW_CREATE_COLUMNS)
