@@ -71,7 +71,9 @@ def test_envelope_rules_follow_the_source_dialect():
     assert dialects.KSQL.envelope_rules(ksql) == ()
     assert [c for c, _ in dialects.KSQL.envelope_rules(table)] == [NULL_KEY]
     assert [c for c, _ in dialects.MATERIALIZE.envelope_rules(mz)] == [KEY_WITHOUT_VALUE]
-    assert dialects.MATERIALIZE.envelope_rules(upsert) == ((NULL_KEY, "record with NULL key in UPSERT source"),)
+    assert dialects.MATERIALIZE.envelope_rules(upsert) == ((NULL_KEY, (
+        "Envelope error: Upsert: Null key: record with NULL key in UPSERT source; to retract this error, produce a "
+        "record upstream with a NULL key and NULL value")),)
     assert dialects.MATERIALIZE.skips_empty(mz) and not dialects.MATERIALIZE.skips_empty(upsert)
     assert not dialects.KSQL.skips_empty(ksql)
 
