@@ -18,6 +18,10 @@ from . import ksql_sources, naming
 
 #: A record condition an envelope rule tests (build maps each to a Spark predicate).
 NULL_KEY, KEY_WITHOUT_VALUE = "NULL_KEY", "KEY_WITHOUT_VALUE"
+#: Materialize's error for a NULL key under ENVELOPE UPSERT (its UpsertNullKeyError, as a query
+#: shows it: an envelope error of the upsert kind), saying how to retract it.
+UPSERT_NULL_KEY = ("Envelope error: Upsert: Null key: record with NULL key in UPSERT source; to retract this error, "
+                   "produce a record upstream with a NULL key and NULL value")
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class Dialect:
     def envelope_rules(self, source: SourceDef) -> tuple[tuple[str, str], ...]:
         """(condition, message) per rule that turns a record of `source` into an error."""
         if source.envelope == "UPSERT":
-            return ((NULL_KEY, "record with NULL key in UPSERT source"),)
+            return ((NULL_KEY, UPSERT_NULL_KEY),)
         if source.kind == "TABLE":
             return ((NULL_KEY, "Record with a NULL key dropped from table"),)
         return self.stream_envelope_rules

@@ -218,12 +218,14 @@ def _key_columns(key: Decoding, alias: str | None) -> tuple[FormatSpec, list[Col
 
 
 def _renamed(columns: list[Column], names: tuple[str, ...]) -> list[Column]:
-    if not names:
-        return columns
-    if len(names) != len(columns):
-        raise StatementError(f"the column list names {len(names)} columns but the source has {len(columns)}: "
-                             + ", ".join(c.name for c in columns))
-    return [Column(n, c.type, c.role, c.header_key, c.format_field) for n, c in zip(names, columns)]
+    """The column list renames the first columns, in order; the others keep their names
+    (Materialize's `maybe_rename_columns`, with its message when the list is longer)."""
+    if len(names) > len(columns):
+        def plural(n: int) -> str:
+            return f"{n} column{'' if n == 1 else 's'}"
+        raise StatementError(f"source definition names {plural(len(names))}, but source has {plural(len(columns))}")
+    renamed = [Column(n, c.type, c.role, c.header_key, c.format_field) for n, c in zip(names, columns)]
+    return renamed + columns[len(names):]
 
 
 def _rename_hint(columns: list[Column]) -> str:

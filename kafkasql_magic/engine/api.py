@@ -61,16 +61,18 @@ class Prepared:
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
-            changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False) -> Prepared:
+            changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False,
+            deletes_rejected: bool = False) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
     output records), not only when a header column is selected. `writes`: the rows become output
     records, which take their input records' timestamps (a sink; implied by `keep_headers`). `changelog`: the rows are a
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
     `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
-    micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot)."""
+    micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot).
+    `deletes_rejected`: a row a view's WHERE clause rejects is a delete (engine.tree.tree_of)."""
     plan = plan or plan_of(session, stmt)
     reset = reset or session.settings.get("auto.offset.reset", "latest")
-    tree = tree_of(plan)
+    tree = tree_of(plan, deletes_rejected)
     switches = Switches.of(session.settings)
 
     def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
@@ -95,10 +97,11 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
 
     read = topic_read(plan.source, stmt.emit_changes, plan.seek, plan.lookup)
     raw = session.raw_frame(read)
-    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
+    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog,
+                                   deletes_rejected=deletes_rejected))
     state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
     build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
-                                                       batch_id=batch_id))
+                                                       batch_id=batch_id, deletes_rejected=deletes_rejected))
                    if plan.per_batch else None)
     return Prepared(plan, read, raw, built, build_batch, state)
 

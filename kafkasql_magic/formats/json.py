@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 from .. import types
 from ..sql import ast
 from .base import Decoded, Format, deserialization_error, first_error, json_ready, utf8_check
+from .json_errors import json_decode_error
 
 _TEXT_MAP = T.MapType(T.StringType(), T.StringType())
 _TEXT_ARRAY = T.ArrayType(T.StringType())
@@ -231,6 +232,13 @@ def jsonb_text(text: Column) -> Column:
     their bytes) and a repeated key's last value only (Spark's variant, parsed with
     `spark.sql.variant.allowDuplicateKeys`: sparkenv); NULL when `text` is not JSON."""
     return F.to_json(F.try_parse_json(text))
+
+
+def materialize_decode_error(raw: Column, error: Column) -> Column:
+    """`error` (set where the value did not decode) in Materialize's words: `Failed to decode
+    JSON: expected value at line 1 column 6 (original text: ..., original bytes: ...)`, worked
+    out by formats.json_errors for the failed records only."""
+    return F.coalesce(F.when(error.isNotNull(), F.udf(json_decode_error, "string")(raw)), error)
 
 
 class JsonDocumentFormat(Format):

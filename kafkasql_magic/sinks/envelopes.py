@@ -81,6 +81,9 @@ class DebeziumState:
             first = F.lit(None).cast(staged.schema[_AFTER].dataType)
         paired = staged.withColumn(_BEFORE, F.when(F.col(_RANK) == 1, first).otherwise(F.col("__prev")))
         paired = paired.localCheckpoint()
+        # a retraction of a row the relation did not hold (a row a view's WHERE rejected before
+        # too) changes nothing, and writes nothing
+        written = paired.where(F.col(_BEFORE).isNotNull() | F.col(_AFTER).isNotNull())
         newest = Window.partitionBy(*keys).orderBy(F.col(_SEQ).desc())
         latest = (paired.withColumn("__last", F.row_number().over(newest)).where(F.col("__last") == 1)
                   .select(*self.keys, _AFTER))
@@ -89,13 +92,13 @@ class DebeziumState:
             kept = self.rows.join(latest.select(*self.keys), list(self.keys), "left_anti").unionByName(kept)
         if self.folder is None:  # not running under a checkpoint
             self.rows = kept.localCheckpoint()
-            return paired
+            return written
         path = os.path.join(self.folder, str(self._batch))
         kept.write.mode("overwrite").parquet(path)
         self.rows, self._after_batch = kept.sparkSession.read.parquet(path), self._batch
         for old in _saved_batches(self.folder, below=self._batch - 1):
             shutil.rmtree(os.path.join(self.folder, str(old)), ignore_errors=True)
-        return paired
+        return written
 
 
 def _split_across_keys(paired: DataFrame, key: list[str]) -> DataFrame:
@@ -134,13 +137,17 @@ class MaterializeSinkWrite:
     #: The relation is a writable table's changelog (engine.analysis.row_ids): its rows carry
     #: their row ids, which pair a row's old and new values for either envelope.
     row_ids: bool = False
+    #: The relation's changes include retractions (a changelog whose view's WHERE rejects a
+    #: changed row): the key's previous row tells whether there is anything to retract.
+    retractions: bool = False
 
     def __post_init__(self):
         if self.row_ids and self.state is None:
             self.state = DebeziumState((RAW_KEY,))
-        # DEBEZIUM's `before`, and the headers of an UPSERT tombstone: the deleted row's, which a
-        # relation of diffs carries on the tombstone's row itself
-        upsert_headers = self.spec.envelope == "UPSERT" and self.spec.headers is not None and not self.diffs
+        # DEBEZIUM's `before`, an UPSERT tombstone's headers (the deleted row's, which a relation
+        # of diffs carries on the tombstone's row itself) and whether it has a row to retract
+        upsert_headers = self.spec.envelope == "UPSERT" and (self.spec.headers is not None or self.retractions) \
+            and not self.diffs
         if (self.spec.envelope == "DEBEZIUM" or upsert_headers) and self.spec.relation_key and self.state is None:
             self.state = DebeziumState(self.spec.relation_key)
 
@@ -185,7 +192,8 @@ class MaterializeSinkWrite:
             rows = self.state.paired(staged)
             row = F.coalesce(F.col(_AFTER), F.col(_BEFORE))  # the row written, or the row deleted
             key_row, after = F.col("__key"), F.col(_AFTER)
-            headers = header_entries(row[self.spec.headers], value_type)
+            if self.spec.headers is not None:
+                headers = header_entries(row[self.spec.headers], value_type)
         value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
         return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
                            F.col("timestamp" if self.state is not None else RAW_TIMESTAMP).alias("timestamp"))

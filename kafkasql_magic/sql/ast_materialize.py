@@ -174,6 +174,13 @@ class CreateSink(Statement):
 
 
 @dataclass(frozen=True)
+class ShowCreateSink(Statement):
+    """SHOW CREATE SINK name: the sink's name and its CREATE SINK statement."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class DropSink(Statement):
     """DROP SINK [IF EXISTS] name: its query stops; the topic stays, as in Materialize."""
 

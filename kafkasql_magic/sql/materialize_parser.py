@@ -217,6 +217,9 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def show_columns(self, meta, name):
         return ast.Describe(name, **_pos(meta))
 
+    def show_create_sink(self, meta, name):
+        return mz_ast.ShowCreateSink(name, **_pos(meta))
+
     def drop_object(self, meta, kind, if_exists, name):
         if kind == "SINK":
             return mz_ast.DropSink(name, bool(if_exists), **_pos(meta))

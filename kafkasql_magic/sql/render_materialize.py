@@ -138,6 +138,7 @@ MATERIALIZE_STATEMENTS = {
     ast.Describe: lambda w, s: f"SHOW COLUMNS FROM {w.ident(s.name)}",
     ast.Drop: lambda w, s: f"DROP {s.kind} {if_exists(s)}{w.ident(s.name)}",
     mz.DropSink: lambda w, s: f"DROP SINK {if_exists(s)}{w.ident(s.name)}",
+    mz.ShowCreateSink: lambda w, s: f"SHOW CREATE SINK {w.ident(s.name)}",
 }
 
 

@@ -31,6 +31,7 @@ HANDLERS = {
     ast.ExplainQuery: writes.explain_query,
     mz_ast.CreateSink: sinks.create_sink,
     mz_ast.DropSink: sinks.drop_sink,
+    mz_ast.ShowCreateSink: sinks.show_create_sink,
     mz_ast.CreateSecret: connections.create_secret,
     mz_ast.CreateConnection: connections.create_connection,
     mz_ast.CreateSourceTable: sources.create_source_table,

@@ -1,4 +1,4 @@
-"""Materialize's CREATE SINK, DROP SINK and SHOW SINKS.
+"""Materialize's CREATE SINK, DROP SINK, SHOW SINKS and SHOW CREATE SINK.
 
 A sink is a persistent query over `SELECT * FROM relation`, read from the earliest offsets
 (Materialize's default `SNAPSHOT = true`: the relation's current rows, then its changes),
@@ -14,7 +14,8 @@ import pandas as pd
 
 from .. import types
 from ..dialects.materialize_sinks import SinkSpec, plan_sink, qualified, with_endpoints
-from ..engine.analysis.plan import MZ_COLUMNS
+from ..engine.analysis import analyse
+from ..engine.analysis.plan import MZ_COLUMNS, TABLE
 from ..engine.analysis.row_ids import keyed_by_row_id
 from ..engine.columns import SQL_TYPE, result_column
 from ..errors import StatementError
@@ -24,10 +25,13 @@ from ..kafka.reach import ensure_reachable
 from ..sinks import mz_encode
 from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
 from ..sql import ast
-from ..sql.ast_materialize import CreateSink, DropSink
+from ..sql.ast_materialize import CreateSink, DropSink, ShowCreateSink
 from ..engine.api import prepare
+from ..engine.build import analysed
 
-SHOW_SINKS_COLUMNS = ["name", "type", "topic", "envelope", "query_id", "status"]
+#: Materialize's SHOW SINKS columns: a sink has no size or cluster here (NULL).
+SHOW_SINKS_COLUMNS = ["name", "type", "size", "cluster"]
+SHOW_CREATE_COLUMNS = ["name", "create_sql"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,17 @@ def _relation_columns(prepared) -> list[Field]:
 def _unique_keys(plan) -> list[tuple[str, ...]]:
     """The relation's known unique keys: a table's or a GROUP BY's key columns, when selected."""
     return [tuple(plan.key_names)] if plan.kind == "TABLE" and plan.key_names else []
+
+
+def _changelog(plan) -> bool:
+    """A changelog read as it is (an UPSERT source, a writable table, through views that only
+    project and filter): a row a view's WHERE clause rejects leaves the relation, so the sink
+    writes its retraction (Materialize: a tombstone for UPSERT, a delete for DEBEZIUM)."""
+    while plan is not None:
+        if plan.kind != TABLE or plan.aggregating or plan.diffs or plan.table_join is not None or plan.statement.joins:
+            return False
+        plan = plan.inputs[0].view
+    return True
 
 
 def _writers(spec: SinkSpec):
@@ -75,7 +90,9 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     stmt = with_endpoints(stmt, lambda name, kind: session.catalog.connection(name, kind).address)
     base = session.base_source(stmt.relation)  # an unknown relation fails here, by name
     select = ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.relation), emit_changes=True)
-    prepared = prepare(session, select, reset="earliest", writes=True)
+    plan = analysed(lambda: analyse(select, session.catalog, session.dialect_now, session.text_now))
+    retracts = _changelog(plan)
+    prepared = prepare(session, select, reset="earliest", writes=True, plan=plan, deletes_rejected=retracts)
     spec = plan_sink(stmt, _relation_columns(prepared), _unique_keys(prepared.plan))
     bootstrap = spec.broker or session.bootstrap_servers
     ensure_reachable(bootstrap, session.timeout_of(timeout))
@@ -84,7 +101,8 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     admin.create_topic(bootstrap, spec.topic, partitions, config=config, exist_ok=True)
     key_writer, value_writer = _writers(spec)
     write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap,
-                                 diffs=prepared.plan.diffs, row_ids=keyed_by_row_id(prepared.plan))
+                                 diffs=prepared.plan.diffs, row_ids=keyed_by_row_id(prepared.plan),
+                                 retractions=retracts)
     running = session.persistent.start("SINK", spec.name, text, prepared, write, select,
                                        resume=resume, query_id=query_id)
     session.sinks[spec.name] = Sink(spec, running.id, text)
@@ -105,10 +123,15 @@ def drop_sink(session, stmt: DropSink, text, timeout):
 
 
 def show_sinks(session) -> pd.DataFrame:
-    rows = []
-    for name in sorted(session.sinks):
-        sink = session.sinks[name]
-        query = session.persistent.queries.get(sink.query_id)
-        rows.append([name, "kafka", sink.spec.topic, sink.spec.envelope.lower(), sink.query_id,
-                     query.state.lower() if query is not None else "stopped"])
+    """Materialize's columns; the topic, envelope and formats are in SHOW CREATE SINK, the
+    sink's query and its state in SHOW QUERIES."""
+    rows = [[name, "kafka", None, None] for name in sorted(session.sinks)]
     return pd.DataFrame(rows, columns=SHOW_SINKS_COLUMNS)
+
+
+def show_create_sink(session, stmt: ShowCreateSink, text, timeout) -> pd.DataFrame:
+    """The sink's qualified name and its CREATE SINK statement as it was written."""
+    sink = session.sinks.get(stmt.name)
+    if sink is None:
+        raise StatementError(f"unknown catalog item '{stmt.name}'")
+    return pd.DataFrame([[qualified(stmt.name).strip('"'), sink.statement]], columns=SHOW_CREATE_COLUMNS)

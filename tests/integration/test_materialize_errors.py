@@ -55,7 +55,8 @@ def test_upsert_null_key_fails_until_a_null_key_tombstone_retracts_it(session, b
     topic = _topic(broker, [{"key": b"a", "value": b"1"}, {"key": None, "value": b"9"}])
     session.sql(f"CREATE SOURCE un FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
                 "ENVELOPE UPSERT", **MZ)
-    with pytest.raises(ks.StatementError, match=r"^record with NULL key in UPSERT source \(topic .*offset 1\)$"):
+    with pytest.raises(ks.StatementError, match=r"^Envelope error: Upsert: Null key: record with NULL key in UPSERT source; to retract "
+                       r"this error, produce a record upstream with a NULL key and NULL value \(topic .*offset 1\)$"):
         session.sql("SELECT * FROM un", **MZ)
     produce(broker.bootstrap_servers, topic, [{"key": None, "value": None, "partition": 0},
                                               {"key": b"b", "value": b"2", "partition": 0}])

@@ -94,3 +94,33 @@ def test_a_sink_over_a_constant_view_writes_its_rows_once(mz, broker):
     assert sorted(got, key=repr) == [(None, {"before": None, "after": {"column1": 1, "column2": "a"}}, []),
                                      (None, {"before": None, "after": {"column1": 2, "column2": "b"}}, [])]
     assert [decoded(r) for r in read_back(broker, f"one-{out}", 1)] == [({"n": 7}, {"n": 7, "s": "x"}, [])]
+
+
+def test_a_row_leaving_a_views_where_is_retracted_by_its_sinks(mz, broker):
+    """Materialize: a row no longer passing the view's WHERE leaves the view, so an UPSERT sink
+    writes its tombstone and a DEBEZIUM sink its delete."""
+    t = f"t_{tag()}"
+    bootstrap = broker.bootstrap_servers
+    mz.sql(f"CREATE TABLE {t} (a int, b text); INSERT INTO {t} VALUES (1, 'x'), (2, 'y');"
+           f"CREATE VIEW v_{t} AS SELECT a, b FROM {t} WHERE b <> 'gone'")
+    upsert, debezium = f"up-{tag()}", f"dbz-{tag()}"
+    up = mz.sql(f"CREATE SINK su_{t} FROM v_{t} INTO KAFKA BROKER '{bootstrap}' (TOPIC '{upsert}') "
+                "KEY (a) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT")
+    dbz = mz.sql(f"CREATE SINK sd_{t} FROM v_{t} INTO KAFKA BROKER '{bootstrap}' (TOPIC '{debezium}') "
+                 "KEY (a) NOT ENFORCED FORMAT JSON ENVELOPE DEBEZIUM")
+    assert up.wait_for_records(2, 120), up.failure
+    assert dbz.wait_for_records(2, 120), dbz.failure
+    mz.sql(f"UPDATE {t} SET b = 'gone' WHERE a = 1")
+    assert up.wait_for_records(3, 120), up.failure
+    assert dbz.wait_for_records(3, 120), dbz.failure
+    mz.sql(f"UPDATE {t} SET b = 'back' WHERE a = 1")
+    assert up.wait_for_records(4, 120), up.failure
+    assert dbz.wait_for_records(4, 120), dbz.failure
+
+    x1, y2, back = {"a": 1, "b": "x"}, {"a": 2, "b": "y"}, {"a": 1, "b": "back"}
+    got = [decoded(r) for r in read_back(broker, upsert, 4)]
+    assert by_key(got) == {1: [x1, None, back], 2: [y2]}
+    got = [decoded(r) for r in read_back(broker, debezium, 4)]
+    assert by_key(got) == {1: [{"before": None, "after": x1}, {"before": x1, "after": None},
+                               {"before": None, "after": back}],
+                           2: [{"before": None, "after": y2}]}

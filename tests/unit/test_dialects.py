@@ -71,7 +71,9 @@ def test_envelope_rules_follow_the_source_dialect():
     assert dialects.KSQL.envelope_rules(ksql) == ()
     assert [c for c, _ in dialects.KSQL.envelope_rules(table)] == [NULL_KEY]
     assert [c for c, _ in dialects.MATERIALIZE.envelope_rules(mz)] == [KEY_WITHOUT_VALUE]
-    assert dialects.MATERIALIZE.envelope_rules(upsert) == ((NULL_KEY, "record with NULL key in UPSERT source"),)
+    assert dialects.MATERIALIZE.envelope_rules(upsert) == ((NULL_KEY, (
+        "Envelope error: Upsert: Null key: record with NULL key in UPSERT source; to retract this error, produce a "
+        "record upstream with a NULL key and NULL value")),)
     assert dialects.MATERIALIZE.skips_empty(mz) and not dialects.MATERIALIZE.skips_empty(upsert)
     assert not dialects.KSQL.skips_empty(ksql)
 
@@ -83,3 +85,13 @@ def test_materialize_formats_are_validated_like_ksql_ones(monkeypatch):
     define(dialects.MATERIALIZE, "CREATE SOURCE s FROM KAFKA TOPIC 't' KEY FORMAT TEXT VALUE FORMAT BYTES "
                                  "INCLUDE KEY")
     assert seen == [("key", "STREAM", 1), ("value", "STREAM", 1)]
+
+
+def test_a_materialize_column_list_may_name_only_the_first_columns():
+    src = define(dialects.MATERIALIZE, "CREATE SOURCE s (a, b) FROM KAFKA TOPIC 't' FORMAT CSV WITH 2 COLUMNS "
+                                       "INCLUDE OFFSET")
+    assert [c.name for c in src.columns] == ["a", "b", "offset"]
+    src = define(dialects.MATERIALIZE, "CREATE SOURCE s (a) FROM KAFKA TOPIC 't' FORMAT CSV WITH 2 COLUMNS")
+    assert [c.name for c in src.columns] == ["a", "column2"]
+    with pytest.raises(StatementError, match="^source definition names 3 columns, but source has 2 columns$"):
+        define(dialects.MATERIALIZE, "CREATE SOURCE s (a, b, c) FROM KAFKA TOPIC 't' FORMAT CSV WITH 2 COLUMNS")

@@ -417,7 +417,7 @@ def test_parse_statement_offsets_in_errors():
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT CSV WITH x COLUMNS", 1, 54,
          'Expected a number, found identifier "x"'),
         ("SELECT * FROM s LIMIT 'x'", 1, 23, "Expected a number, found string literal 'x'"),
-        ("SHOW STREAMS", 1, 6, 'Expected one of COLUMNS or CONNECTIONS or SECRETS or SINKS or SOURCES or TABLES or VIEWS, '
+        ("SHOW STREAMS", 1, 6, 'Expected one of COLUMNS or CONNECTIONS or CREATE or SECRETS or SINKS or SOURCES or TABLES or VIEWS, '
                          'found identifier "STREAMS"'),
         # FROM is optional (a SELECT without it reads one row), so every clause may follow
         ("SELECT a b c FROM s", 1, 12, "Expected one of ',' or ';' or FROM or GROUP or HAVING or LIMIT or ORDER or "

@@ -8,7 +8,7 @@ from kafkasql_magic.dialects.materialize_sinks import plan_sink, uniqueness_mess
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.formats import Field
 from kafkasql_magic.sql import ast, parse_statement
-from kafkasql_magic.sql.ast_materialize import CreateSink, DropSink
+from kafkasql_magic.sql.ast_materialize import CreateSink, DropSink, ShowCreateSink
 
 TEXT, INT, BYTEA = ast.Type("STRING"), ast.Type("INT"), ast.Type("BYTES")
 TEXT_MAP = ast.Type("MAP", key=TEXT, value=TEXT)
@@ -37,6 +37,7 @@ def test_create_sink_parses_every_clause():
         "k", None, "JSON", "DEBEZIUM", ())
     assert parse_statement("DROP SINK IF EXISTS s", dialect="materialize") == DropSink("s", True)
     assert parse_statement("SHOW SINKS", dialect="materialize") == ast.Show("SINKS")
+    assert parse_statement("SHOW CREATE SINK S", dialect="materialize") == ShowCreateSink("s")
 
 
 def test_a_missing_envelope_is_materializes_error_with_a_caret():

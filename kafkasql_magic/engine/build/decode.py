@@ -18,7 +18,7 @@ from ...dialects import debezium, pg_types
 from ...dialects.dialect import KEY_WITHOUT_VALUE, NULL_KEY
 from ...formats import Decoded, Field
 from ...formats import avro
-from ...formats.json import jsonb_text
+from ...formats.json import jsonb_text, materialize_decode_error
 from ...kafka import json_columns
 from ...kafka.worker_decoding import AVRO_COLUMN, WorkerDecoding
 from ...kafka.headers import unreadable_error
@@ -302,6 +302,8 @@ def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
         decoded[inline.name] = F.lit(None).cast(types.to_spark(inline.type))
         if value_error is not None:
             decoded.update({c.name: F.when(value_error.isNull(), decoded[c.name]) for c in source.value_columns})
+            if source.value_format.name == "JSON_DOCUMENT" and "value" in record.columns:
+                value_error = materialize_decode_error(F.col("value"), value_error)
             decoded[inline.name] = F.when(value_error.isNotNull(), F.struct(value_error.alias("description")))
             value_error = None
     checks = _envelope_checks(source, record) + [e for e in (window_keys.key_error(source), key.error, value_error)

@@ -86,16 +86,18 @@ class _Captures:
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
           state: TableState | WindowState | None = None, changelog: bool = False,
-          batch_id: int | None = None) -> Built:
+          batch_id: int | None = None, deletes_rejected: bool = False) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
     carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
-    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id)."""
+    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id).
+    `deletes_rejected` (a Materialize sink over a changelog): a row a view's WHERE clause rejects
+    is a delete of its key, as in a SUBSCRIBE's changelog."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
     context = _Context(plan, raw, read, captures, state, changelog, batch_id)
-    return Built(context.result(tree_of(plan)), captures.observations, captures.error_frames)
+    return Built(context.result(tree_of(plan, deletes_rejected)), captures.observations, captures.error_frames)
 
 
 @dataclass(frozen=True)

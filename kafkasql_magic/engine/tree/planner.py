@@ -13,9 +13,10 @@ from ..analysis.subscribe import CHANGELOG
 from . import nodes as n
 
 
-def tree_of(plan: QueryPlan) -> n.Node:
-    """The operator tree of `plan`."""
-    root = _tree(plan, deletes=plan.changes == CHANGELOG)
+def tree_of(plan: QueryPlan, deletes_rejected: bool = False) -> n.Node:
+    """The operator tree of `plan`. `deletes_rejected` (a Materialize sink over a changelog): a
+    row a view's WHERE clause rejects is a delete of its key, as in a SUBSCRIBE's changelog."""
+    root = _tree(plan, deletes=deletes_rejected or plan.changes == CHANGELOG)
     return n.Subscribe(root, plan.changes) if plan.changes is not None else root
 
 
