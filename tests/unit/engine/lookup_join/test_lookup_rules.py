@@ -20,31 +20,33 @@ def test_an_unmatched_record_makes_a_row_in_a_left_join_only():
 
 # ---- the stateful step, with a state handle of its own (no Spark session) ---------------------
 class Handle:
-    """What transformWithState hands a processor's init(): value states that keep their value."""
+    """What transformWithStateInPandas hands a processor's init(): map states that keep their entries."""
 
-    def getValueState(self, name, schema):
-        return Value()
+    def getMapState(self, name, key_schema, value_schema):
+        return Entries()
 
 
-class Value:
+class Entries:
     def __init__(self):
-        self.value = None
+        self.entries = {}
 
-    def get(self):
-        return self.value
+    def getValue(self, key):
+        return self.entries.get(key)
 
-    def update(self, value):
-        self.value = tuple(value)
+    def updateValue(self, key, value):
+        self.entries[key] = tuple(value)
 
-    def clear(self):
-        self.value = None
+    def removeKey(self, key):
+        self.entries.pop(key, None)
 
 
-def message(side, at, order, row=None, tomb=False):
-    from pyspark.sql import Row
+def messages(*rows):
+    """(side, key, time, offset, sale, price, tombstone) -> the step's input frame."""
+    import pandas as pd
 
-    return Row(__side=side, __jk="tea", __rt=at, __order=order, __tomb=tomb,
-               __l=row if side == STREAM else None, __r=row if side == TABLE else None)
+    return iter([pd.DataFrame([{"m_side": side, "m_jk": key, "m_rt": at, "m_order": order, "m_tomb": tomb,
+                                "l0": sale if side == STREAM else None, "r0": price if side == TABLE else None}
+                               for side, key, at, order, sale, price, tomb in rows])])
 
 
 def lookup(keeps_unmatched=False):
@@ -52,26 +54,32 @@ def lookup(keeps_unmatched=False):
 
     from kafkasql_magic.engine.lookup_join.state_spark import TableLookup
 
-    processor = TableLookup(T.StructType([T.StructField("price", T.LongType())]), keeps_unmatched)
+    processor = TableLookup(T.StringType(), T.StructType([T.StructField("r0", T.LongType())]), ["l0"], ["r0"],
+                            keeps_unmatched)
     processor.init(Handle())
     return processor
 
 
+def joined(step, *rows):
+    out = list(step.handleInputRows((7,), messages(*rows), None))[0]
+    return [tuple(None if v != v else v for v in r) for r in out.astype(object).itertuples(index=False)]
+
+
 def test_a_stream_record_meets_the_table_row_of_its_time():
     step = lookup()
-    out = list(step.handleInputRows(("tea",), iter([
-        message(STREAM, 5, 0, {"sale": 1}), message(TABLE, 1, 0, {"price": 2}),
-        message(TABLE, 10, 1, {"price": 3}), message(STREAM, 10, 1, {"sale": 2})]), None))
-    assert [(r["__l"]["sale"], r["__r"]["price"]) for r in out] == [(1, 2), (2, 3)]  # a change at a tie first
-    assert step.rows.get() == ({"price": 3},)
+    assert joined(step, (STREAM, "tea", 5, 0, 1, None, False), (TABLE, "tea", 1, 0, None, 2, False),
+                  (TABLE, "tea", 10, 1, None, 3, False), (STREAM, "tea", 10, 1, 2, None, False),
+                  (STREAM, "cake", 10, 2, 9, None, False)) == [(1, 2), (2, 3)]  # a change at a tie first
+    assert step.rows.entries == {("tea",): (3,)}
     # the next micro-batch meets the row the last one left; a tombstone removes it
-    out = list(step.handleInputRows(("tea",), iter([message(STREAM, 11, 2, {"sale": 3}),
-                                                    message(TABLE, 12, 2, tomb=True),
-                                                    message(STREAM, 13, 3, {"sale": 4})]), None))
-    assert [(r["__l"]["sale"], r["__r"]["price"]) for r in out] == [(3, 3)] and step.rows.get() is None
+    assert joined(step, (STREAM, "tea", 11, 2, 3, None, False), (TABLE, "tea", 12, 2, None, None, True),
+                  (STREAM, "tea", 13, 3, 4, None, False)) == [(3, 3)]
+    assert step.rows.entries == {}
 
 
 def test_a_left_join_keeps_a_record_without_a_row_and_a_null_key_touches_no_state():
     step = lookup(keeps_unmatched=True)
-    out = list(step.handleInputRows((None,), iter([message(STREAM, 1, 0, {"sale": 1})]), None))
-    assert [(r["__l"], r["__r"]) for r in out] == [({"sale": 1}, None)] and step.rows.get() is None
+    assert joined(step, (STREAM, None, 1, 0, 1, None, False), (STREAM, "tea", 2, 1, 2, None, False),
+                  (TABLE, "tea", 3, 0, None, 5, False), (STREAM, "tea", 4, 2, 3, None, False)) == [
+        (1, None), (2, None), (3, 5)]
+    assert step.rows.entries == {("tea",): (5,)}
