@@ -83,8 +83,9 @@ class PersistentQueries:
         check_key_projected(stmt.name, plan)
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
+        by_null = stmt.query.partition_by == (ast.Literal(None, "NULL"),)
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
-                                     self.session.schema_registry_url, text)
+                                     self.session.schema_registry_url, text, partitioned_by_null=by_null)
         if stmt.query.window is not None:  # read back one row per key and window
             bounds = sink_properties(stmt.query.window, _window_outputs(stmt.query))
             sink = replace(sink, properties={**sink.properties, **bounds})
