@@ -144,6 +144,10 @@ def test_tumbling_and_hopping_windows_group_by_rowtime(shop):
      "Either add the column(s) to the GROUP BY or remove them from the SELECT."),
     ("CREATE TABLE ungrouped AS SELECT qty, COUNT() FROM orders;",
      "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY\n"),
+    # joins.json "stream stream left join - invalid join field - contains literal"
+    ("CREATE STREAM literal_join AS SELECT * FROM orders o LEFT JOIN payments p WITHIN 1 SECONDS ON o.id = 0;",
+     "Invalid comparison expression '0' in join '(O.ID = 0)'. Each side of the join comparision must contain "
+     "references from exactly one source."),
     ("SELECT COUNT(*) FROM orders EMIT CHANGES;", "Use of aggregate function COUNT requires a GROUP BY clause."),
     ("SELECT item, COUNT(*) FROM orders GROUP BY item;", "Pull queries don't support GROUP BY clauses."),
     ("SELECT * FROM orders PARTITION BY item;", "Pull queries don't support PARTITION BY clauses."),
