@@ -67,3 +67,16 @@ def test_session_table_not_selecting_its_bounds_keys_records_by_end_then_start(k
     expected = {window(0, 1000): {"N": 2}, window(12000, 12000): {"N": 1}}
     assert _table(ksql, broker, f"CREATE TABLE {out} AS SELECT ID, COUNT(*) AS N FROM {src} "
                                 "WINDOW SESSION (5 SECONDS) GROUP BY ID;", out, expected) == expected
+
+
+def test_hopping_windows_start_at_the_epoch_at_the_earliest(ksql, broker):
+    """hopping-windows.json: a record at 1 s in windows of 30 s advancing by 10 s is in the window
+    starting at 0 only (Kafka Streams makes no window that starts before the epoch)."""
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic, out = f"H_{tag}", f"t-h-{tag.lower()}", f"HOP_{tag}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"key": KEY, "value": b'{"V": "x"}', "timestamp": 1000}])
+    expected = {KEY + struct.pack(">q", 0): {"N": 1}}
+    assert _table(ksql, broker, f"CREATE TABLE {out} AS SELECT ID, COUNT(*) AS N FROM {src} "
+                                "WINDOW HOPPING (SIZE 30 SECONDS, ADVANCE BY 10 SECONDS) GROUP BY ID;", out,
+                  expected) == expected
