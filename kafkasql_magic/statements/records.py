@@ -62,15 +62,15 @@ def _literal(e: ast.Expr):
     return NOT_LITERAL
 
 
-def check_no_columns(e: ast.Expr) -> None:
+def check_no_columns(e: ast.Expr, *, qualified_only: bool = False) -> None:
     """ksqlDB's refusals of a column in a value: a qualified one fails its parse (no source has
-    that name), an unqualified one names the whole value."""
+    that name: checked first), an unqualified one its evaluation, naming the whole value."""
     bound = {p for n in ast.walk(e) if isinstance(n, ast.Lambda) for p in n.params}
     for node in ast.walk(e):
         if isinstance(node, ast.ColumnRef) and node.qualifier is not None:
             raise StatementError(
                 f"Failed to prepare statement: '{node.qualifier}' is not a valid stream/table name or alias.")
-        if isinstance(node, ast.ColumnRef) and node.name not in bound:
+        if isinstance(node, ast.ColumnRef) and node.name not in bound and not qualified_only:
             raise StatementError(f"Unsupported column reference in insert value: {render(e)}")
 
 
@@ -95,7 +95,7 @@ def record_from_insert(stmt: ast.InsertValues, target: SourceDef, evaluate: Call
     """The Kafka record (key, value, timestamp) an INSERT VALUES statement writes; `evaluate`
     computes the values that are expressions rather than literals."""
     for value in stmt.values:
-        check_no_columns(value)
+        check_no_columns(value, qualified_only=True)
     names = list(stmt.columns) or [c.name for c in target.star_columns]
     for name in names:
         if name in PSEUDOCOLUMNS and name != ROWTIME:
@@ -106,12 +106,15 @@ def record_from_insert(stmt: ast.InsertValues, target: SourceDef, evaluate: Call
     if headers:
         raise StatementError(f"Cannot insert into HEADER columns: {', '.join(headers)}")
     if len(names) != len(stmt.values):
+        counted = len(names) if stmt.columns else f"{names}"  # ksqlDB counts the columns given
         raise StatementError(
-            f"Failed to prepare statement: Expected number columns and values to match: {names}, "
-            f"{len(stmt.values)} values")
+            f"Failed to prepare statement: Expected number columns and values to match: {counted}, "
+            f"{len(stmt.values)}{'' if stmt.columns else ' values'}")
     unknown = [n for n in names if n not in by_name and n != ROWTIME]
     if unknown:
         raise StatementError(f"Column name {unknown[0]} does not exist.").hinted(did_you_mean(unknown[0], by_name))
+    for value in stmt.values:
+        check_no_columns(value)
     literals = [_literal(v) for v in stmt.values]
     computed = iter(evaluate([v for v, lit in zip(stmt.values, literals) if lit is NOT_LITERAL]))
     given = {n: next(computed) if lit is NOT_LITERAL else lit for n, lit in zip(names, literals)}
