@@ -108,6 +108,12 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
 
 
 def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:
+    if ksql_rules and isinstance(join.on, ast.BinaryOp) and join.on.op == "=":
+        for operand in (join.on.left, join.on.right):
+            if not any(isinstance(n, ast.ColumnRef) for n in ast.walk(operand)):  # ksqlDB's analyzer, before WITHIN
+                raise StatementError(
+                    f"Invalid comparison expression '{render(operand)}' in join '{render(join.on)}'. Each side of "
+                    "the join comparision must contain references from exactly one source.")
     left_kind = left.kind
     pair = f"{left_kind}-{right.kind}"
     if ksql_rules and pair == "STREAM-STREAM" and join.within is None:
@@ -119,12 +125,6 @@ def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules
         raise StatementError(
             f"A window definition was provided for a {left_kind.capitalize()}-Table join. These joins are not "
             "windowed. Please drop the window definition (ie. the WITHIN clause) and try to execute your join again.")
-    if ksql_rules and isinstance(join.on, ast.BinaryOp) and join.on.op == "=":
-        for operand in (join.on.left, join.on.right):
-            if not any(isinstance(n, ast.ColumnRef) for n in ast.walk(operand)):  # ksqlDB's analyzer: no source
-                raise StatementError(
-                    f"Invalid comparison expression '{render(operand)}' in join '{render(join.on)}'. Each side of "
-                    "the join comparision must contain references from exactly one source.")
     if not push:
         return
     if pair == "TABLE-STREAM":
