@@ -26,6 +26,7 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 class Aggregate:
     build: Callable[[list[Column], list[T.DataType], Column], Column]
     args: int = 1
+    variadic: bool = False  # takes `args` or more (TOPK's columns carried beside its sort column)
     star: bool = False  # COUNT(*)
     in_order: bool = False  # built over a Sorting (ORDER BY keys, then arrival) rather than arrival order
     #: The value over no rows, of the result's type (ksqlDB's initial value, mapped: what its
@@ -118,6 +119,27 @@ def _by_offset(pick):
     return lambda args, types_, order: pick(args[0], F.when(args[0].isNotNull(), order))
 
 
+def _top(distinct: bool):
+    """TOPK(x, k) / TOPKDISTINCT(x, k): the k greatest non-NULL values (distinct ones), greatest first."""
+    def build(args, types_, order):
+        values = F.collect_set(args[0]) if distinct else F.collect_list(args[0])
+        return F.slice(F.sort_array(values, asc=False), 1, F.max(args[-1]))
+    return build
+
+
+def _top_rows(args, types_, order):
+    """TOPK(x, c0, ..., k): the k rows of greatest non-NULL x, greatest first and equal ones in
+    arrival order, each as ksqlDB's struct `sort_col`, `col0`, ..."""
+    row = F.struct(args[0].alias("sort_col"), *[a.alias(f"col{i}") for i, a in enumerate(args[1:-1])])
+    rows = sorted_rows(row, Sorting((SortKey(args[0], descending=True),), order))
+    kept = F.filter(F.transform(rows, lambda e: e["v"]), lambda r: r["sort_col"].isNotNull())
+    return F.slice(kept, 1, F.max(args[-1]))
+
+
+def _topk(args, types_, order):
+    return (_top(False) if len(args) == 2 else _top_rows)(args, types_, order)
+
+
 AGGREGATES: dict[str, Aggregate] = {
     "COUNT": Aggregate(lambda a, t, o: F.count(a[0]) if a else F.count(F.lit(1)), star=True, empty=_zero),
     "SUM": Aggregate(_sum, empty=_zero),
@@ -133,6 +155,8 @@ AGGREGATES: dict[str, Aggregate] = {
     "COLLECT_SET": Aggregate(lambda a, t, o: F.collect_set(a[0]), empty=_no_elements),
     "LATEST_BY_OFFSET": Aggregate(_by_offset(F.max_by)),
     "EARLIEST_BY_OFFSET": Aggregate(_by_offset(F.min_by)),
+    "TOPK": Aggregate(_topk, args=2, variadic=True, empty=_no_elements),
+    "TOPKDISTINCT": Aggregate(_top(True), args=2, empty=_no_elements),
 }
 
 
@@ -141,7 +165,7 @@ def lookup(name: str, nargs: int, star: bool) -> Aggregate:
     if star and not aggregate.star:
         raise StatementError(f"Function '{name}' does not accept '*'.")
     counts_rows = aggregate.star and nargs == 0  # ksqlDB's COUNT() counts rows, as COUNT(*) does
-    if not star and not counts_rows and nargs != aggregate.args:
+    if not star and not counts_rows and nargs != aggregate.args and not (aggregate.variadic and nargs > aggregate.args):
         raise StatementError(f"Function '{name}' does not accept {nargs} argument(s).")
     return aggregate
 

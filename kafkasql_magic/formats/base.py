@@ -117,4 +117,8 @@ def json_ready(value):
         return int(value.timestamp() * 1000)
     if isinstance(value, dt.date):
         return (value - dt.date(1970, 1, 1)).days
+    if isinstance(value, list):  # an ARRAY, MAP or STRUCT value: its members too
+        return [json_ready(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
     return value

@@ -84,10 +84,12 @@ class PersistentQueries:
         check_key_projected(stmt.name, plan)
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
+        by_null = stmt.query.partition_by == (ast.Literal(None, "NULL"),)
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
-                                     self.session.schema_registry_url, text)
+                                     self.session.schema_registry_url, text, partitioned_by_null=by_null)
         if stmt.query.window is not None:  # read back one row per key and window
-            sink = replace(sink, properties={**sink.properties, **sink_properties(stmt.query.window, window)})
+            bounds = sink_properties(stmt.query.window, _window_outputs(stmt.query))
+            sink = replace(sink, properties={**sink.properties, **bounds})
         if not start:
             catalog.add(sink, or_replace=True)
             return None
@@ -139,24 +141,21 @@ class PersistentQueries:
         from ..engine.api import prepare
 
         check_persistent(select, kind)
-        query = replace(select, emit_changes=True)
+        selected = _window_outputs(select) if select.window is not None else {}
+        unselected = _unselected_bounds(select, selected)
+        query = replace(select, emit_changes=True,
+                        items=(*select.items, *(ast.SelectItem(ast.ColumnRef(bound), alias)
+                                                for bound, alias in unselected.items())))
         prepared = prepare(self.session, query, keep_headers=True, changelog=True)
         plan, planned = prepared.plan, prepared.built.frame
         check_key_selected_once(plan)
         key_names = set(plan.key_names)
-        window = _window_outputs(select) if select.window is not None else {}
-        if select.window is not None and "WINDOWSTART" not in window:
-            raise StatementError("A windowed persistent query must select WINDOWSTART: kafkasql_magic writes "
-                                 "it into the record key, as ksqlDB serializes windowed keys.")
-        if select_is_session(select) and "WINDOWEND" not in window:
-            raise StatementError("A SESSION-windowed persistent query must select WINDOWEND too: a session's "
-                                 "record key ends with its end and start, as ksqlDB serializes session keys.")
         outputs = sink_plan.keys_first([
             sink_plan.Output(name, types.from_spark(planned.schema[result_column(i)].dataType),
-                             name in key_names and name not in window.values())
-            for i, name in enumerate(plan.names)], plan.key_names)
+                             name in key_names and name not in selected.values())
+            for i, name in enumerate(plan.names) if name not in unselected.values()], plan.key_names)
         sink_plan.check_value_columns(outputs)
-        return query, prepared, outputs, window
+        return query, prepared, outputs, {**selected, **unselected}
 
     @staticmethod
     def _roles(sink, window: dict):
@@ -250,6 +249,16 @@ class PersistentQueries:
 
 def select_is_session(select: ast.Select) -> bool:
     return select.window is not None and select.window.kind == "SESSION"
+
+
+def _unselected_bounds(select: ast.Select, selected: dict[str, str]) -> dict[str, str]:
+    """The window bounds the record key needs that the query does not select -> a hidden output
+    column to plan them in: ksqlDB writes the window into the key whether or not it is selected
+    (the start; for a session, the end too)."""
+    if select.window is None:
+        return {}
+    needed = WINDOW_BOUNDS if select_is_session(select) else WINDOW_BOUNDS[:1]
+    return {bound: f"__KEY_{bound}" for bound in needed if bound not in selected}
 
 
 def _window_outputs(select: ast.Select) -> dict[str, str]:

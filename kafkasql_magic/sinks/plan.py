@@ -119,12 +119,16 @@ def sink_formats(props: dict, leftmost: SourceDef, keyed: bool, settings: dict) 
 
 
 def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], leftmost: SourceDef,
-                settings: dict, registry_url: str | None, statement: str) -> SourceDef:
-    """The catalog entry of a CREATE STREAM|TABLE ... AS SELECT sink, checked against its formats."""
+                settings: dict, registry_url: str | None, statement: str, *,
+                partitioned_by_null: bool = False) -> SourceDef:
+    """The catalog entry of a CREATE STREAM|TABLE ... AS SELECT sink, checked against its formats
+    in ksqlDB's order: a key format other than NONE given for `PARTITION BY NULL`, then unknown
+    format names, then each format against its columns."""
     topic = str(props.get("KAFKA_TOPIC") or name.upper())  # unquoted names are upper-cased in ksqlDB
     keys = [Field(o.name, o.type) for o in outputs if o.key]
     values = [Field(o.name, o.type) for o in outputs if not o.key]
-    if not keys and "KEY_FORMAT" in props:
+    explicit_key = props.get("FORMAT") or props.get("KEY_FORMAT")
+    if partitioned_by_null and explicit_key is not None and str(explicit_key).upper() != "NONE":
         raise StatementError(f"Key format specified for {kind.lower()} without key columns.")
     key_spec, value_spec = sink_formats(props, leftmost, bool(keys), settings)
     shared = {"KAFKA_TOPIC": topic, "SCHEMA_REGISTRY_URL": registry_url}

@@ -317,6 +317,8 @@ class Builder(Transformer):
         """f(a, b), or the constructors MAP(k := v, ...) (as MAP(k, v, ...): the function table
         pairs them) and STRUCT(f := v, ...)."""
         entries = [e if isinstance(e, tuple) else (e, None) for e in entries if e is not None]
+        if not entries and name.upper() == "STRUCT":  # ksqlDB's empty struct
+            return ast.StructConstructor((), **_pos(meta))
         if not _assignments(entries, meta):
             return ast.FunctionCall(name.upper(), tuple(k for k, _ in entries), **_pos(meta))
         if name.upper() == "MAP":

@@ -5,13 +5,16 @@ from __future__ import annotations
 from ..kafka.producer import produce
 from ..kafka.reach import ensure_reachable
 from ..sql import ast
+from .insert_expressions import evaluate
 from .records import insert_target, record_from_insert
 
 
 def insert_values(session, stmt: ast.InsertValues, text, timeout):
     target = insert_target(session.catalog, stmt, session.dialect_now.name)
     ensure_reachable(session.bootstrap_servers, session.timeout_of(timeout))
-    produce(session.bootstrap_servers, target.topic, [record_from_insert(stmt, target)], timeout=session.timeout_of(timeout))
+    record = record_from_insert(stmt, target, lambda exprs: evaluate(session.spark, session.dialect_now, exprs)
+                                if exprs else [])
+    produce(session.bootstrap_servers, target.topic, [record], timeout=session.timeout_of(timeout))
     return None
 
 

@@ -241,6 +241,11 @@ AGGREGATE: dict[str, list[str]] = {
     "COLLECT_SET": ["COLLECT_SET(T col) -> ARRAY<T>"],
     "LATEST_BY_OFFSET": ["LATEST_BY_OFFSET(T val) -> T"],
     "EARLIEST_BY_OFFSET": ["EARLIEST_BY_OFFSET(T val) -> T"],
+    "TOPK": [f"TOPK({t} val, INT k) -> ARRAY<{t}>" for t in _COMPARABLE] + [  # other columns ride along
+        f"TOPK(T val, {', '.join(f'{v} col{i}' for i, v in enumerate('ABCD'[:n]))}, INT k) -> "
+        f"ARRAY<STRUCT<sort_col T, {', '.join(f'col{i} {v}' for i, v in enumerate('ABCD'[:n]))}>>"
+        for n in range(1, 5)],
+    "TOPKDISTINCT": [f"TOPKDISTINCT({t} val, INT k) -> ARRAY<{t}>" for t in _COMPARABLE],
 }
 
 #: Aggregates that accept `*` (COUNT(*)).

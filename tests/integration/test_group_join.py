@@ -136,7 +136,18 @@ def test_tumbling_and_hopping_windows_group_by_rowtime(shop):
     ("SELECT item, qty, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",
      "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY"),
     ("SELECT item FROM orders GROUP BY item HAVING qty > 1 EMIT CHANGES;",
-     "Non-aggregate HAVING expression not part of GROUP BY: QTY"),
+     "Non-aggregate HAVING expression not part of GROUP BY: QTY\n"
+     "Consider switching the HAVING clause to a WHERE clause before the GROUP BY."),
+    # group-by.json: every offending SELECT expression, whole, also without GROUP BY in a CTAS
+    ("SELECT item, qty * SUM(qty), UCASE(item), region FROM orders GROUP BY UCASE(item) EMIT CHANGES;",
+     "Non-aggregate SELECT expression(s) not part of GROUP BY: ITEM, (QTY * SUM(QTY)), REGION\n"
+     "Either add the column(s) to the GROUP BY or remove them from the SELECT."),
+    ("CREATE TABLE ungrouped AS SELECT qty, COUNT() FROM orders;",
+     "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY\n"),
+    # joins.json "stream stream left join - invalid join field - contains literal"
+    ("CREATE STREAM literal_join AS SELECT * FROM orders o LEFT JOIN payments p WITHIN 1 SECONDS ON o.id = 0;",
+     "Invalid comparison expression '0' in join '(O.ID = 0)'. Each side of the join comparision must contain "
+     "references from exactly one source."),
     ("SELECT COUNT(*) FROM orders EMIT CHANGES;", "Use of aggregate function COUNT requires a GROUP BY clause."),
     ("SELECT item, COUNT(*) FROM orders GROUP BY item;", "Pull queries don't support GROUP BY clauses."),
     ("SELECT * FROM orders PARTITION BY item;", "Pull queries don't support PARTITION BY clauses."),

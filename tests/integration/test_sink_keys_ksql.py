@@ -10,6 +10,9 @@ import json
 import struct
 import uuid
 
+import pytest
+
+from kafkasql_magic.errors import StatementError
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
@@ -113,3 +116,20 @@ def test_insert_values_with_a_rowtime_of_zero_writes_time_zero(session, broker):
     got = sorted(read_back(broker, topic, 2), key=lambda r: r["offset"])
     assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
         (struct.pack(">i", 1), {"V": "a"}, 0), (struct.pack(">i", 2), {"V": "b"}, 5)]
+
+
+def test_a_keyless_stream_takes_key_format_none_and_an_unknown_format_is_named_first(ksql, broker):
+    """none.json "in CSAS from keyless stream" and "as key format of keyless stream"; formats.json
+    "invalid key format - create as select" (`Unknown format: FOO`, before anything about keys)."""
+    src, topic = tagged("NK")
+    ksql.sql(f"CREATE STREAM {src} (FOO INT) WITH (kafka_topic='{topic}', key_format='KAFKA', "
+             "value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": b'{"FOO": 10}', "timestamp": BASE + 1}])
+    with pytest.raises(StatementError, match="^Unknown format: FOO$"):
+        ksql.sql(f"CREATE STREAM BAD_{src} WITH (KEY_FORMAT='FOO') AS SELECT * FROM {src};")
+    got = written(ksql, broker, f"CREATE STREAM O_{src} WITH (KEY_FORMAT='NONE') AS SELECT * FROM {src};", 1)
+    assert [(r["key"], r["value"], r["timestamp"]) for r in got] == [(None, b'{"FOO":10}', BASE + 1)]
+    assert ksql.sql(f"DESCRIBE O_{src};").iloc[:, 0].tolist() == ["FOO"]
+    ksql.sql(f"CREATE STREAM N_{src} (FOO INT) WITH (kafka_topic='{topic}', key_format='NONE', value_format='JSON');")
+    got = written(ksql, broker, f"CREATE STREAM C_{src} AS SELECT * FROM N_{src};", 1)
+    assert [(r["key"], r["value"], r["timestamp"]) for r in got] == [(None, b'{"FOO":10}', BASE + 1)]

@@ -98,6 +98,13 @@ def test_grouping_rewrites_select_and_having_over_grouped_columns():
 @pytest.mark.parametrize("text, message", [
     ("SELECT qty, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",
      "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY"),
+    ("SELECT item, qty * SUM(qty), SUBSTRING(item, 1, 1) FROM orders GROUP BY SUBSTRING(item, 1, 2) EMIT CHANGES;",
+     "Non-aggregate SELECT expression(s) not part of GROUP BY: ITEM, (QTY * SUM(QTY)), SUBSTRING(ITEM, 1, 1)\n"
+     "Either add the column(s) to the GROUP BY or remove them from the SELECT."),
+    ("SELECT qty, COUNT() FROM orders EMIT CHANGES;", "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY"),
+    ("SELECT * FROM orders o RIGHT JOIN clicks c ON 0 = o.id EMIT CHANGES;",  # before the missing WITHIN
+     "Invalid comparison expression '0' in join '(0 = O.ID)'. Each side of the join comparision must contain "
+     "references from exactly one source."),
     ("SELECT item, SUM(qty, 1) FROM orders GROUP BY item EMIT CHANGES;", "Function 'SUM' does not accept 2 argument"),
     ("SELECT item FROM orders GROUP BY item;", "Pull queries don't support GROUP BY clauses."),
     ("SELECT COUNT(*) FROM orders EMIT CHANGES;", "Use of aggregate function COUNT requires a GROUP BY clause."),

@@ -94,7 +94,23 @@ def test_a_sink_without_key_columns_has_no_key_format_and_refuses_one():
     sink = sink_plan.sink_source("STREAM", "OUT", {}, outputs, source, SETTINGS, None, "")
     assert sink.key_format.name == "NONE" and not sink.key_columns
     with pytest.raises(Exception, match=r"^Key format specified for stream without key columns\.$"):
-        sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": "DELIMITED"}, outputs, source, SETTINGS, None, "")
+        sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": "DELIMITED"}, outputs, source, SETTINGS, None, "",
+                              partitioned_by_null=True)
+    assert sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": "NONE"}, outputs, source, SETTINGS, None, "",
+                                 partitioned_by_null=True).key_format.name == "NONE"
+
+
+def test_a_keyless_sink_takes_the_key_format_given_after_checking_its_name():
+    """ksqlDB refuses a key format only for PARTITION BY NULL; an unknown name is refused first."""
+    from kafkasql_magic.sinks import plan as sink_plan
+
+    source = catalog().get("ORDERS")
+    outputs = [sink_plan.Output("ITEM", ast.Type("STRING")), sink_plan.Output("ID", ast.Type("INT"))]
+    for given in ("NONE", "KAFKA"):
+        sink = sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": given}, outputs, source, SETTINGS, None, "")
+        assert sink.key_format.name == given and not sink.key_columns
+    with pytest.raises(Exception, match="^Unknown format: FOO$"):
+        sink_plan.sink_source("STREAM", "OUT", {"KEY_FORMAT": "foo"}, outputs, source, SETTINGS, None, "")
 
 
 def test_the_leftmost_sides_join_column_keys_the_result_whatever_the_projection_order():

@@ -8,7 +8,7 @@ from ...sql import ast
 from ...sql.render import render
 from ...typecheck import lambdas, signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
-from .grouping import aggregate_calls
+from .grouping import aggregate_calls, check_ungrouped_selects
 from .plan import Input
 
 #: Outer joins Spark can run between a stream (left) and a table snapshot (right).
@@ -95,6 +95,7 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
         raise StatementError("Tables do not support PARTITION BY: a table's key is its PRIMARY KEY "
                              "(GROUP BY makes a table with another key).")
     if ksql_rules and aggregating and not stmt.group_by:
+        check_ungrouped_selects(stmt)
         first = next(c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr))
         raise StatementError(f"Use of aggregate function {first.name} requires a GROUP BY clause.")
     if stmt.window is not None and not aggregating:
@@ -107,6 +108,12 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
 
 
 def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:
+    if ksql_rules and isinstance(join.on, ast.BinaryOp) and join.on.op == "=":
+        for operand in (join.on.left, join.on.right):
+            if not any(isinstance(n, ast.ColumnRef) for n in ast.walk(operand)):  # ksqlDB's analyzer, before WITHIN
+                raise StatementError(
+                    f"Invalid comparison expression '{render(operand)}' in join '{render(join.on)}'. Each side of "
+                    "the join comparision must contain references from exactly one source.")
     left_kind = left.kind
     pair = f"{left_kind}-{right.kind}"
     if ksql_rules and pair == "STREAM-STREAM" and join.within is None:
@@ -163,6 +170,7 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
     if not stmt.group_by:
         calls = [c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr)]
         if calls:
+            check_ungrouped_selects(stmt)
             raise StatementError("CREATE TABLE AS SELECT statement does not support aggregate function "
                                  f"[{', '.join(_aggregate_text(c) for c in calls)}] without a GROUP BY clause.")
     for item in stmt.items:

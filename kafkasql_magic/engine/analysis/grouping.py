@@ -83,12 +83,36 @@ def _columns(node, bound: frozenset = frozenset()):
         yield from _columns(child, bound)
 
 
+def _loose(grouped: ast.Expr) -> list[ast.ColumnRef]:
+    """The columns left in `grouped` once group keys and aggregates are substituted."""
+    return [n for n in _columns(grouped) if not n.name.startswith("__")]
+
+
+def check_grouped_selects(outputs, grouped) -> None:
+    """ksqlDB's message names every SELECT expression, whole, that uses a column outside its
+    aggregates and the GROUP BY expressions."""
+    loose = [expr for expr, g in zip(outputs, grouped) if _loose(g)]
+    if loose:
+        raise StatementError("Non-aggregate SELECT expression(s) not part of GROUP BY: "
+                             + ", ".join(dict.fromkeys(render(e) for e in loose))
+                             + "\nEither add the column(s) to the GROUP BY or remove them from the SELECT.")
+
+
+def check_ungrouped_selects(stmt: ast.Select) -> None:
+    """An aggregation without GROUP BY: a SELECT expression using a column outside its aggregates
+    is named first, as ksqlDB's aggregate analysis does."""
+    exprs = [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)]
+    check_grouped_selects(exprs, [substitute(e, {c: ast.ColumnRef("__agg") for c in aggregate_calls(e)})
+                                  for e in exprs])
+
+
 def check_grouped(grouped: ast.Expr, what: str) -> None:
-    """After substitution only group keys and aggregates may remain (ksqlDB's message)."""
-    loose = [n for n in _columns(grouped) if not n.name.startswith("__")]
+    """After substitution only group keys and aggregates may remain in HAVING (ksqlDB's message)."""
+    loose = _loose(grouped)
     if loose:
         raise StatementError(f"Non-aggregate {what} not part of GROUP BY: "
-                             + ", ".join(dict.fromkeys(render(n) for n in loose)))
+                             + ", ".join(dict.fromkeys(render(n) for n in loose))
+                             + "\nConsider switching the HAVING clause to a WHERE clause before the GROUP BY.")
 
 
 def grouping_of(stmt: ast.Select, outputs, inputs=()) -> Grouping:
@@ -103,11 +127,10 @@ def grouping_of(stmt: ast.Select, outputs, inputs=()) -> Grouping:
         aggregates.lookup(call.name, len(call.args), call.star)
         table[call] = ast.ColumnRef(f"__agg{index}")
     having = substitute(aligned(stmt.having, stmt.group_by, inputs), table) if stmt.having is not None else None
+    grouped = tuple(substitute(expr, table) for _, expr in outputs)
+    check_grouped_selects([expr for _, expr in outputs], grouped)
     if having is not None:
         check_grouped(having, "HAVING expression")
-    grouped = tuple(substitute(expr, table) for _, expr in outputs)
-    for expr in grouped:
-        check_grouped(expr, "SELECT expression(s)")
     rowtime = None
     if stmt.window is not None:
         rowtime = ast.ColumnRef(ROWTIME, (stmt.source.alias or stmt.source.name) if stmt.joins else None)

@@ -50,9 +50,11 @@ class WindowState(BatchState):
 
 def window_starts(time: Column, size: int, advance: int) -> Column:
     """The starts of the epoch-aligned windows holding `time` (ms): every multiple of
-    `advance` in (time - size, time], as Spark's and ksqlDB's hopping windows."""
+    `advance` in (time - size, time], as Spark's and ksqlDB's hopping windows; none before the
+    epoch for a time after it (Kafka Streams' `TimeWindows.windowsFor` starts at 0)."""
     last = time - F.pmod(time, F.lit(advance))
     first = (time - F.lit(size)) - F.pmod(time - F.lit(size), F.lit(advance)) + F.lit(advance)
+    first = F.when(time >= 0, F.greatest(first, F.lit(0).cast("bigint"))).otherwise(first)
     return F.sequence(first, last, F.lit(advance).cast("bigint"))
 
 
