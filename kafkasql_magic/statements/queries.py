@@ -15,6 +15,7 @@ from ..engine.analysis.lookup import KeyLookup
 from ..engine.analysis.raw_columns import metadata_columns, raw_bytes_unused
 from ..engine.analysis.seek import Seek
 from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
+from ..engine.aggregate.per_record import per_record
 from ..engine.build import Built, TableState, WindowState, build, select_over_frame
 from ..engine.build.decode import worker_decoding
 from ..catalog import ViewDef
@@ -49,6 +50,7 @@ class Prepared:
     built: Built
     build_batch: Callable | None
     state: TableState | WindowState | None = None
+    per_record: bool = False  # an aggregation writing one change per input record (engine/aggregate)
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
@@ -83,12 +85,14 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
 
     read = topic_read(plan.source, stmt.emit_changes, plan.seek, plan.lookup)
     raw = session.raw_frame(read)
-    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog))
+    each_record = raw.isStreaming and per_record(plan, session.settings)
+    built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog,
+                                   per_record=each_record))
     state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
     build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
                                                        batch_id=batch_id))
                    if plan.per_batch else None)
-    return Prepared(plan, read, raw, built, build_batch, state)
+    return Prepared(plan, read, raw, built, build_batch, state, each_record)
 
 
 def read_shape(plan: QueryPlan, source, headers_read: bool, *, forwarded: bool, used: frozenset[str]) -> ReadShape:

@@ -23,6 +23,7 @@ from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_CO
 from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
+from ..aggregate.build_spark import per_record_aggregated
 from . import order, window_keys
 from .retract import TableState, retracted
 from .table_join import table_joined, tombstoned
@@ -83,15 +84,17 @@ class _Captures:
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
           state: TableState | WindowState | None = None, changelog: bool = False,
-          batch_id: int | None = None) -> Built:
+          batch_id: int | None = None, per_record: bool = False) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
     carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
-    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id)."""
+    tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id).
+    `per_record`: the aggregation emits one change per input record (engine/aggregate)."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
-    frame = _frame(plan, raw, read, captures, state, changelog, batch_id, deletes_rejected=plan.changes == CHANGELOG)
+    frame = _frame(plan, raw, read, captures, state, changelog, batch_id, deletes_rejected=plan.changes == CHANGELOG,
+                   per_record=per_record)
     if plan.changes is not None:  # a SUBSCRIBE: what the driver turns into diffs
         frame = for_driver(plan, frame)
     return Built(frame, captures.observations, captures.error_frames)
@@ -99,7 +102,7 @@ def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool 
 
 def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures,
            state: TableState | WindowState | None = None, changelog: bool = False,
-           batch_id: int | None = None, deletes_rejected: bool = False) -> DataFrame:
+           batch_id: int | None = None, deletes_rejected: bool = False, per_record: bool = False) -> DataFrame:
     stmt = plan.statement
     if plan.retracts and state is not None:  # every change of the table, tombstones too
         first = plan.inputs[0]
@@ -117,7 +120,8 @@ def _frame(plan: QueryPlan, raw: DataFrame, read: RawReader, captures: _Captures
     if plan.grouping is not None and isinstance(state, WindowState):
         return windowed(plan, frame, scope, where_error, state, captures.without_errors, batch_id)
     if plan.grouping is not None:
-        frame = aggregated(plan, frame, scope, where_error, captures.without_errors, changelog)
+        aggregate = per_record_aggregated if per_record else aggregated
+        frame = aggregate(plan, frame, scope, where_error, captures.without_errors, changelog)
         return order.ordered(frame, *order.sort_keys(stmt, plan.outputs, None)) if sorting else frame
     extra, keys = order.sort_keys(stmt, plan.outputs, scope) if sorting else ([], [])
     if plan.changes == CHANGELOG:  # each row replaces its key's
