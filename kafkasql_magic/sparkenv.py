@@ -3,6 +3,10 @@
 ksql semantics need a few SQL settings on any session: case-sensitive names (ksql
 distinguishes `id` from ID), NULL instead of errors for bad casts and arithmetic (errors go
 to the processing log), last-wins map keys (JSON members matched case-insensitively; jsonb's repeated keys) and UTC.
+State of stateful queries lives in RocksDB with changelog checkpointing: Spark's keyed-state API
+(`transformWithState`) needs that provider, and a micro-batch's checkpoint then writes what it
+changed, not a snapshot of the whole state. A query resumed from a checkpoint keeps the provider
+the checkpoint was written with (Spark stores it with the offsets).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from ..kafka.start_position import START_PROPERTY
 from ..sql import ast
 from .analysis import QueryPlan, analyse
 from .analysis.lookup import KeyLookup
+from .aggregate.per_record import per_record
 from .analysis.seek import Seek
 from .build import Built, TableState, WindowState, analysed, build
 from .build.decode import worker_decoding
@@ -58,6 +59,7 @@ class Prepared:
     built: Built
     build_batch: Callable | None
     state: TableState | WindowState | None = None
+    per_record: bool = False  # an aggregation writing one change per input record (engine/aggregate)
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
@@ -72,7 +74,8 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     `deletes_rejected`: a row a view's WHERE clause rejects is a delete (engine.tree.tree_of)."""
     plan = plan or plan_of(session, stmt)
     reset = reset or session.settings.get("auto.offset.reset", "latest")
-    tree = tree_of(plan, deletes_rejected)
+    each_record = stmt.emit_changes and per_record(plan, session.settings)
+    tree = tree_of(plan, deletes_rejected, each_record)
     switches = Switches.of(session.settings)
 
     def topic_read(source, streaming: bool, seek: Seek = Seek(), lookup: KeyLookup | None = None) -> reads.TopicRead:
@@ -98,12 +101,12 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     read = topic_read(plan.source, stmt.emit_changes, plan.seek, plan.lookup)
     raw = session.raw_frame(read)
     built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog,
-                                   deletes_rejected=deletes_rejected))
+                                   deletes_rejected=deletes_rejected, per_record=each_record))
     state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
     build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
                                                        batch_id=batch_id, deletes_rejected=deletes_rejected))
                    if plan.per_batch else None)
-    return Prepared(plan, read, raw, built, build_batch, state)
+    return Prepared(plan, read, raw, built, build_batch, state, each_record)
 
 
 def read_shape(source, needs: ReadNeeds, decode_in_reader: bool = True) -> ReadShape:

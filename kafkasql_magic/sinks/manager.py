@@ -106,7 +106,8 @@ class PersistentQueries:
         write = SinkWrite(sink, registered, window.get("WINDOWSTART"), tuple(window.values()),
                           props.get("TIMESTAMP"), self.session.bootstrap_servers,
                           session_end=window.get("WINDOWEND") if select_is_session(query) else None,
-                          partitions=self._partition_count(sink.topic) if window else None)
+                          partitions=self._partition_count(sink.topic) if window else None,
+                          in_record_order=prepared.per_record)
         catalog.add(sink, or_replace=stmt.or_replace)
         return self._start(query_id, stmt.kind, text, prepared, write, query, resume)
 
@@ -127,7 +128,8 @@ class PersistentQueries:
         write = SinkWrite(target, registered, window.get("WINDOWSTART"), tuple(window.values()), None,
                           self.session.bootstrap_servers,
                           session_end=window.get("WINDOWEND") if select_is_session(query) else None,
-                          partitions=self._partition_count(target.topic) if window else None)
+                          partitions=self._partition_count(target.topic) if window else None,
+                          in_record_order=prepared.per_record)
         query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
         return self._start(query_id, "INSERT", text, prepared, write, query, resume)
 

@@ -22,8 +22,8 @@ from ..catalog import KEY, SourceDef
 from ..errors import StatementError
 from ..formats import Field
 from ..engine.analysis.plan import CAPTURE_METRICS
-from ..engine.columns import (DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_TIMESTAMP, TOMBSTONE, WINDOWEND,
-                              WINDOWSTART, result_column)
+from ..engine.columns import (DROP, ERROR, KEYLESS, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_TIMESTAMP,
+                              TOMBSTONE, WINDOWEND, WINDOWSTART, result_column)
 from ..results import ProcessingLog, observed_errors
 from ..runtime import failure_message
 from . import layout
@@ -62,10 +62,15 @@ class SinkWrite:
     kafka_conf: dict | None = None
     session_end: str | None = None  # a SESSION window's WINDOWEND output: the key ends with end, then start
     partitions: int | None = None  # the sink topic's partition count (windowed sinks place records by it)
+    #: Each row is the change one input record made (engine/aggregate): written in the input's
+    #: (partition, offset) order by one task, as ksqlDB writes them, not interleaved by Spark's tasks.
+    in_record_order: bool = False
 
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        if self.in_record_order:
+            rows = rows.repartition(1).sortWithinPartitions(PARTITION, OFFSET)
         for c in self.sink.columns:  # INSERT INTO widens a DECIMAL result to its target's precision and scale
             if c.type.name == "DECIMAL" and c.name in column:
                 column[c.name] = column[c.name].cast(types.to_spark(c.type))

@@ -165,8 +165,10 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
         if gone is not None and plan.names[i] not in plan.keys:
             value = F.when(~gone, value)
         values.append(value.alias(result_column(i)))
+    mine = set(grouped.columns)  # a change per input record (engine/aggregate) keeps where its record was
     meta = [F.lit(None).cast("string").alias(ERROR), F.lit(False).alias(DROP), F.lit(None).cast("string").alias(TOPIC),
-            F.lit(None).cast("int").alias(PARTITION), F.lit(None).cast("bigint").alias(OFFSET),
+            (F.col(PARTITION) if PARTITION in mine else F.lit(None).cast("int")).alias(PARTITION),
+            (F.col(OFFSET) if OFFSET in mine else F.lit(None).cast("bigint")).alias(OFFSET),
             F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),
             F.col("__rh").alias(RAW_HEADERS), F.col("__rt").alias(RAW_TIMESTAMP),
             (gone if gone is not None else F.lit(False)).alias(TOMBSTONE)]

@@ -24,6 +24,7 @@ from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_CO
 from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
+from ..aggregate.build_spark import per_record_aggregated
 from . import order, window_keys
 from .retract import TableState, retracted
 from .table_join import table_joined, tombstoned
@@ -86,7 +87,7 @@ class _Captures:
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
           state: TableState | WindowState | None = None, changelog: bool = False,
-          batch_id: int | None = None, deletes_rejected: bool = False) -> Built:
+          batch_id: int | None = None, deletes_rejected: bool = False, per_record: bool = False) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
@@ -94,10 +95,11 @@ def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool 
     open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
     tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id).
     `deletes_rejected` (a Materialize sink over a changelog): a row a view's WHERE clause rejects
-    is a delete of its key, as in a SUBSCRIBE's changelog."""
+    is a delete of its key, as in a SUBSCRIBE's changelog. `per_record`: the aggregation writes one
+    change per input record (engine/aggregate)."""
     captures = _Captures(CAPTURE_NONE if check_only else plan.capture)
     context = _Context(plan, raw, read, captures, state, changelog, batch_id)
-    return Built(context.result(tree_of(plan, deletes_rejected)), captures.observations, captures.error_frames)
+    return Built(context.result(tree_of(plan, deletes_rejected, per_record)), captures.observations, captures.error_frames)
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,12 @@ def _aggregate(node: n.Aggregate, context: _Context) -> DataFrame:
     return order.ordered(frame, *order.sort_keys(plan.statement, plan.outputs, None)) if node.order_by else frame
 
 
+def _record_aggregate(node: n.RecordAggregate, context: _Context) -> DataFrame:
+    rows = _input_rows(node, context)
+    return per_record_aggregated(context.plan, rows.frame, rows.scope, rows.error, context.captures.without_errors,
+                                 context.changelog)
+
+
 def _window_aggregate(node: n.WindowAggregate, context: _Context) -> DataFrame:
     if not isinstance(context.state, WindowState):  # resolving a per-batch plan's columns
         return _aggregate(node, context)
@@ -347,6 +355,7 @@ JOINS: dict[type, Callable] = {
 RESULTS: dict[type, Callable[[n.Node, _Context], DataFrame]] = {
     n.Project: _project,
     n.Aggregate: _aggregate,
+    n.RecordAggregate: _record_aggregate,
     n.WindowAggregate: _window_aggregate,
     n.SessionAggregate: _window_aggregate,
     n.RetractingAggregate: _retracting_aggregate,

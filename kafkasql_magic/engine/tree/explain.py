@@ -112,6 +112,7 @@ LABELS: dict[type, Callable] = {
     n.Filter: _filter,
     n.Project: _project,
     n.Aggregate: _aggregate("Aggregate"),
+    n.RecordAggregate: _aggregate("RecordAggregate (a change per input record; groups as keyed state)"),
     n.WindowAggregate: _aggregate("WindowAggregate (stream time and open windows as state)"),
     n.SessionAggregate: _aggregate("SessionAggregate (sessions as state)"),
     n.RetractingAggregate: _aggregate("RetractingAggregate (the table's rows as state)"),

@@ -171,6 +171,12 @@ class Aggregate(Node):
 
 
 @dataclass(frozen=True)
+class RecordAggregate(Aggregate):
+    """GROUP BY writing one change per input record (ksqlDB's record cache off): each group's
+    accumulators in Spark's keyed state, the records of a group in offset order."""
+
+
+@dataclass(frozen=True)
 class WindowAggregate(Aggregate):
     """TUMBLING or HOPPING windows with stream time and the open windows as state: late records
     dropped after GRACE PERIOD, EMIT FINAL once a window closes."""

@@ -13,10 +13,14 @@ from ..analysis.subscribe import CHANGELOG
 from . import nodes as n
 
 
-def tree_of(plan: QueryPlan, deletes_rejected: bool = False) -> n.Node:
+def tree_of(plan: QueryPlan, deletes_rejected: bool = False, per_record: bool = False) -> n.Node:
     """The operator tree of `plan`. `deletes_rejected` (a Materialize sink over a changelog): a
-    row a view's WHERE clause rejects is a delete of its key, as in a SUBSCRIBE's changelog."""
+    row a view's WHERE clause rejects is a delete of its key, as in a SUBSCRIBE's changelog.
+    `per_record`: its aggregation writes one change per input record (engine.aggregate.per_record
+    says when it can; the session's `cache.max.bytes.buffering` asks for it)."""
     root = _tree(plan, deletes=deletes_rejected or plan.changes == CHANGELOG)
+    if per_record and type(root) is n.Aggregate:
+        root = n.RecordAggregate(root.child, root.grouping, root.keys, root.partition_by, root.order_by)
     return n.Subscribe(root, plan.changes) if plan.changes is not None else root
 
 

@@ -23,13 +23,19 @@ from test_analysis import catalog
 GOLDEN = Path(__file__).with_name("trees.txt")
 
 
-def cases() -> list[tuple[str, bool, str, list[str]]]:
+def cases() -> list[tuple[str, bool, bool, str, list[str]]]:
     found = []
     for block in GOLDEN.read_text().strip().split("\n\n"):
         header, query, *tree = block.splitlines()
         words = header.removeprefix("-- ").split()
-        found.append((words[0], "subscribe" in words[1:], query, tree))
+        found.append((words[0], "subscribe" in words[1:], "per-record" in words[1:], query, tree))
     return found
+
+
+def _tree(dialect, subscribe, per_record, query):
+    stmt = parse_statement(query, dialect=dialect)
+    plan = analyse(replace(stmt, emit_changes=True) if subscribe else stmt, with_views(), dialect)
+    return tree_of(subscribed(plan) if subscribe else plan, per_record=per_record)
 
 
 def with_views():
@@ -39,13 +45,9 @@ def with_views():
     return cat
 
 
-@pytest.mark.parametrize("dialect, subscribe, query, tree", cases(), ids=[c[2] for c in cases()])
-def test_the_tree_of_each_query(dialect, subscribe, query, tree):
-    stmt = parse_statement(query, dialect=dialect)
-    if subscribe:
-        stmt = replace(stmt, emit_changes=True)
-    plan = analyse(stmt, with_views(), dialect)
-    assert explain_lines(tree_of(subscribed(plan) if subscribe else plan), dialect) == tree
+@pytest.mark.parametrize("dialect, subscribe, per_record, query, tree", cases(), ids=[c[3] for c in cases()])
+def test_the_tree_of_each_query(dialect, subscribe, per_record, query, tree):
+    assert explain_lines(_tree(dialect, subscribe, per_record, query), dialect) == tree
 
 
 def test_every_node_type_has_a_line_and_the_golden_file_shows_each():
@@ -53,10 +55,8 @@ def test_every_node_type_has_a_line_and_the_golden_file_shows_each():
              and t not in (n.Node, n.BinaryJoin, n.ChainJoin)}
     assert types <= set(LABELS)
     shown = set()
-    for dialect, subscribe, query, _ in cases():
-        stmt = parse_statement(query, dialect=dialect)
-        plan = analyse(replace(stmt, emit_changes=True) if subscribe else stmt, with_views(), dialect)
-        shown |= {type(node) for node in n.walk(tree_of(subscribed(plan) if subscribe else plan))}
+    for dialect, subscribe, per_record, query, _ in cases():
+        shown |= {type(node) for node in n.walk(_tree(dialect, subscribe, per_record, query))}
     assert types - shown == set()
 
 

@@ -1,0 +1,113 @@
+"""Incremental accumulators: each aggregate function as ksqlDB's UDAFs compute it one record at a
+time (an initial state, the state after one more record's arguments, the current result), so a
+group's value can be written after every record (`cache.max.bytes.buffering` = 0).
+
+A state is a tuple of plain Python values, one per field; `Accumulator.fields` names each
+field's kind so the keyed state can declare its schema: `long` (a count), `result` (a value of
+the aggregate's result type), `sum` (a running sum of the argument, for AVG), `args` (a list of
+argument values). NULL arguments are skipped as ksqlDB's UDAFs skip them, except by COLLECT_LIST
+and COLLECT_SET, which keep them. Pure: no Spark here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+State = tuple
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    fields: tuple[str, ...]
+    initial: State
+    add: Callable[[State, tuple], State]  # (state, one record's arguments) -> the next state
+    result: Callable[[State], Any]
+
+
+def wrapped(value: int, bits: int | None) -> int:
+    """`value` as a Java integer of `bits` bits holds it (ksqlDB's SUM of INT or BIGINT overflows
+    as Java's arithmetic does); unchanged when `bits` is None."""
+    if bits is None:
+        return value
+    half = 1 << (bits - 1)
+    return (value + half) % (1 << bits) - half
+
+
+def _count(nargs: int, bits: int | None) -> Accumulator:
+    if nargs == 0:  # COUNT(*) and COUNT(): every record
+        return Accumulator(("long",), (0,), lambda s, a: (s[0] + 1,), lambda s: s[0])
+    return Accumulator(("long",), (0,), lambda s, a: s if a[0] is None else (s[0] + 1,), lambda s: s[0])
+
+
+def _sum(nargs: int, bits: int | None) -> Accumulator:
+    """ksqlDB's SUM starts at 0 and skips NULLs; of INT it stays INT (wrapping on overflow)."""
+    return Accumulator(("result",), (0,), lambda s, a: s if a[0] is None else (wrapped(s[0] + a[0], bits),),
+                       lambda s: s[0])
+
+
+def _avg(nargs: int, bits: int | None) -> Accumulator:
+    """ksqlDB's AVERAGE: a sum and a count of the non-NULL values; 0 when there are none."""
+    return Accumulator(("sum", "long"), (0, 0),
+                       lambda s, a: s if a[0] is None else (wrapped(s[0] + a[0], bits), s[1] + 1),
+                       lambda s: s[0] / s[1] if s[1] else 0)
+
+
+def _extreme(better: Callable[[Any, Any], bool]) -> Callable[[int, int | None], Accumulator]:
+    def make(nargs: int, bits: int | None) -> Accumulator:
+        def add(s, a):
+            return s if a[0] is None or (s[0] is not None and not better(a[0], s[0])) else (a[0],)
+        return Accumulator(("result",), (None,), add, lambda s: s[0])
+    return make
+
+
+def _collect(distinct: bool) -> Callable[[int, int | None], Accumulator]:
+    """COLLECT_LIST / COLLECT_SET: every value in record order, NULL too (ksqlDB's Collect
+    UDAFs add whatever they get; the set keeps a value's first arrival only)."""
+    def make(nargs: int, bits: int | None) -> Accumulator:
+        def add(s, a):
+            return s if distinct and a[0] in s[0] else ([*s[0], a[0]],)
+        return Accumulator(("args",), ([],), add, lambda s: list(s[0]))
+    return make
+
+
+def _count_distinct(nargs: int, bits: int | None) -> Accumulator:
+    """COUNT_DISTINCT: the distinct non-NULL values seen."""
+    def add(s, a):
+        return s if a[0] is None or a[0] in s[0] else ([*s[0], a[0]],)
+    return Accumulator(("args",), ([],), add, lambda s: len(s[0]))
+
+
+def _by_offset(latest: bool) -> Callable[[int, int | None], Accumulator]:
+    """LATEST_BY_OFFSET / EARLIEST_BY_OFFSET over records added in offset order: the last (or
+    first) non-NULL value, as ksqlDB's default ignores NULLs."""
+    def make(nargs: int, bits: int | None) -> Accumulator:
+        def add(s, a):
+            return s if a[0] is None or (not latest and s[0] is not None) else (a[0],)
+        return Accumulator(("result",), (None,), add, lambda s: s[0])
+    return make
+
+
+#: ksql aggregate name -> accumulator factory (number of arguments, integer bits of the sum or None).
+ACCUMULATORS: dict[str, Callable[[int, int | None], Accumulator]] = {
+    "COUNT": _count,
+    "SUM": _sum,
+    "AVG": _avg,
+    "MIN": _extreme(lambda new, old: new < old),
+    "MAX": _extreme(lambda new, old: new > old),
+    "COLLECT_LIST": _collect(distinct=False),
+    "COLLECT_SET": _collect(distinct=True),
+    "COUNT_DISTINCT": _count_distinct,
+    "LATEST_BY_OFFSET": _by_offset(latest=True),
+    "EARLIEST_BY_OFFSET": _by_offset(latest=False),
+}
+
+
+def accumulator(name: str, nargs: int, bits: int | None = None) -> Accumulator:
+    """The accumulator of aggregate `name` called with `nargs` arguments; `bits`: the width of
+    an integral SUM/AVG argument (32 or 64) whose sum wraps as Java's does."""
+    return ACCUMULATORS[name](nargs, bits)
+
+
+def has_accumulator(name: str) -> bool:
+    return name in ACCUMULATORS

@@ -1,0 +1,47 @@
+"""GROUP BY with one change per input record (`per_record.py` says when), in Spark's keyed state.
+
+The records staged as for the per-batch aggregation (`engine/build/aggregate.py`'s `stage`:
+group keys `__g{i}`, aggregate arguments `__a{i}_{n}`) go to `transformWithState` keyed by the
+group key, where `keyed_spark.PerRecord` emits each record's change; the per-batch path's
+`finished` then applies SELECT and HAVING to every emitted row.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..analysis.plan import QueryPlan
+from ..build.aggregate import aggregate_columns, finished, stage
+from ..build.expressions import Scope
+from ..columns import OFFSET, PARTITION
+from .keyed_spark import PerRecord
+
+
+def per_record_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
+                          without_errors: Callable[[DataFrame, str], DataFrame], changelog: bool = False) -> DataFrame:
+    """`changelog`: a change failing HAVING comes out as a tombstone instead of no row."""
+    staged = stage(plan, frame, scope, where_error)
+    good = without_errors(staged.frame, "__errors_aggregate")
+    results = good.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
+    specs = []  # (accumulator name, argument columns, argument type or None, result field)
+    if not staged.builders:  # no aggregate call: the per-batch path's row count `__n`
+        specs.append(("COUNT", [], None, results["__n"]))
+    for i, call in enumerate(plan.grouping.calls):
+        _, types_, _ = staged.builders[i]
+        specs.append((call.name, [f"__a{i}_{n}" for n in range(len(types_))], types_[0] if types_ else None,
+                      results[f"__agg{i}"]))
+    arguments = [c for _, columns, _, _ in specs for c in columns]
+    inputs = good.select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", "__rt", "__rh")
+    schema = inputs.schema
+    out = T.StructType([schema[k] for k in staged.keys] + [field for *_, field in specs]
+                       + [schema["__rt"], schema["__rh"], schema[PARTITION], T.StructField(OFFSET, T.LongType())])
+    processor = PerRecord([(name, [inputs.columns.index(c) for c in columns], arg_type, field.dataType)
+                           for name, columns, arg_type, field in specs],
+                          inputs.columns.index(PARTITION), inputs.columns.index("__order"),
+                          inputs.columns.index("__rt"), inputs.columns.index("__rh"), out.fieldNames())
+    grouped = inputs.groupBy(*staged.keys).transformWithState(processor, out, "Update", "None")
+    return finished(plan, grouped, F.lit(False) if changelog else None)

@@ -1,0 +1,113 @@
+"""The keyed state of a GROUP BY that writes one change per input record: a StatefulProcessor for
+`transformWithState` keyed by the group key (`build_spark.py` builds the frame around it).
+
+Per key and micro-batch the processor reads the group's accumulators once (one ValueState),
+adds the batch's records in (partition, offset) order, emits after each one the group's values
+`__agg{i}` with the output record's time `__rt` (Kafka Streams' rule: the latest time among the
+group's records so far), headers `__rh` (the record's own, as it caused the change) and the
+record's partition and offset (a sink writes the changes in that order), and writes the
+accumulators back once. This module imports nothing of the engine's build, so that
+Spark's Python workers unpickle the processor without importing the planner.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+from pyspark.sql import Row
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessor
+
+from .accumulators import accumulator
+
+_BITS = {T.IntegerType: 32, T.LongType: 64, T.ShortType: 32, T.ByteType: 32}
+EPOCH, MICROSECOND = datetime(1970, 1, 1, tzinfo=timezone.utc), timedelta(microseconds=1)
+
+
+def micros(when: datetime | None) -> int | None:
+    """A record time as microseconds since the epoch (a time without a zone is UTC's, the session's)."""
+    if when is None:
+        return None
+    return ((when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)) - EPOCH) // MICROSECOND
+
+
+def state_type(kind: str, arg: T.DataType | None, result: T.DataType) -> T.DataType:
+    """The Spark type of an accumulator's state field of `kind` (accumulators.py)."""
+    if kind == "long":
+        return T.LongType()
+    if kind == "result":
+        return result
+    if kind == "args":
+        return T.ArrayType(arg, True)
+    if isinstance(arg, T.DecimalType):  # "sum": AVG's running sum
+        return T.DecimalType(38, arg.scale)
+    return T.LongType() if type(arg) in _BITS else T.DoubleType()
+
+
+def conform(value, dtype: T.DataType):
+    """A Python value as `dtype` takes it (a DECIMAL at its scale, a DOUBLE as a float)."""
+    if value is None:
+        return None
+    if isinstance(dtype, T.DecimalType):
+        return Decimal(value).quantize(Decimal(1).scaleb(-dtype.scale))
+    if isinstance(dtype, (T.DoubleType, T.FloatType)):
+        return float(value)
+    if type(dtype) in _BITS:
+        return int(value)
+    if isinstance(dtype, T.ArrayType):
+        return [conform(v, dtype.elementType) for v in value]
+    return value
+
+
+class PerRecord(StatefulProcessor):
+    """One group's accumulators in one ValueState: one get and one update per key and batch."""
+
+    def __init__(self, specs, partition: int, order: int, time: int, headers: int, names: list[str]):
+        self.specs = specs  # (aggregate name, argument positions, argument type, result type)
+        self.partition, self.order, self.time, self.headers = partition, order, time, headers
+        self.names = names
+
+    def init(self, handle) -> None:
+        self.accumulators, fields = [], [T.StructField("rt", T.LongType())]  # the group's latest time, in µs
+        for i, (name, positions, arg_type, result) in enumerate(self.specs):
+            bits = _BITS.get(type(arg_type))
+            acc = accumulator(name, len(positions), bits)
+            types_ = [state_type(kind, arg_type, result) for kind in acc.fields]
+            fields += [T.StructField(f"a{i}_{n}", t) for n, t in enumerate(types_)]
+            self.accumulators.append((acc, positions, types_, result))
+        self.state = handle.getValueState("aggregates", T.StructType(fields))
+        self.out = Row(*self.names)
+
+    def handleInputRows(self, key, rows, timerValues):
+        records = sorted(rows, key=lambda r: (r[self.partition], r[self.order]))
+        stored = self.state.get()
+        time, states = self._unpack(stored)
+        for record in records:
+            when = micros(record[self.time])
+            time = when if time is None or (when is not None and when > time) else time
+            values = []
+            for index, (acc, positions, _, result) in enumerate(self.accumulators):
+                states[index] = acc.add(states[index], tuple(record[p] for p in positions))
+                values.append(conform(acc.result(states[index]), result))
+            yield self.out(*key, *values, None if time is None else EPOCH + time * MICROSECOND, record[self.headers],
+                           record[self.partition], record[self.order])
+        self.state.update(self._pack(time, states))
+
+    def _unpack(self, stored) -> tuple:
+        if stored is None:
+            return None, [acc.initial for acc, *_ in self.accumulators]
+        at, states = 1, []
+        for acc, _, types_, _ in self.accumulators:
+            states.append(tuple(stored[at:at + len(types_)]))
+            at += len(types_)
+        return stored[0], states
+
+    def _pack(self, time, states) -> tuple:
+        values = [time]
+        for (_, _, types_, _), state in zip(self.accumulators, states):
+            values += [conform(v, t) for v, t in zip(state, types_)]
+        return tuple(values)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,34 @@
+"""When an aggregation writes one change per input record, as ksqlDB does with its record cache
+off (`cache.max.bytes.buffering` = 0, the setting its query-validation tests run with): a
+non-windowed GROUP BY over one STREAM (no join), in a push or persistent query, whose aggregate
+functions all have an incremental accumulator (`accumulators.py`). Otherwise, and by default
+(ksqlDB's cache on), a micro-batch writes one change per group. Pure: no Spark here.
+"""
+
+from __future__ import annotations
+
+from ..analysis.plan import STREAM, QueryPlan
+from .accumulators import has_accumulator
+
+#: ksqlDB's property for the record cache's size, under both of its names.
+CACHE_PROPERTIES = ("cache.max.bytes.buffering", "ksql.streams.cache.max.bytes.buffering")
+
+
+def cache_off(settings: dict) -> bool:
+    """Whether the session's settings turn ksqlDB's record cache off (a size of 0 bytes)."""
+    for name in CACHE_PROPERTIES:
+        value = str(settings.get(name, "")).strip()
+        if value:
+            return value.lstrip("+").isdigit() and int(value) == 0
+    return False
+
+
+def per_record(plan: QueryPlan, settings: dict) -> bool:
+    """Whether `plan`'s aggregation emits one change per input record under `settings`."""
+    grouping = plan.grouping
+    if grouping is None or not cache_off(settings):
+        return False
+    first = plan.inputs[0]
+    return (plan.push and grouping.window is None and first.kind == STREAM and not plan.statement.joins
+            and not plan.retracts and plan.changes is None and not plan.per_batch
+            and all(has_accumulator(call.name) for call in grouping.calls))

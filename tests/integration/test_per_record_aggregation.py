@@ -1,0 +1,108 @@
+"""GROUP BY with ksqlDB's record cache off (`cache.max.bytes.buffering` = 0): one change per input
+record, in (partition, offset) order within a group, through Spark's keyed state; the sink topic
+read back record by record."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+from kafkasql_magic.kafka.peek import fetch_records
+from kafkasql_magic.kafka.producer import produce
+
+BASE = 1_700_000_000_000
+#: (group, value, time offset): one micro-batch, times out of order within a group.
+RECORDS = [("a", 1, 10), ("a", 2, 5), ("b", 3, 7), ("a", 4, 20), ("b", 5, 1)]
+
+
+def _source(ksql, broker, records=RECORDS, first=0):
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic = f"S_{tag}", f"t-{tag.lower()}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, K STRING, V INT) "
+             f"WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    _produce(broker, topic, records, first)
+    return src, topic
+
+
+def _produce(broker, topic, records, first=0):
+    produce(broker.bootstrap_servers, topic, [
+        {"value": json.dumps({"K": k, "V": v}).encode(), "timestamp": BASE + t, "headers": [("n", str(first + i).encode())]}
+        for i, (k, v, t) in enumerate(records)])
+
+
+def _read(broker, topic, count):
+    records = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=30,
+                            until_end=False)
+    return sorted(records, key=lambda r: (r["partition"], r["offset"]))
+
+
+def _changes(records):
+    return [(r["key"].decode(), json.loads(r["value"]) if r["value"] is not None else None,
+             r["timestamp"] - BASE, r["headers"][0][1].decode()) for r in records]
+
+
+def test_cache_off_writes_one_change_per_record_in_offset_order(ksql, broker):
+    src, _ = _source(ksql, broker)
+    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE C_{src} AS SELECT K, COUNT(*) AS N, SUM(V) AS S, MAX(V) AS M, "
+                     f"COLLECT_LIST(V) AS L, LATEST_BY_OFFSET(V) AS LAST FROM {src} GROUP BY K;")
+    assert query.wait_for_records(5, 120), query.failure
+    # the record time is the latest among the group's records so far; the headers the record's own
+    assert _changes(_read(broker, f"C_{src}", 5)) == [
+        ("a", {"N": 1, "S": 1, "M": 1, "L": [1], "LAST": 1}, 10, "0"),
+        ("a", {"N": 2, "S": 3, "M": 2, "L": [1, 2], "LAST": 2}, 10, "1"),
+        ("b", {"N": 1, "S": 3, "M": 3, "L": [3], "LAST": 3}, 7, "2"),
+        ("a", {"N": 3, "S": 7, "M": 4, "L": [1, 2, 4], "LAST": 4}, 20, "3"),
+        ("b", {"N": 2, "S": 8, "M": 5, "L": [3, 5], "LAST": 5}, 7, "4")]
+
+
+def test_cache_off_having_writes_a_tombstone_per_record_that_fails_it(ksql, broker):
+    src, _ = _source(ksql, broker)
+    ksql.sql("SET 'ksql.streams.cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE H_{src} AS SELECT K, COUNT(*) AS N FROM {src} GROUP BY K HAVING COUNT(*) > 1;")
+    assert query.wait_for_records(5, 120), query.failure
+    assert [(k, v) for k, v, _, _ in _changes(_read(broker, f"H_{src}", 5))] == [
+        ("a", None), ("a", {"N": 2}), ("b", None), ("a", {"N": 3}), ("b", {"N": 2})]
+
+
+def test_cache_off_push_query_emits_each_change(session, broker):
+    src, _ = _source(session, broker)
+    session.sql("SET 'cache.max.bytes.buffering'='0';")
+    rows = session.sql(f"SELECT K, COUNT(*) AS N, AVG(V) AS A FROM {src} GROUP BY K EMIT CHANGES LIMIT 5;")
+    by_group = {k: [(n, a) for kk, n, a in rows.itertuples(index=False, name=None) if kk == k] for k in "ab"}
+    assert by_group == {"a": [(1, 1.0), (2, 1.5), (3, 7 / 3)], "b": [(1, 3.0), (2, 4.0)]}
+
+
+def test_cache_off_state_survives_a_restart_from_the_checkpoint(broker, spark, registry, tmp_path):
+    import kafkasql_magic as ks
+
+    service, state = f"svc{uuid.uuid4().hex[:6]}", str(tmp_path / "state")
+
+    def connect():
+        return ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
+                          timeout=90, state_dir=state, service_id=service)
+
+    first = connect()
+    try:
+        first.sql("SET 'auto.offset.reset'='earliest';")
+        first.sql("SET 'cache.max.bytes.buffering'='0';")
+        src, topic = _source(first, broker)
+        query = first.sql(f"CREATE TABLE R_{src} AS SELECT K, COUNT(*) AS N FROM {src} GROUP BY K;")
+        assert query.wait_for_records(5, 120), query.failure
+        committed = os.path.join(state, query.id, "commits", "0")  # else the batch in flight runs again
+        deadline = time.monotonic() + 60
+        while not os.path.exists(committed) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert os.path.exists(committed)
+    finally:
+        first.stop()
+    _produce(broker, topic, [("a", 6, 30), ("b", 7, 31)], first=5)
+    second = connect()  # restores the query from the command topic and resumes it from its checkpoint
+    try:
+        query = next(iter(second.persistent.queries.values()))
+        assert query.wait_for_records(2, 120), query.failure
+    finally:
+        second.stop()
+    assert [(k, v) for k, v, _, _ in _changes(_read(broker, f"R_{src}", 7))][5:] == [("a", {"N": 4}), ("b", {"N": 3})]

@@ -1,0 +1,68 @@
+"""The incremental accumulators as ksqlDB's UDAFs compute them, one record at a time (no Spark)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from kafkasql_magic.engine import aggregates
+from kafkasql_magic.engine.aggregate.accumulators import ACCUMULATORS, accumulator, wrapped
+
+
+def run(name, values, nargs=1, bits=None):
+    """The result after each value (each a record's one argument; `nargs=0`: no argument)."""
+    acc = accumulator(name, nargs, bits)
+    state, results = acc.initial, []
+    for value in values:
+        state = acc.add(state, (value,) if nargs else ())
+        results.append(acc.result(state))
+    return results
+
+
+def test_count_of_rows_and_of_values():
+    assert run("COUNT", [1, None, 3], nargs=0) == [1, 2, 3]  # COUNT(*) and COUNT()
+    assert run("COUNT", [1, None, 3]) == [1, 1, 2]
+
+
+def test_sum_starts_at_zero_skips_nulls_and_wraps_as_java_does():
+    assert run("SUM", [None, 2, None, 5]) == [0, 2, 2, 7]
+    assert run("SUM", [2**31 - 1, 1], bits=32) == [2**31 - 1, -2**31]
+    assert run("SUM", [1.5, 2.25]) == [1.5, 3.75]
+    assert run("SUM", [Decimal("1.10"), Decimal("2.05")]) == [Decimal("1.10"), Decimal("3.15")]
+
+
+def test_avg_is_zero_before_a_value_and_skips_nulls():
+    assert run("AVG", [None, 1, None, 2]) == [0, 1.0, 1.0, 1.5]
+
+
+def test_min_and_max_ignore_nulls():
+    assert run("MIN", [None, 3, 1, None, 2]) == [None, 3, 1, 1, 1]
+    assert run("MAX", ["b", None, "c", "a"]) == ["b", "b", "c", "c"]
+
+
+def test_collect_list_and_set_keep_nulls_in_record_order():
+    assert run("COLLECT_LIST", [1, None, 1]) == [[1], [1, None], [1, None, 1]]
+    assert run("COLLECT_SET", [2, None, 2, 1, None]) == [[2], [2, None], [2, None], [2, None, 1], [2, None, 1]]
+    assert run("COUNT_DISTINCT", [2, None, 2, 1]) == [1, 1, 1, 2]
+
+
+def test_by_offset_ignores_nulls():
+    assert run("LATEST_BY_OFFSET", [None, "x", None, "y"]) == [None, "x", "x", "y"]
+    assert run("EARLIEST_BY_OFFSET", [None, "x", None, "y"]) == [None, "x", "x", "x"]
+
+
+def test_a_result_never_shares_the_state_it_came_from():
+    acc = accumulator("COLLECT_LIST", 1)
+    state = acc.add(acc.initial, (1,))
+    acc.result(state).append(2)
+    assert acc.result(state) == [1] and acc.initial == ([],)
+
+
+@pytest.mark.parametrize("value,bits,expected", [(2**63, 64, -2**63), (-2**31 - 1, 32, 2**31 - 1), (2**70, None, 2**70)])
+def test_wrapped(value, bits, expected):
+    assert wrapped(value, bits) == expected
+
+
+def test_every_accumulator_is_an_aggregate_function():
+    assert set(ACCUMULATORS) <= set(aggregates.AGGREGATES)
