@@ -8,7 +8,7 @@ so the build step and EXPLAIN dispatch on the type and read no flags."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from ...sql import ast
@@ -23,7 +23,15 @@ class Node:
 
     @property
     def children(self) -> tuple["Node", ...]:
-        return ()
+        """The node's inputs, leftmost first: its fields holding a node or a tuple of nodes."""
+        found: list[Node] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Node):
+                found.append(value)
+            elif isinstance(value, tuple) and value and all(isinstance(v, Node) for v in value):
+                found.extend(value)
+        return tuple(found)
 
 
 # ---- leaves -------------------------------------------------------------------------------------
@@ -45,10 +53,6 @@ class View(Node):
     body: Node
     index: int = 0
 
-    @property
-    def children(self):
-        return (self.body,)
-
 
 # ---- joins --------------------------------------------------------------------------------------
 
@@ -61,10 +65,6 @@ class BinaryJoin(Node):
     right: Node
     join: ast.Join
     index: int
-
-    @property
-    def children(self):
-        return (self.left, self.right)
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,6 @@ class ChainJoin(Node):
     inputs: tuple[Node, ...]
     joins: tuple[ast.Join, ...]
 
-    @property
-    def children(self):
-        return self.inputs
-
 
 @dataclass(frozen=True)
 class TableJoin(ChainJoin):
@@ -127,10 +123,6 @@ class Filter(Node):
     deletes: bool = False
     keeps_records: ClassVar[bool] = False
 
-    @property
-    def children(self):
-        return (self.child,)
-
 
 # ---- result steps -------------------------------------------------------------------------------
 
@@ -145,9 +137,6 @@ class Project(Node):
     partition_by: tuple[ast.Expr, ...] = ()
     order_by: tuple = ()
 
-    @property
-    def children(self):
-        return (self.child,)
 
     @property
     def keeps_records(self) -> bool:  # a new key (PARTITION BY) is made of each record
@@ -164,10 +153,6 @@ class Aggregate(Node):
     keys: tuple[str, ...] = ()
     partition_by: tuple[ast.Expr, ...] = ()
     order_by: tuple = ()
-
-    @property
-    def children(self):
-        return (self.child,)
 
 
 @dataclass(frozen=True)
@@ -201,10 +186,6 @@ class Subscribe(Node):
 
     child: Node
     changes: str
-
-    @property
-    def children(self):
-        return (self.child,)
 
 
 def walk(node: Node):
