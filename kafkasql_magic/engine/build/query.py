@@ -310,19 +310,13 @@ def _project(node: n.Project, context: _Context) -> DataFrame:
     outputs = keyed_outputs(plan, node.outputs)
     if plan.table_join is not None:
         return tombstoned(plan, _projected(frame, scope, where_error, outputs))
-    if isinstance(_from_node(node), n.DiffJoin):
+    if plan.diffs and context.raw.isStreaming:  # its join's diffs, or a view's that joins
         changes = [(n_, F.col(n_)) for n_ in (MZ_TIMESTAMP, MZ_DIFF)]
         return with_diff_columns(_projected(frame, scope, where_error, outputs, changes), len(outputs))
     tombstones = _passes_tombstones(plan, context.changelog)
     computed = _computed_on_tombstones(plan, outputs) if tombstones else None
     projected = _projected(frame, scope, where_error, outputs, extra, computed, keep_key=keyed_by_row_id(plan))
     return order.ordered(projected, extra, keys)
-
-
-def _from_node(node: n.Node) -> n.Node:
-    """The FROM clause's step under a result step (under its WHERE)."""
-    below = node.children[0]
-    return below.child if isinstance(below, n.Filter) else below
 
 
 def _subscribe(node: n.Subscribe, context: _Context) -> DataFrame:
