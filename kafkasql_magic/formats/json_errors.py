@@ -147,56 +147,47 @@ class _Parser:
             self.error("invalid unicode code point")
 
     def sequence(self) -> None:
-        first = True
-        while True:
-            c = self.whitespace()
-            if c == ord("]"):
-                self.i += 1
-                return
-            if c == ord(",") and not first:
-                self.i += 1
-                c = self.whitespace()
-            elif c is None:
-                self.peek_error("EOF while parsing a list")
-            elif not first:
-                self.peek_error("expected `,` or `]`")
-            first = False
-            if c == ord("]"):
-                self.peek_error("trailing comma")
-            if c is None:
-                self.peek_error("EOF while parsing a value")
-            self.value()
+        self.members(ord("]"), "list", self.value)
 
     def mapping(self) -> None:
+        self.members(ord("}"), "object", self.member)
+
+    def member(self) -> None:
+        """One `"key": value` of an object (at its first character)."""
+        if self.whitespace() != ord('"'):
+            self.peek_error("key must be a string")
+        self.i += 1
+        self.string()
+        c = self.whitespace()
+        if c is None:
+            self.peek_error("EOF while parsing an object")
+        if c != ord(":"):
+            self.peek_error("expected `:`")
+        self.i += 1
+        self.value()
+
+    def members(self, close: int, kind: str, item) -> None:
+        """A list's or an object's items up to `close`, with serde_json's messages for what is
+        missing between them."""
         first = True
         while True:
             c = self.whitespace()
-            if c == ord("}"):
+            if c == close:
                 self.i += 1
                 return
             if c == ord(",") and not first:
                 self.i += 1
                 c = self.whitespace()
             elif c is None:
-                self.peek_error("EOF while parsing an object")
+                self.peek_error(f"EOF while parsing a{'n' if kind == 'object' else ''} {kind}")
             elif not first:
-                self.peek_error("expected `,` or `}`")
+                self.peek_error(f"expected `,` or `{chr(close)}`")
             first = False
-            if c == ord("}"):
+            if c == close:
                 self.peek_error("trailing comma")
             if c is None:
                 self.peek_error("EOF while parsing a value")
-            if c != ord('"'):
-                self.peek_error("key must be a string")
-            self.i += 1
-            self.string()
-            c = self.whitespace()
-            if c is None:
-                self.peek_error("EOF while parsing an object")
-            if c != ord(":"):
-                self.peek_error("expected `:`")
-            self.i += 1
-            self.value()
+            item()
 
 
 def json_error(data: bytes) -> str | None:
