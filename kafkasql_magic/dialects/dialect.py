@@ -128,7 +128,7 @@ class Dialect:
     def function(self, name: str, nargs: int, arg_types: Callable[[], list[ast.Type]]):
         """The scalar function `name` of this dialect for `nargs` arguments (`arg_types()`
         gives their types, asked for only to word an error)."""
-        from ..engine.build import functions
+        from ..engine.functions import catalogue_spark as functions
 
         return functions.lookup(name, nargs)
 

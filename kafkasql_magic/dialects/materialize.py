@@ -42,14 +42,14 @@ class Materialize(Dialect):
         return pg_types.show_columns_rows(columns, relation if isinstance(relation, SourceDef) else None)
 
     def untyped_functions(self) -> frozenset[str]:
-        from ..engine.build import pg_functions
+        from ..engine.functions import postgres_spark as pg_functions
 
         return frozenset(pg_functions.FUNCTIONS)
 
     def function(self, name, nargs, arg_types):
         """PostgreSQL's functions over ksql's; a call none takes fails in Materialize's words."""
-        from ..engine.build.functions import FUNCTIONS
-        from ..engine.build import pg_functions
+        from ..engine.functions.catalogue_spark import FUNCTIONS
+        from ..engine.functions import postgres_spark as pg_functions
 
         fn = pg_functions.FUNCTIONS.get(name.upper()) or FUNCTIONS.get(name.upper())
         if fn is None or nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args):
@@ -58,7 +58,7 @@ class Materialize(Dialect):
         return fn
 
     def text_cast(self, value, source_type):
-        from ..engine.build import pg_functions
+        from ..engine.functions import postgres_spark as pg_functions
 
         return pg_functions.pg_text(value, source_type)
 

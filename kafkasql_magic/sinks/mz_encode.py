@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..dialects.materialize_sinks import SinkFormat
-from ..engine.build.pg_functions import pg_text
+from ..engine.functions.postgres_spark import pg_text
 from ..errors import StatementError
 from ..formats import Field
 from ..sql import ast

@@ -12,7 +12,7 @@ from ..sql.names import match
 from ..sql.render import render
 from ..sql.split import excerpt
 from ..sql.typetext import display
-from . import jsonb, lambdas, signatures, signatures_more
+from . import jsonb, lambdas, signatures, time_units
 from .messages import COMPARISONS, MESSAGES, Messages
 from .rules import (BOOLEAN, CASTS, COMPARABLE, EQUALITY, LITERAL_TYPES, arithmetic_type, decimal_literal_type,
                     decimal_problem)
@@ -161,7 +161,7 @@ class Checker:
         if e.name in signatures.STAR_AGGREGATES and (e.star or (not e.args and self.dialect == "ksql")):
             # ksqlDB's COUNT() counts rows as COUNT(*) does; PostgreSQL has no count()
             return ast.Type("BIGINT")
-        args = [signatures_more.TIMEUNIT if signatures_more.time_unit(e.name, i, a) else self.type_of(a)
+        args = [time_units.TIMEUNIT if time_units.time_unit(e.name, i, a) else self.type_of(a)
                 for i, a in enumerate(e.args)]
         if e.name == "ARRAY" and (not args or all(a is None for a in args)):
             raise self.error(e, self.messages.empty_array(bool(args)))

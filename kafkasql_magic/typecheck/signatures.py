@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass
 
 from ..sql import ast
-from .signatures_more import SCALAR_MORE
 
 NUMERIC_RANK = {"INT": 0, "BIGINT": 1, "DECIMAL": 2, "DOUBLE": 3}
 #: Integer types as decimals, to mix them with DECIMAL operands (ksqlDB's rule).
@@ -223,6 +222,63 @@ SCALAR: dict[str, list[str]] = {
     "HEADERS_TO_MAP": ["HEADERS_TO_MAP(ARRAY<STRUCT> headers) -> MAP<STRING, BYTES>"],
 }
 
+_MASK_OPTIONS = ", STRING upper, STRING lower, STRING digit, STRING other"
+
+SCALAR.update({  # dates and times, JSON, maps and lists, URLs, masking, geography
+    # dates and timestamps
+    "DATEADD": ["DATEADD(TIMEUNIT unit, INT interval, DATE date) -> DATE"],
+    "DATESUB": ["DATESUB(TIMEUNIT unit, INT interval, DATE date) -> DATE"],
+    "TIMESTAMPADD": ["TIMESTAMPADD(TIMEUNIT unit, BIGINT interval, TIMESTAMP timestamp) -> TIMESTAMP"],
+    "TIMESTAMPSUB": ["TIMESTAMPSUB(TIMEUNIT unit, BIGINT interval, TIMESTAMP timestamp) -> TIMESTAMP"],
+    "CONVERT_TZ": ["CONVERT_TZ(TIMESTAMP timestamp, STRING fromTimeZone, STRING toTimeZone) -> TIMESTAMP"],
+    "FORMAT_DATE": ["FORMAT_DATE(DATE date, STRING formatPattern) -> STRING"],
+    "PARSE_DATE": ["PARSE_DATE(STRING formattedDate, STRING formatPattern) -> DATE"],
+    "FROM_DAYS": ["FROM_DAYS(INT days) -> DATE"],
+    "DATETOSTRING": ["DATETOSTRING(INT days, STRING formatPattern) -> STRING"],
+    "STRINGTODATE": ["STRINGTODATE(STRING formattedDate, STRING formatPattern) -> INT"],
+    "PARSE_TIME": ["PARSE_TIME(STRING formattedTime, STRING formatPattern) -> TIME"],
+    "FORMAT_TIME": ["FORMAT_TIME(TIME time, STRING formatPattern) -> STRING"],
+    "TIMEADD": ["TIMEADD(TIMEUNIT unit, INT interval, TIME time) -> TIME"],
+    "TIMESUB": ["TIMESUB(TIMEUNIT unit, INT interval, TIME time) -> TIME"],
+    # JSON
+    "JSON_ARRAY_CONTAINS": ["JSON_ARRAY_CONTAINS(STRING jsonArray, T val) -> BOOLEAN"],
+    "JSON_CONCAT": ["JSON_CONCAT(STRING json, STRING... others) -> STRING"],
+    "IS_JSON_STRING": ["IS_JSON_STRING(STRING json) -> BOOLEAN"],
+    "JSON_ARRAY_LENGTH": ["JSON_ARRAY_LENGTH(STRING json) -> INT"],
+    "JSON_KEYS": ["JSON_KEYS(STRING json) -> ARRAY<STRING>"],
+    "JSON_ITEMS": ["JSON_ITEMS(STRING json) -> ARRAY<STRING>"],
+    "JSON_RECORDS": ["JSON_RECORDS(STRING json) -> MAP<STRING, STRING>"],
+    "TO_JSON_STRING": ["TO_JSON_STRING(T value) -> STRING"],
+    # maps and lists
+    "SPLIT_TO_MAP": ["SPLIT_TO_MAP(STRING input, STRING entryDelimiter, STRING kvDelimiter) -> MAP<STRING, STRING>"],
+    "MAP_UNION": ["MAP_UNION(MAP<STRING, V> first, MAP<STRING, V> second) -> MAP<STRING, V>"],
+    "FIELD": ["FIELD(STRING str, STRING... args) -> INT", "FIELD(STRING str, ARRAY<STRING> args) -> INT"],
+    "ENTRIES": [f"ENTRIES(MAP<STRING, {t}> map, BOOLEAN sorted) -> ARRAY<STRUCT<K STRING, V {t}>>"
+                for t in ("INT", "BIGINT", "DOUBLE", "BOOLEAN", "STRING")],
+    "GENERATE_SERIES": [f"GENERATE_SERIES({t} start, {t} end{step}) -> ARRAY<{t}>"
+                        for t in ("INT", "BIGINT") for step in ("", ", INT step")],
+    "ARRAY_SORT": ["ARRAY_SORT(ARRAY<T> array) -> ARRAY<T>", "ARRAY_SORT(ARRAY<T> array, STRING direction) -> ARRAY<T>"],
+    # numbers and hashes
+    "TRUNC": ["TRUNC(INT val) -> BIGINT", "TRUNC(BIGINT val) -> BIGINT", "TRUNC(DOUBLE val) -> BIGINT",
+              "TRUNC(DOUBLE val, INT decimalPlaces) -> DOUBLE", "TRUNC(DECIMAL val) -> DECIMAL",
+              "TRUNC(DECIMAL val, INT decimalPlaces) -> DECIMAL"],
+    "MD5": ["MD5(STRING input) -> STRING"],
+    # strings
+    "ENCODE": ["ENCODE(STRING input, STRING inputEncoding, STRING outputEncoding) -> STRING"],
+    "REGEXP_EXTRACT_ALL": ["REGEXP_EXTRACT_ALL(STRING pattern, STRING input) -> ARRAY<STRING>",
+                           "REGEXP_EXTRACT_ALL(STRING pattern, STRING input, INT group) -> ARRAY<STRING>"],
+    "REGEXP_SPLIT_TO_ARRAY": ["REGEXP_SPLIT_TO_ARRAY(STRING input, STRING regex) -> ARRAY<STRING>"],
+    **{name: [f"{name}(STRING input, INT numChars) -> STRING", f"{name}(STRING input, INT numChars{_MASK_OPTIONS}) -> STRING"]
+       for name in ("MASK_LEFT", "MASK_RIGHT", "MASK_KEEP_LEFT", "MASK_KEEP_RIGHT")},
+    # URLs
+    "URL_ENCODE_PARAM": ["URL_ENCODE_PARAM(STRING input) -> STRING"],
+    "URL_DECODE_PARAM": ["URL_DECODE_PARAM(STRING input) -> STRING"],
+    "URL_EXTRACT_PORT": ["URL_EXTRACT_PORT(STRING input) -> INT"],
+    # geography
+    "GEO_DISTANCE": ["GEO_DISTANCE(DOUBLE lat1, DOUBLE lon1, DOUBLE lat2, DOUBLE lon2) -> DOUBLE",
+                     "GEO_DISTANCE(DOUBLE lat1, DOUBLE lon1, DOUBLE lat2, DOUBLE lon2, STRING unit) -> DOUBLE"],
+})
+
 _COMPARABLE = ("INT", "BIGINT", "DOUBLE", "DECIMAL", "STRING", "BYTES", "DATE", "TIME", "TIMESTAMP")
 
 #: Aggregate functions (GROUP BY): ksql name -> overloads. COUNT also takes `*`.
@@ -252,7 +308,7 @@ AGGREGATE: dict[str, list[str]] = {
 STAR_AGGREGATES = frozenset({"COUNT"})
 
 SIGNATURES: dict[str, tuple[Signature, ...]] = {
-    name: tuple(signature(text) for text in texts) for name, texts in {**SCALAR, **SCALAR_MORE, **AGGREGATE}.items()
+    name: tuple(signature(text) for text in texts) for name, texts in {**SCALAR, **AGGREGATE}.items()
 }
 
 

@@ -7,7 +7,7 @@ import base64
 import pytest
 from pyspark.sql import functions as F
 
-from kafkasql_magic.engine.build.pg_functions import FUNCTIONS, lookup, missing_function_message, pg_text
+from kafkasql_magic.engine.functions.postgres_spark import FUNCTIONS, lookup, missing_function_message, pg_text
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql.ast import Literal, Type
 

@@ -60,9 +60,9 @@ def test_map_entries_of_clashing_types_are_refused():
 
 
 def test_every_scalar_function_has_a_signature_of_a_matching_arity():
-    functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
+    functions = pytest.importorskip("kafkasql_magic.engine.functions.catalogue_spark", reason="functions need pyspark")
     from kafkasql_magic.typecheck import signatures
-    assert set(functions.FUNCTIONS) == set(signatures.SCALAR) | set(signatures.SCALAR_MORE)
+    assert set(functions.FUNCTIONS) == set(signatures.SCALAR)
     for name, fn in functions.FUNCTIONS.items():
         sigs = signatures.SIGNATURES[name]
         low = min(len(s.params) - s.variadic for s in sigs)

@@ -230,14 +230,14 @@ def test_declared_types_are_checked():
 
 
 def test_every_function_has_a_signature_and_unknown_ones_say_so():
-    functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
+    functions = pytest.importorskip("kafkasql_magic.engine.functions.catalogue_spark", reason="functions need pyspark")
     aggregates = pytest.importorskip("kafkasql_magic.engine.aggregates", reason="aggregates need pyspark")
-    assert set(functions.FUNCTIONS) == set(signatures.SCALAR) | set(signatures.SCALAR_MORE)
+    assert set(functions.FUNCTIONS) == set(signatures.SCALAR)
     assert set(aggregates.AGGREGATES) == set(signatures.AGGREGATE)
 
 
 def test_signature_arity_matches_the_function_table():
-    functions = pytest.importorskip("kafkasql_magic.engine.build.functions", reason="functions need pyspark")
+    functions = pytest.importorskip("kafkasql_magic.engine.functions.catalogue_spark", reason="functions need pyspark")
     for name, fn in functions.FUNCTIONS.items():
         arities = {len(s.params) for s in signatures.SIGNATURES[name] if not s.variadic}
         variadic = [s for s in signatures.SIGNATURES[name] if s.variadic]
@@ -261,10 +261,10 @@ def test_type_errors_are_user_errors():
 
 
 def test_the_rest_of_ksqldbs_scalar_functions_are_typed_and_built():
-    from kafkasql_magic.engine.build import functions
+    from kafkasql_magic.engine.functions import catalogue_spark as functions
     from kafkasql_magic.typecheck import signatures
 
-    assert set(signatures.SCALAR) | set(signatures.SCALAR_MORE) == set(functions.FUNCTIONS)
+    assert set(signatures.SCALAR) == set(functions.FUNCTIONS)
     from kafkasql_magic.sql import parse_statement
     from kafkasql_magic.typecheck import check_expression
 

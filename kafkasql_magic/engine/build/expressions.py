@@ -16,7 +16,7 @@ from ...errors import StatementError
 from ...sql import ast, text_array
 from ...sql.names import match
 from ...sql.render import render
-from ...typecheck.signatures_more import time_unit
+from ...typecheck.time_units import time_unit
 from .. import aggregates
 from . import jsonb
 from .lambdas import LAMBDA_FUNCTIONS

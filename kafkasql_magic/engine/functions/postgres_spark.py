@@ -1,6 +1,6 @@
 """PostgreSQL / Materialize functions over lists, maps and bytea, as tables of Spark builders.
 
-Same builder signature as functions.FUNCTIONS (context, argument columns, argument ASTs), so
+Same builder signature as catalogue_spark.FUNCTIONS (context, argument columns, argument ASTs), so
 the Materialize dialect registers these over ksql's table (its aggregates, list_agg, map_agg,
 array_agg and string_agg, are in engine.aggregates with ksql's). A value a function cannot take
 (bad hex, bytes that are not UTF-8) is reported with `ctx.fail` in PostgreSQL's words and
@@ -17,7 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ...errors import StatementError
-from .functions import Context, Function, _literal_text, _simple
+from .builders_spark import Context, Function, literal_text, simple
 from ...sql import ast
 
 #: PostgreSQL wraps base64 text at 76 characters.
@@ -47,7 +47,7 @@ FORMATS: dict[str, tuple[Callable[[Column], Column], Callable[[Column], Column]]
 
 
 def _format(exprs: Sequence[ast.Expr], position: int) -> str:
-    name = _literal_text(exprs[position])
+    name = literal_text(exprs[position])
     if name is None:
         raise StatementError("the format of encode/decode must be a string literal ('hex' or 'base64')")
     if name.lower() not in FORMATS:
@@ -84,7 +84,7 @@ _UTF8_NAMES = frozenset({"utf8", "utf-8", "unicode"})
 
 
 def _convert_from(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
-    encoding = _literal_text(exprs[1])
+    encoding = literal_text(exprs[1])
     if encoding is None or encoding.lower() not in _UTF8_NAMES:
         raise StatementError(f'invalid source encoding name "{encoding}"')
     return _utf8_text(ctx, args[0])
@@ -136,9 +136,9 @@ FUNCTIONS: dict[str, Function] = {
     "DECODE": Function(_decode, 2, 2),
     "CONVERT_FROM": Function(_convert_from, 2, 2),
     "LENGTH": Function(_length, 1, 2),
-    "OCTET_LENGTH": Function(_simple(F.octet_length), 1, 1),
+    "OCTET_LENGTH": Function(simple(F.octet_length), 1, 1),
     "POSITION": Function(_position, 2, 2),
-    "STRPOS": Function(_simple(lambda s, sub: F.instr(s, sub)), 2, 2),
+    "STRPOS": Function(simple(lambda s, sub: F.instr(s, sub)), 2, 2),
     "SUBSTRING": Function(_substring, 2, 3),
     "SUBSTR": Function(_substring, 2, 3),
 }
