@@ -12,7 +12,6 @@ from kafkasql_magic.catalog import Catalog, ViewDef
 from kafkasql_magic.dialects import SourceContext
 from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.analysis import select as select_analysis
 from kafkasql_magic.engine.analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS
 from kafkasql_magic.engine.analysis.seek import Seek
 from kafkasql_magic.errors import StatementError

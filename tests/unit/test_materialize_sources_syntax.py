@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.errors import SqlSyntaxError, StatementError
+from kafkasql_magic.errors import SqlSyntaxError
 from kafkasql_magic.sql import parse_statement, reserved_words
 from kafkasql_magic.sql.render import render
 from kafkasql_magic.sql.ast import (
