@@ -5,19 +5,13 @@ checkpoint holds without reading the table again."""
 from __future__ import annotations
 
 import json
-import os
 import struct
-import time
 import uuid
 
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
-
-def _committed(query, timeout=60) -> None:
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(os.path.join(query.checkpoint, "commits", "0")) and time.monotonic() < deadline:
-        time.sleep(0.2)
+from checkpoints import committed
 
 
 def test_a_persistent_join_meets_the_table_of_each_records_time_and_keeps_it_across_a_restart(broker, spark,
@@ -48,7 +42,7 @@ def test_a_persistent_join_meets_the_table_of_each_records_time_and_keeps_it_acr
         CREATE STREAM orders (id INT KEY, item STRING) WITH (kafka_topic='{orders}', value_format='JSON');
         CREATE STREAM {out} AS SELECT o.id, o.item, i.price FROM orders o JOIN items i ON o.item = i.item;""")
     assert query.wait_for_records(2, 120), query.failure
-    _committed(query)
+    committed(query)
     first.stop()
 
     produce(bootstrap, orders, [order(3, 4000)])  # the table's row comes from the checkpoint's state

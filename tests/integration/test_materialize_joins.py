@@ -11,6 +11,7 @@ import pytest
 
 from kafkasql_magic.kafka.producer import produce
 
+from checkpoints import committed
 from mz_diffs import consolidated, records, rows_until
 
 MZ = {"dialect": "materialize"}
@@ -195,7 +196,6 @@ def test_a_debezium_sink_of_a_join_resumes_with_its_join_state_after_a_restart(b
     ENVELOPE DEBEZIUM without KEY pairs nothing (Materialize keys such a sink by the whole row):
     an insert is a record with `after`, a retraction one with `before`."""
     import json
-    import os
 
     import kafkasql_magic as ks
     from kafkasql_magic.kafka.peek import fetch_records
@@ -216,9 +216,7 @@ def test_a_debezium_sink_of_a_join_resumes_with_its_join_state_after_a_restart(b
         CREATE SINK rs FROM rj INTO KAFKA BROKER '{bootstrap}' (TOPIC '{out}') FORMAT JSON ENVELOPE DEBEZIUM""",
                       **MZ)
     assert query.wait_for_records(3, 120), query.failure  # the order NULL-extended, then matched
-    deadline = time.monotonic() + 60
-    while not os.path.exists(os.path.join(query.checkpoint, "commits", "0")) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    committed(query)
     first.stop()
 
     produce(bootstrap, prices, records([("apple", "2", 2000)]))
