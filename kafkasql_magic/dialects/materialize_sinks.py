@@ -14,7 +14,9 @@ from typing import Callable, Sequence
 from ..errors import StatementError
 from ..formats import Field
 from ..sql import ast
-from ..sql.ast_materialize import CreateSink
+from ..sql.ast_materialize import CreateSink, SinkTopicOptions
+from ..typecheck import Checker
+from ..typecheck.messages import MESSAGES
 from . import limits
 
 #: The formats a sink writes, and which column types each can hold (None: every type).
@@ -32,6 +34,11 @@ HEADER_VALUE_TYPES = frozenset({"STRING", "BYTES"})
 RESERVED_HEADER_PREFIX = "materialize-"
 #: The schema Materialize's objects live in when none is named (their names in messages).
 DEFAULT_SCHEMA = "materialize.public"
+#: COMPRESSION TYPE's values; Materialize's default is lz4.
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+DEFAULT_COMPRESSION = "lz4"
+#: Types a PARTITION BY expression may have: those that cast to uint8, the hash it stands for.
+PARTITION_HASH_TYPES = frozenset({"INT", "BIGINT", "DECIMAL", "DOUBLE"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,12 @@ class SinkSpec:
     #: The relation's unique key (a table's key, a GROUP BY's keys): what Debezium's "before"
     #: is looked up by. Empty for an append-only relation.
     relation_key: tuple[str, ...] = ()
+    #: The connection options after TOPIC (compression, topic creation, PARTITION BY), checked.
+    topic_options: SinkTopicOptions = SinkTopicOptions()
+
+    @property
+    def compression(self) -> str:
+        return self.topic_options.compression or DEFAULT_COMPRESSION
 
 
 def qualified(name: str) -> str:
@@ -150,12 +163,46 @@ def with_endpoints(stmt: CreateSink, endpoint: Callable[[str, str], str]) -> Cre
     return replace(stmt, **changes)
 
 
-def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[Sequence[str]]) -> SinkSpec:
+def _topic_options(stmt: CreateSink, columns: dict[str, Field], key: Sequence[Field],
+                   functions: frozenset[str]) -> SinkTopicOptions:
+    """The options after TOPIC, checked as Materialize checks them."""
+    options = stmt.topic_options or SinkTopicOptions()
+    if options.compression is not None and options.compression not in COMPRESSION_TYPES:
+        raise StatementError(f"invalid COMPRESSION TYPE: {options.compression}: expected one of "
+                             + ", ".join(COMPRESSION_TYPES))
+    for word, count in (("TOPIC PARTITION COUNT", options.partition_count),
+                        ("TOPIC REPLICATION FACTOR", options.replication_factor)):
+        if count is not None and count < 1:
+            raise StatementError(f"invalid {word}: must be greater than 0, not {count}")
+    if options.partition_by is not None:
+        _check_partition_by(stmt, options.partition_by, columns, key, functions)
+    return options
+
+
+def _check_partition_by(stmt: CreateSink, expr: ast.Expr, columns: dict[str, Field], key: Sequence[Field],
+                        functions: frozenset[str]) -> None:
+    """A hash that casts to uint8, over key columns only when the envelope is DEBEZIUM (a delete
+    has no `after` row to compute it from). Materialize's messages."""
+    named = {c.name for c in key}
+    if stmt.envelope == "DEBEZIUM":
+        for ref in ast.walk(expr):
+            if isinstance(ref, ast.ColumnRef) and ref.name in columns and ref.name not in named:
+                raise StatementError(f'PARTITION BY expression cannot refer to non-key column "{ref.name}"')
+    hash_type = Checker({n: c.type for n, c in columns.items()}, "materialize", untyped=functions).type_of(expr)
+    if hash_type is not None and hash_type.name not in PARTITION_HASH_TYPES:
+        shown = MESSAGES["materialize"].type_name(hash_type)
+        raise StatementError(f"PARTITION BY does not support casting from {shown} to uint8")
+
+
+def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[Sequence[str]],
+              functions: frozenset[str] = frozenset()) -> SinkSpec:
     """The sink `stmt` describes over a relation with `columns` whose known unique keys are
-    `unique_keys` (column names), or a StatementError in Materialize's words."""
+    `unique_keys` (column names), or a StatementError in Materialize's words; `functions` are
+    the dialect's own that the type checker does not type (a PARTITION BY may call them)."""
     limits.topic_name(stmt.topic)
     by_name = {c.name: c for c in columns}
     key = _key(stmt, by_name, unique_keys)
+    options = _topic_options(stmt, by_name, key, functions)
     headers = _headers(stmt, by_name)
     if stmt.format is not None:
         value_format = _format(stmt.format, "value")
@@ -171,4 +218,4 @@ def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[
     _check_fits(value_format, columns, "value")
     relation_key = tuple(unique_keys[0]) if unique_keys else ()
     return SinkSpec(stmt.name, stmt.relation, stmt.topic, stmt.broker, stmt.envelope, tuple(columns), key,
-                    headers, key_format, value_format, relation_key)
+                    headers, key_format, value_format, relation_key, options)

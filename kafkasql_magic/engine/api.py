@@ -124,3 +124,18 @@ def _covers(decoding, source) -> bool:
     record), the value at least: a record whose flags are all true then failed no decoding."""
     json_roles = decoding.json_roles()
     return "value" in json_roles and (not source.key_columns or "key" in json_roles)
+
+
+def row_expression(expr: ast.Expr, row, frame, dialect):
+    """`expr` as a Spark column over the fields of one struct column `row` of `frame`, named as
+    the relation's columns (a sink's PARTITION BY over the row it writes or deletes). A value
+    that fails to compute is NULL."""
+    from .build.expressions import Compiler, Scope
+
+    class RowScope(Scope):
+        def column(self, ref: ast.ColumnRef):
+            super().column(ref)  # an unknown name fails as anywhere else
+            return row[ref.name]
+
+    names = {f.name for f in frame.select(row.alias("r")).schema["r"].dataType.fields}
+    return Compiler(RowScope(frame, names, set(), dialect)).compile(expr)

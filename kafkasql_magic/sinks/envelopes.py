@@ -37,6 +37,8 @@ from .mz_encode import AvroWriter
 
 _BEFORE, _AFTER = diff_rows.BEFORE, diff_rows.AFTER
 _SEQ, _RANK = "__seq", "__rank"
+#: The row a record writes, or deletes: what a PARTITION BY is computed over.
+_ROW = "__row"
 
 
 def header_entries(column: Column, value_type: str) -> Column:
@@ -140,6 +142,10 @@ class MaterializeSinkWrite:
     #: The relation's changes include retractions (a changelog whose view's WHERE rejects a
     #: changed row): the key's previous row tells whether there is anything to retract.
     retractions: bool = False
+    #: The topic's partition count: what a PARTITION BY hash is taken modulo.
+    partitions: int | None = None
+    #: The dialect a PARTITION BY expression compiles in (its functions).
+    dialect: object = None
 
     def __post_init__(self):
         if self.row_ids and self.state is None:
@@ -157,7 +163,25 @@ class MaterializeSinkWrite:
             self.state.at_batch(spark, os.path.join(checkpoint, "debezium_rows"), batch_id)
 
     def records(self, rows: DataFrame, names: list[str]) -> DataFrame:
-        """key, value, headers, timestamp columns for the `kafkasql_sink` writer."""
+        """key, value, headers, timestamp (and with PARTITION BY, partition) columns for the
+        `kafkasql_sink` writer."""
+        written = self._records(rows, names)
+        if self.spec.topic_options.partition_by is None:
+            return written.drop(_ROW)
+        return written.select("key", "value", "headers", "timestamp", self._partition(written).alias("partition"))
+
+    def _partition(self, written: DataFrame) -> Column:
+        """Materialize's PARTITION BY: the expression over the row written (or deleted) cast to
+        uint8, modulo the partition count; NULL, a failure or a value out of uint8's range goes
+        to partition 0."""
+        from ..engine.api import row_expression
+
+        value = row_expression(self.spec.topic_options.partition_by, F.col(_ROW), written, self.dialect)
+        hashed = value.try_cast("decimal(20,0)")
+        fits = hashed.isNotNull() & (hashed >= 0) & (hashed <= F.lit("18446744073709551615").cast("decimal(20,0)"))
+        return F.when(fits, F.pmod(hashed, F.lit(self.partitions)).cast("int")).otherwise(F.lit(0))
+
+    def _records(self, rows: DataFrame, names: list[str]) -> DataFrame:
         column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
         if self.row_ids:
             column[RAW_KEY] = F.col(RAW_KEY)
@@ -195,8 +219,11 @@ class MaterializeSinkWrite:
             if self.spec.headers is not None:
                 headers = header_entries(row[self.spec.headers], value_type)
         value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
+        written = F.coalesce(F.col(_AFTER), F.col(_BEFORE)) if self.state is not None else \
+            F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
         return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
-                           F.col("timestamp" if self.state is not None else RAW_TIMESTAMP).alias("timestamp"))
+                           F.col("timestamp" if self.state is not None else RAW_TIMESTAMP).alias("timestamp"),
+                           written.alias(_ROW))
 
     def _upserts_of_pairs(self, staged: DataFrame) -> DataFrame:
         """`staged` (_BEFORE, _AFTER, timestamp) as UPSERT records: the KEY of whichever row there
@@ -212,7 +239,7 @@ class MaterializeSinkWrite:
             value_type = next(f.type.value.name for f in self.spec.columns if f.name == self.spec.headers)
             headers = header_entries(F.coalesce(after, before)[self.spec.headers], value_type)  # a tombstone: the deleted row's
         return staged.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
-                             F.col("timestamp"))
+                             F.col("timestamp"), F.coalesce(after, before).alias(_ROW))
 
     def _upserts_from_diffs(self, rows: DataFrame, names: list[str]) -> DataFrame:
         """A batch of diffs as rows with TOMBSTONE flags: per key what it holds after the batch."""
@@ -247,7 +274,7 @@ class MaterializeSinkWrite:
                                                      mz_encode.json_ready(after, fields).alias("after")))
         return staged.select(self._key(key_row).alias("key"), value.alias("value"),
                              F.lit(None).cast("array<struct<key:string,value:binary>>").alias("headers"),
-                             F.col("timestamp"))
+                             F.col("timestamp"), F.coalesce(after, before).alias(_ROW))
 
     def _key(self, key_row: Column) -> Column:
         if not self.spec.key:
@@ -266,7 +293,7 @@ class MaterializeSinkWrite:
         """The writer's options: the cluster's client properties (SASL, SSL) go to the executors."""
         extra = {f"kafka.{k}": str(v) for k, v in (self.kafka_conf or {}).items()}
         return {**clientconf.source_options(self.bootstrap), "bootstrap.servers": self.bootstrap,
-                "topic": self.spec.topic, **extra}
+                "topic": self.spec.topic, "kafka.compression.type": self.spec.compression, **extra}
 
 
 def sink_entry(spec: SinkSpec, statement: str) -> SourceDef:

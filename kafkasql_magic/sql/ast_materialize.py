@@ -171,6 +171,19 @@ class CreateSink(Statement):
     value_format: SourceFormat | None = None
     format: SourceFormat | None = None
     if_not_exists: bool = False
+    topic_options: SinkTopicOptions | None = None  # None: none given
+
+
+@dataclass(frozen=True)
+class SinkTopicOptions(Node):
+    """The connection options of a CREATE SINK after its TOPIC: how records are compressed and
+    partitioned, and how the topic is made when it does not exist."""
+
+    compression: str | None = None  # COMPRESSION TYPE, lower-cased as written
+    partition_count: int | None = None  # TOPIC PARTITION COUNT
+    replication_factor: int | None = None  # TOPIC REPLICATION FACTOR
+    config: tuple[tuple[str, str], ...] = ()  # TOPIC CONFIG MAP['k' => 'v', ...]
+    partition_by: Expr | None = None  # PARTITION BY: each record's partition, a hash of its row
 
 
 @dataclass(frozen=True)

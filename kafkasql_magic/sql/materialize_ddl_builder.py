@@ -24,6 +24,28 @@ def split_formats(formats) -> tuple:
     return tuple(chosen) if kind == "key_value" else (None, None, chosen[0])
 
 
+#: The sink's connection options as Materialize names them in its messages.
+_SINK_OPTION_WORDS = {"compression": "COMPRESSION TYPE", "partition_count": "TOPIC PARTITION COUNT",
+                      "replication_factor": "TOPIC REPLICATION FACTOR", "config": "TOPIC CONFIG",
+                      "partition_by": "PARTITION BY"}
+
+
+def _text(expr) -> str | None:
+    """A string literal's text, else None."""
+    value = getattr(expr, "value", None)
+    return value if isinstance(value, str) else None
+
+
+def _topic_options(options) -> mz_ast.SinkTopicOptions | None:
+    """Each option once (Materialize's check), as one node."""
+    found = {}
+    for key, value, (line, column) in options:
+        if key in found:
+            raise Invalid(f"{_SINK_OPTION_WORDS[key]} specified more than once", line, column)
+        found[key] = value
+    return mz_ast.SinkTopicOptions(**found) if found else None
+
+
 @v_args(meta=True, inline=True)
 class MaterializeDdlRules(Builder):
     """The ksql builder plus the rules of materialize.lark for connections, secrets and source
@@ -133,13 +155,36 @@ class MaterializeDdlRules(Builder):
         return mz_ast.CreateSink(
             name, relation, target["topic"], envelope, target.get("broker"), target.get("connection"),
             tuple(columns), not_enforced, headers, key_format, value_format, format_, bool(if_not_exists),
-            **_pos(meta))
+            target["options"], **_pos(meta))
 
-    def sink_broker(self, meta, broker, topic):
-        return {"broker": _unquote(broker), "topic": _unquote(topic)}
+    def sink_broker(self, meta, broker, topic, *options):
+        return {"broker": _unquote(broker), "topic": _unquote(topic), "options": _topic_options(options)}
 
-    def sink_connection(self, meta, connection, topic):
-        return {"connection": connection, "topic": _unquote(topic)}
+    def sink_connection(self, meta, connection, topic, *options):
+        return {"connection": connection, "topic": _unquote(topic), "options": _topic_options(options)}
+
+    def sink_compression(self, meta, name):
+        return "compression", name, (meta.line, meta.column)
+
+    def compression_name(self, meta, token):
+        return (_unquote(token) if token.startswith("'") else str(token)).lower()
+
+    def sink_partition_count(self, meta, count):
+        return "partition_count", int(count), (meta.line, meta.column)
+
+    def sink_replication_factor(self, meta, factor):
+        return "replication_factor", int(factor), (meta.line, meta.column)
+
+    def sink_topic_config(self, meta, config):
+        """A map literal of text keys and text values (Kafka's topic configs)."""
+        entries = getattr(config, "entries", None)
+        if entries is None or not all(_text(k) is not None and _text(v) is not None for k, v in entries):
+            raise Invalid("TOPIC CONFIG must be a map of text to text, e.g. MAP['cleanup.policy' => 'compact']",
+                          meta.line, meta.column)
+        return "config", tuple((_text(k), _text(v)) for k, v in entries), (meta.line, meta.column)
+
+    def sink_partition_by(self, meta, expr):
+        return "partition_by", expr, (meta.line, meta.column)
 
     def sink_key(self, meta, columns, not_enforced):
         return columns, bool(not_enforced)

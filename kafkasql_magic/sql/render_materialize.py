@@ -115,7 +115,20 @@ def _create_sink(w, s: mz.CreateSink) -> str:
     key = f" KEY{_names(w, s.key)}" + (" NOT ENFORCED" if s.key_not_enforced else "") if s.key else ""
     headers = f" HEADERS {w.ident(s.headers)}" if s.headers is not None else ""
     return (f"CREATE SINK {if_not_exists(s)}{w.ident(s.name)} FROM {w.ident(s.relation)} INTO KAFKA {target} "
-            f"(TOPIC {quoted(s.topic)}){key}{headers}{_formats(w, s)} ENVELOPE {s.envelope}")
+            f"(TOPIC {quoted(s.topic)}{_topic_options(w, s.topic_options)}){key}{headers}{_formats(w, s)} "
+            f"ENVELOPE {s.envelope}")
+
+
+def _topic_options(w, o: mz.SinkTopicOptions | None) -> str:
+    if o is None:
+        return ""
+    given = [(o.compression, lambda: f"COMPRESSION TYPE {quoted(o.compression)}"),
+             (o.partition_count, lambda: f"TOPIC PARTITION COUNT {o.partition_count}"),
+             (o.replication_factor, lambda: f"TOPIC REPLICATION FACTOR {o.replication_factor}"),
+             (o.config or None, lambda: "TOPIC CONFIG MAP[" + ", ".join(
+                 f"{quoted(k)} => {quoted(v)}" for k, v in o.config) + "]"),
+             (o.partition_by, lambda: f"PARTITION BY = {w(o.partition_by)}")]
+    return "".join(f", {text()}" for value, text in given if value is not None)
 
 
 def _create_view(w, s: ast.CreateView) -> str:

@@ -81,6 +81,18 @@ def _writers(spec: SinkSpec):
     return key_writer, value_writer
 
 
+def _create_topic(session, spec: SinkSpec, base, bootstrap: str) -> int:
+    """The sink's topic, made as the TOPIC options say when it does not exist (else with the
+    relation's topic's partition count; compacted for UPSERT); its partition count."""
+    options = spec.topic_options
+    partitions = options.partition_count or len(
+        admin.topic_partitions(base.properties.get("BROKER") or session.bootstrap_servers, base.topic))
+    config = {"cleanup.policy": "compact"} if spec.envelope == "UPSERT" else {}
+    admin.create_topic(bootstrap, spec.topic, partitions, replication_factor=options.replication_factor or 1,
+                       config={**config, **dict(options.config)} or None, exist_ok=True)
+    return len(admin.topic_partitions(bootstrap, spec.topic))
+
+
 def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = False, query_id: str | None = None):
     if stmt.name in session.sinks or stmt.name in session.catalog:
         if stmt.if_not_exists:
@@ -93,16 +105,15 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     plan = analysed(lambda: analyse(select, session.catalog, session.dialect_now, session.text_now))
     retracts = _changelog(plan)
     prepared = prepare(session, select, reset="earliest", writes=True, plan=plan, deletes_rejected=retracts)
-    spec = plan_sink(stmt, _relation_columns(prepared), _unique_keys(prepared.plan))
+    dialect = session.dialect_now
+    spec = plan_sink(stmt, _relation_columns(prepared), _unique_keys(prepared.plan), dialect.untyped_functions())
     bootstrap = spec.broker or session.bootstrap_servers
     ensure_reachable(bootstrap, session.timeout_of(timeout))
-    partitions = len(admin.topic_partitions(base.properties.get("BROKER") or session.bootstrap_servers, base.topic))
-    config = {"cleanup.policy": "compact"} if spec.envelope == "UPSERT" else None
-    admin.create_topic(bootstrap, spec.topic, partitions, config=config, exist_ok=True)
+    partitions = _create_topic(session, spec, base, bootstrap)
     key_writer, value_writer = _writers(spec)
     write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap,
                                  diffs=prepared.plan.diffs, row_ids=keyed_by_row_id(prepared.plan),
-                                 retractions=retracts)
+                                 retractions=retracts, partitions=partitions, dialect=dialect)
     running = session.persistent.start("SINK", spec.name, text, prepared, write, select,
                                        resume=resume, query_id=query_id)
     session.sinks[spec.name] = Sink(spec, running.id, text)

@@ -129,7 +129,22 @@ def _substring(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> C
     return F.when(count >= 0, F.when(end <= first, F.lit("")).otherwise(F.substring(s, first, end - first)))
 
 
+def _murmur2(values):
+    """Kafka's murmur2 of text or bytes, its sign bit cleared: the hash Kafka's default partitioner
+    takes modulo the partition count (the project's producers and Java's place keys by it)."""
+    from ...kafka.partitioner import murmur2
+
+    return values.map(lambda v: None if v is None else
+                      murmur2(v.encode() if isinstance(v, str) else bytes(v)) & 0x7FFFFFFF)
+
+
+def _kafka_murmur2(ctx, args, exprs) -> Column:
+    """Materialize's kafka_murmur2(text | bytea), for a sink's PARTITION BY."""
+    return F.pandas_udf(_murmur2, "int")(args[0])
+
+
 FUNCTIONS: dict[str, Function] = {
+    "KAFKA_MURMUR2": Function(_kafka_murmur2, 1, 1),
     "LIST_LENGTH": Function(_list_length, 1, 1),
     "MAP_BUILD": Function(_map_build, 1, 1),
     "ENCODE": Function(_encode, 2, 2),

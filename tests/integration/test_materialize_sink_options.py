@@ -1,0 +1,121 @@
+"""Materialize's sink options after TOPIC, as its own `kafka-sink-partition-by.td` uses them:
+PARTITION BY (a hash cast to uint8, modulo the partition count; NULL, a failure or a value out of
+range to partition 0), TOPIC PARTITION COUNT / REPLICATION FACTOR / CONFIG for a topic the sink
+makes, and COMPRESSION TYPE. Each topic is read back record by record with its partition."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka import admin
+from kafkasql_magic.kafka.peek import fetch_records
+
+
+def tag() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def placed(broker, topic, count, timeout=60) -> list[tuple]:
+    """(key, value, partition) of the first `count` records, sorted (as `sort-messages=true`)."""
+    got = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=timeout,
+                        until_end=False)
+    assert len(got) == count, got
+    decode = (lambda b: None if b is None else json.loads(b))
+    return sorted(((decode(r["key"]), decode(r["value"]), r["partition"]) for r in got), key=repr)
+
+
+@pytest.fixture
+def mz(broker, spark, tmp_path):
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                   state_dir=str(tmp_path / "state"), dialect="materialize")
+    yield s
+    s.stop()
+
+
+def test_partition_by_places_each_record_by_its_hash_modulo_the_partition_count(mz, broker):
+    t, out = f"p_{tag()}", f"direct-{tag()}"
+    mz.sql(f"CREATE TABLE {t} (part int, value text);"
+           f"INSERT INTO {t} VALUES (0, 'apple'), (1, 'banana'), (2, 'grape'), (3, 'orange'), (0, 'zucchini'),"
+           f" (NULL, 'none'), (-1, 'negative')")
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                  f"(TOPIC '{out}', TOPIC PARTITION COUNT 2, PARTITION BY part) "
+                  "KEY (value) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT")
+    assert sink.wait_for_records(7, 120), sink.failure
+    assert len(admin.topic_partitions(broker.bootstrap_servers, out)) == 2
+    assert [(v["value"], p) for _, v, p in placed(broker, out, 7)] == sorted([
+        ("apple", 0), ("banana", 1), ("grape", 0), ("orange", 1), ("zucchini", 0),
+        ("none", 0), ("negative", 0)], key=lambda x: repr(({"value": x[0]},)))  # NULL and -1: partition 0
+
+
+def test_kafka_murmur2_places_records_as_kafkas_partitioner_and_deletes_follow_their_rows(mz, broker):
+    t, out = f"h_{tag()}", f"hashed-{tag()}"
+    mz.sql(f"CREATE TABLE {t} (value text);"
+           f"INSERT INTO {t} VALUES ('apple'), ('banana'), ('grape'), ('orange'), ('zucchini')")
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                  f"(TOPIC '{out}', TOPIC PARTITION COUNT 16, PARTITION BY kafka_murmur2(value), "
+                  "COMPRESSION TYPE zstd) KEY (value) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT")
+    assert sink.wait_for_records(5, 120), sink.failure
+    mz.sql(f"DELETE FROM {t} WHERE value IN ('banana', 'orange')")
+    assert sink.wait_for_records(7, 120), sink.failure
+    got = placed(broker, out, 7)
+    where = {k["value"]: p for k, v, p in got if v is not None}
+    assert where == {"apple": 5, "banana": 13, "grape": 5, "orange": 8, "zucchini": 4}  # kcat's murmur2_random
+    assert sorted((k["value"], p) for k, v, p in got if v is None) == [("banana", 13), ("orange", 8)]
+
+
+def test_a_failing_partition_by_sends_the_record_to_partition_0(mz, broker):
+    t, out = f"f_{tag()}", f"invalid-{tag()}"
+    mz.sql(f"CREATE TABLE {t} (a int, b int); INSERT INTO {t} VALUES (2, 1), (-1, 1), (1, 0), (1, 1)")
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                  f"(TOPIC '{out}', TOPIC PARTITION COUNT 4, PARTITION BY a / b) "
+                  "KEY (a) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT")
+    assert sink.wait_for_records(4, 120), sink.failure
+    assert sorted((v["a"], v["b"], p) for _, v, p in placed(broker, out, 4)) == [
+        (-1, 1, 0), (1, 0, 0), (1, 1, 1), (2, 1, 2)]
+
+
+def test_partition_by_with_debezium_keeps_an_update_and_a_delete_in_their_keys_partition(mz, broker):
+    t, out = f"d_{tag()}", f"debezium-{tag()}"
+    mz.sql(f"CREATE TABLE {t} (k int, v text)")
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' "
+                  f"(TOPIC '{out}', TOPIC PARTITION COUNT 2, PARTITION BY k) "
+                  "KEY (k) NOT ENFORCED FORMAT JSON ENVELOPE DEBEZIUM")
+    mz.sql(f"INSERT INTO {t} VALUES (0, 'apple'), (1, 'banana')")
+    assert sink.wait_for_records(2, 120), sink.failure
+    mz.sql(f"UPDATE {t} SET v = v || 's'")
+    assert sink.wait_for_records(4, 120), sink.failure
+    mz.sql(f"DELETE FROM {t}")
+    assert sink.wait_for_records(6, 120), sink.failure
+    assert {(k["k"], p) for k, _, p in placed(broker, out, 6)} == {(0, 0), (1, 1)}
+
+
+def test_topic_options_make_the_topic_and_bad_options_are_refused_in_materializes_words(mz, broker):
+    t, bootstrap = f"o_{tag()}", broker.bootstrap_servers
+    mz.sql(f"CREATE TABLE {t} (a int, b int, d date)")
+
+    def refused(options: str, match: str, envelope: str = "UPSERT"):
+        with pytest.raises(ks.KStreamError, match=match):
+            mz.sql(f"CREATE SINK bad_{t} FROM {t} INTO KAFKA BROKER '{bootstrap}' (TOPIC 'bad-{tag()}', {options}) "
+                   f"KEY (a) NOT ENFORCED FORMAT JSON ENVELOPE {envelope}")
+
+    refused("PARTITION BY d", "PARTITION BY does not support casting from date to uint8")
+    refused("PARTITION BY noexist", 'column "noexist" does not exist')
+    refused("PARTITION BY b", 'PARTITION BY expression cannot refer to non-key column "b"', "DEBEZIUM")
+    refused("COMPRESSION TYPE brotli", "invalid COMPRESSION TYPE: brotli")
+    refused("TOPIC PARTITION COUNT 0", "invalid TOPIC PARTITION COUNT")
+    refused("TOPIC PARTITION COUNT 2, TOPIC PARTITION COUNT 3", "TOPIC PARTITION COUNT specified more than once")
+
+    out = f"made-{tag()}"
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{bootstrap}' (TOPIC '{out}', "
+                  "TOPIC PARTITION COUNT 3, TOPIC REPLICATION FACTOR 1, TOPIC CONFIG MAP['retention.ms' => '86400000'], "
+                  "COMPRESSION TYPE 'gzip') KEY (a) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT")
+    mz.sql(f"INSERT INTO {t} VALUES (1, 2, '2024-01-01')")
+    assert sink.wait_for_records(1, 120), sink.failure
+    assert len(admin.topic_partitions(bootstrap, out)) == 3
+    assert placed(broker, out, 1)[0][1] == {"a": 1, "b": 2, "d": "2024-01-01"}
+    shown = mz.sql(f"SHOW CREATE SINK s_{t}")
+    assert "TOPIC PARTITION COUNT 3" in shown["create_sql"][0] and "COMPRESSION TYPE 'gzip'" in shown["create_sql"][0]
