@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple
 
 from kafkasql_magic.errors import BrokerUnreachable, KafkaError
+from kafkasql_magic.kafka.tls_probe import verify_failure
 
 DEFAULT_TIMEOUT = 10.0
 LOG = logging.getLogger("kafkasql_magic.kafka")
@@ -105,6 +106,9 @@ def reported_error(bootstrap: str) -> str | None:
 def _unreachable(bootstrap: str, timeout: float, exc: BaseException | None = None) -> KafkaError:
     """Why no broker answered: librdkafka's own reason when a client reported one (TLS, SASL)."""
     reason = reported_error(bootstrap)
+    if reason and "certificate verify failed" in reason:
+        why = verify_failure(bootstrap, client_conf(bootstrap))
+        reason += f" (OpenSSL's reason: {why})" if why else ""
     detail = f": {exc}" if exc is not None else ""
     return BrokerUnreachable(
         f"Kafka broker at {bootstrap} did not answer within {timeout:g}s{detail}"

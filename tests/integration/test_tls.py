@@ -16,6 +16,7 @@ import pytest
 
 import kafkasql_magic as ks
 from kafkasql_magic.local.broker import broker_binary, free_port, spawn_child
+from kafkasql_magic.registry.server import RegistryServer
 
 STUNNEL = shutil.which("stunnel4") or shutil.which("stunnel")
 pytestmark = pytest.mark.skipif(STUNNEL is None or shutil.which("openssl") is None,
@@ -43,6 +44,22 @@ def make_cert(folder: Path, name: str, ca: str) -> tuple[Path, Path]:
     return folder / f"{name}.pem", folder / f"{name}.key"
 
 
+def make_expired_cert(folder: Path, name: str, ca: str) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by `ca` that expired in 2020 (`openssl ca` sets both dates)."""
+    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    (folder / "index.txt").write_text("")
+    (folder / "serial.txt").write_text("1000\n")
+    (folder / "ca.cnf").write_text("[ca]\ndefault_ca = test\n[test]\ndatabase = index.txt\nnew_certs_dir = .\n"
+                                   "serial = serial.txt\ndefault_md = sha256\npolicy = any\n"
+                                   "[any]\ncommonName = supplied\n")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", f"/CN={name}", cwd=folder)
+    _openssl("ca", "-batch", "-config", "ca.cnf", "-in", f"{name}.csr", "-out", f"{name}.pem", "-notext",
+             "-cert", f"{ca}.pem", "-keyfile", f"{ca}.key", "-extfile", "san.cnf",
+             "-startdate", "20200101000000Z", "-enddate", "20200102000000Z", cwd=folder)
+    return folder / f"{name}.pem", folder / f"{name}.key"
+
+
 def wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -59,16 +76,20 @@ def wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float 
 
 class TlsStack:
     """A broker listening in plain text on a port nothing uses directly, advertising stunnel's
-    TLS port; the registry's HTTPS port in front of `registry_url`. Both ask for a client
-    certificate signed by the test's CA (mutual TLS)."""
+    TLS port; the registry's HTTPS port in front of `registry_url`, another in front of
+    `secured_registry_url` (a registry that needs basic auth). All ask for a client certificate
+    signed by the test's CA (mutual TLS). One more TLS port in front of the broker shows a
+    certificate that has expired."""
 
-    def __init__(self, folder: Path, registry_url: str):
+    def __init__(self, folder: Path, registry_url: str, secured_registry_url: str):
         self.folder = folder
         self.ca = make_ca(folder, "test-ca")
         self.other_ca = make_ca(folder, "other-ca")
         cert, key = make_cert(folder, "server", "test-ca")
+        expired, expired_key = make_expired_cert(folder, "expired", "test-ca")
         self.client_cert, self.client_key = make_cert(folder, "client", "test-ca")
         plain, self.tls_port, self.https_port = free_port(), free_port(), free_port()
+        self.secured_https_port, self.expired_port = free_port(), free_port()
         self.procs: list[subprocess.Popen] = []
         log = folder / "broker.log"
         self.procs.append(spawn_child(
@@ -83,12 +104,18 @@ class TlsStack:
         conf.write_text(f"foreground = yes\npid =\ndebug = 4\ncert = {cert}\nkey = {key}\n"
                         f"CAfile = {self.ca}\nverifyChain = yes\nrequireCert = yes\n"
                         f"[kafka]\naccept = 127.0.0.1:{self.tls_port}\nconnect = 127.0.0.1:{plain}\n"
-                        f"[registry]\naccept = 127.0.0.1:{self.https_port}\nconnect = 127.0.0.1:{registry_port}\n")
+                        f"[registry]\naccept = 127.0.0.1:{self.https_port}\nconnect = 127.0.0.1:{registry_port}\n"
+                        f"[secured_registry]\naccept = 127.0.0.1:{self.secured_https_port}\n"
+                        f"connect = 127.0.0.1:{urlparse(secured_registry_url).port}\n"
+                        f"[kafka_expired]\naccept = 127.0.0.1:{self.expired_port}\nconnect = 127.0.0.1:{plain}\n"
+                        f"cert = {expired}\nkey = {expired_key}\n")
         log = folder / "stunnel.log"
         self.procs.append(spawn_child([STUNNEL, str(conf)], stdin=subprocess.DEVNULL, stdout=open(log, "wb"),
                                       stderr=subprocess.STDOUT))
         wait_listening(self.tls_port, self.procs[-1], log)
         wait_listening(self.https_port, self.procs[-1], log)
+        wait_listening(self.secured_https_port, self.procs[-1], log)
+        wait_listening(self.expired_port, self.procs[-1], log)
 
     @property
     def bootstrap(self) -> str:
@@ -98,17 +125,27 @@ class TlsStack:
     def registry_url(self) -> str:
         return f"https://127.0.0.1:{self.https_port}"
 
+    @property
+    def secured_registry_url(self) -> str:
+        return f"https://127.0.0.1:{self.secured_https_port}"
+
     def stop(self) -> None:
         for proc in reversed(self.procs):
             proc.terminate()
             proc.wait(10)
 
 
+#: The user and password of the registry that needs basic auth.
+USER, PASSWORD = "alice", "Tls-Pw-" + uuid.uuid4().hex[:8]
+
+
 @pytest.fixture(scope="module")
-def tls(tmp_path_factory, registry):
-    stack = TlsStack(tmp_path_factory.mktemp("tls"), registry)
-    yield stack
-    stack.stop()
+def tls(tmp_path_factory, registry, broker):
+    with RegistryServer(broker.bootstrap_servers, topic=f"_schemas_tls_{uuid.uuid4().hex[:6]}",
+                        basic_auth={USER: PASSWORD}) as secured:
+        stack = TlsStack(tmp_path_factory.mktemp("tls"), registry, secured.url)
+        yield stack
+        stack.stop()
 
 
 def tls_config(tls, ca: Path) -> dict:
@@ -190,3 +227,47 @@ def test_a_registry_whose_certificate_the_ca_did_not_sign_is_a_clear_error(tls, 
         s.stop()
     assert time.monotonic() - started < 15
     assert tls.registry_url in str(info.value) and "CERTIFICATE_VERIFY_FAILED" in str(info.value), str(info.value)
+
+
+def test_avro_through_an_https_registry_with_basic_auth_and_a_wrong_password(tls, spark, tmp_path):
+    src = f"BA_{tag()}"
+    config = {**tls_config(tls, tls.ca), "schema.registry.basic.auth.user.info": f"{USER}:{PASSWORD}"}
+    s = ks.connect(bootstrap_servers=tls.bootstrap, schema_registry_url=tls.secured_registry_url, spark=spark,
+                   timeout=90, state_dir=str(tmp_path / "state"), config=config)
+    try:
+        s.sql("SET 'auto.offset.reset'='earliest';")
+        s.sql(f"CREATE STREAM {src} (ID INT KEY, V STRING) WITH (kafka_topic='{src.lower()}', value_format='AVRO', "
+              "partitions=1);")
+        s.sql(f"INSERT INTO {src} (ID, V) VALUES (1, 'a');")  # registers the value schema
+        s.sql(f"CREATE STREAM I_{src} WITH (kafka_topic='{src.lower()}', value_format='AVRO');")  # inferred
+        assert s.sql(f"SELECT * FROM I_{src};").values.tolist() == [["a"]]
+    finally:
+        s.stop()
+
+    wrong = "Wrong-" + uuid.uuid4().hex[:8]
+    config = {**tls_config(tls, tls.ca), "schema.registry.basic.auth.user.info": f"{USER}:{wrong}"}
+    s = ks.connect(bootstrap_servers=tls.bootstrap, schema_registry_url=tls.secured_registry_url, spark=spark,
+                   timeout=90, config=config)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ks.KStreamError) as info:
+            s.sql(f"CREATE STREAM W_{src} WITH (kafka_topic='{src.lower()}', value_format='AVRO');")
+    finally:
+        s.stop()
+    assert time.monotonic() - started < 15
+    assert tls.secured_registry_url in str(info.value) and "401" in str(info.value), str(info.value)
+    assert wrong not in str(info.value) and PASSWORD not in str(info.value)
+
+
+def test_a_broker_certificate_that_has_expired_is_a_clear_error(tls, spark):
+    bootstrap = f"127.0.0.1:{tls.expired_port}"
+    s = ks.connect(bootstrap_servers=bootstrap, spark=spark, timeout=90, config=tls_config(tls, tls.ca))
+    started = time.monotonic()
+    try:
+        with pytest.raises(ks.KStreamError) as info:
+            s.sql(f"CREATE STREAM EX_{tag()} (V STRING) WITH (kafka_topic='ex-{tag()}', value_format='JSON', "
+                  "partitions=1);")
+    finally:
+        s.stop()
+    assert time.monotonic() - started < 15
+    assert bootstrap in str(info.value) and "certificate has expired" in str(info.value), str(info.value)
