@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from ingest import machine_facts, spark_session  # noqa: E402
-from peers import T0, order  # noqa: E402
+from peers import order  # noqa: E402
 
 CLK = os.sysconf("SC_CLK_TCK")
 STREAM = ("CREATE STREAM {name} (customer STRING KEY, orderid STRING, item STRING, qty INT, price DOUBLE, "
