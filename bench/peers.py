@@ -176,7 +176,9 @@ def run_job(python: str, system: str, job: str, bootstrap: str, n: int, timeout:
                              env=env, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
     result = {"system": system, "job": job, "input_records": JOB_RECORDS[job](n)}
     try:
-        line = child.stdout.readline()  # READY once the job is about to run
+        line = child.stdout.readline()  # READY once the job is about to run (after what it printed before)
+        while line and not line.startswith("READY"):
+            line = child.stdout.readline()
         if not line.startswith("READY"):
             log.seek(0)
             raise RuntimeError(f"{system} {job}: the job did not start:\n{log.read()[-3000:]}")

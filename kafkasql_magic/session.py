@@ -52,7 +52,8 @@ class Session:
     def __init__(self, bootstrap_servers: str, *, schema_registry_url: str | None = None, spark=None,
                  dialect: str = "ksql", max_rows: int = 20, timeout: float = 60.0,
                  trigger_interval: str = "0.5 seconds", max_records_per_trigger: int = 50_000,
-                 config=None, state_dir: str | None = None, service_id: str | None = None):
+                 persistent_records_per_trigger: int = 500_000, config=None, state_dir: str | None = None,
+                 service_id: str | None = None):
         clientconf.configure(bootstrap_servers, schema_registry_url, clientconf.from_argument(config))
         redact.remember_url(schema_registry_url)
         redact.install_log_filter()
@@ -63,6 +64,7 @@ class Session:
         self.timeout = timeout
         self.trigger_interval = trigger_interval
         self.max_records_per_trigger = max_records_per_trigger
+        self.persistent_records_per_trigger = persistent_records_per_trigger  # stateless persistent queries
         self.settings: dict[str, str] = dict(DEFAULT_SETTINGS)
         self.variables: dict[str, str] = {}
         self.catalog = Catalog()

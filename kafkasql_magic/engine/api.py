@@ -64,14 +64,16 @@ class Prepared:
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
             changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False,
-            deletes_rejected: bool = False) -> Prepared:
+            deletes_rejected: bool = False, persistent: bool = False) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
     output records), not only when a header column is selected. `writes`: the rows become output
     records, which take their input records' timestamps (a sink; implied by `keep_headers`). `changelog`: the rows are a
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
     `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
     micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot).
-    `deletes_rejected`: a row a view's WHERE clause rejects is a delete (engine.tree.tree_of)."""
+    `deletes_rejected`: a row a view's WHERE clause rejects is a delete (engine.tree.tree_of).
+    `persistent`: the rows go to a sink; a stateless query then reads up to the session's
+    `persistent_records_per_trigger` per micro-batch (see `_per_trigger`)."""
     plan = plan or plan_of(session, stmt)
     reset = reset or session.settings.get("auto.offset.reset", "latest")
     each_record = stmt.emit_changes and per_record(plan, session.settings)
@@ -91,7 +93,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
                                  start=start, keys=lookup.values if lookup else None, partitions=partitions,
                                  shape=shape)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=None if whole_batches else session.max_records_per_trigger,
+                          max_per_trigger=None if whole_batches else _per_trigger(session, plan, persistent),
                           include_headers=headers.needed,
                           header_keys=headers.keys, start=start, shape=shape)
 
@@ -107,6 +109,18 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
                                                        batch_id=batch_id, deletes_rejected=deletes_rejected))
                    if plan.per_batch else None)
     return Prepared(plan, read, raw, built, build_batch, state, each_record)
+
+
+def _per_trigger(session, plan: QueryPlan, persistent: bool) -> int:
+    """Records a micro-batch reads at most. A stateless persistent query (no aggregation, join or
+    per-batch state: each record becomes its output records alone) reads bigger micro-batches
+    than a push query, whose rows are shown as they come: every micro-batch costs a plan, a Spark
+    job, Python workers' tasks and a fresh round of the JVM compiling its generated code, about
+    half the CPU of a filter-and-project CSAS at 50,000 records per micro-batch (bench/README.md,
+    "The stateless persistent path"); the records and their order per partition are the same."""
+    stateless = (plan.grouping is None and len(plan.inputs) == 1 and not plan.per_batch and not plan.table_join
+                 and not plan.diffs and not plan.looks_up)
+    return session.persistent_records_per_trigger if persistent and stateless else session.max_records_per_trigger
 
 
 def read_shape(source, needs: ReadNeeds, decode_in_reader: bool = True) -> ReadShape:

@@ -148,7 +148,7 @@ class PersistentQueries:
         query = replace(select, emit_changes=True,
                         items=(*select.items, *(ast.SelectItem(ast.ColumnRef(bound), alias)
                                                 for bound, alias in unselected.items())))
-        prepared = prepare(self.session, query, keep_headers=True, changelog=True)
+        prepared = prepare(self.session, query, keep_headers=True, changelog=True, persistent=True)
         plan, planned = prepared.plan, prepared.built.frame
         check_key_selected_once(plan)
         key_names = set(plan.key_names)

@@ -104,7 +104,8 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     select = ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.relation), emit_changes=True)
     plan = analysed(lambda: analyse(select, session.catalog, session.dialect_now, session.text_now))
     retracts = _changelog(plan)
-    prepared = prepare(session, select, reset="earliest", writes=True, plan=plan, deletes_rejected=retracts)
+    prepared = prepare(session, select, reset="earliest", writes=True, plan=plan, deletes_rejected=retracts,
+                       persistent=True)
     dialect = session.dialect_now
     spec = plan_sink(stmt, _relation_columns(prepared), _unique_keys(prepared.plan), dialect.untyped_functions())
     bootstrap = spec.broker or session.bootstrap_servers

@@ -273,3 +273,33 @@ def test_a_result_key_holding_a_map_is_refused_with_ksqldbs_message(ksql):
             "behavior due to inconsistent serialization. Key column name: `M`. Column type: MAP<STRING, INTEGER>. "
             "See https://github.com/confluentinc/ksql/issues/6621 for more.")
     assert ksql.sql("SHOW QUERIES;").empty
+
+
+def test_a_stateless_query_reads_persistent_sized_micro_batches_an_aggregation_push_sized(ksql, broker):
+    """A filter-and-project CSAS reads up to `persistent_records_per_trigger` records per
+    micro-batch (every micro-batch costs a job and the JVM's compiling anew), an aggregation the
+    push queries' `max_records_per_trigger`; the records written are the same, in order."""
+    src, topic = names()
+    ksql.max_records_per_trigger = 5
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, N INT) WITH (kafka_topic='{topic}', value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">i", i), "value": json.dumps({"N": i}).encode(), "timestamp": BASE + i} for i in range(40)])
+    query = ksql.sql(f"CREATE STREAM ODD_{src} AS SELECT ID, N * 10 AS M FROM {src} WHERE N % 2 = 1;")
+    counts = ksql.sql(f"CREATE TABLE COUNT_{src} AS SELECT ID, COUNT(*) AS C FROM {src} GROUP BY ID;")
+    assert query.wait_for_records(20, 90), query.failure
+    assert counts.wait_for_records(40, 90), counts.failure
+    got = read_back(broker, f"ODD_{src}", 20)
+    assert [(r["key"], json.loads(r["value"]), r["timestamp"]) for r in got] == [
+        (struct.pack(">i", i), {"M": i * 10}, BASE + i) for i in range(1, 40, 2)]
+    assert _batch_sizes(query, 40) == [40]
+    assert max(_batch_sizes(counts, 40)) == 5
+
+
+def _batch_sizes(query, total: int, timeout: float = 30) -> list[int]:
+    """The input records of each micro-batch of `query`, once its progress reports count `total`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sizes = [p["numInputRows"] for p in query._query.recentProgress if p["numInputRows"]]
+        if sum(sizes) >= total or time.monotonic() > deadline:
+            return sizes
+        time.sleep(0.2)
