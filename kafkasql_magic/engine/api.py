@@ -104,7 +104,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     raw = session.raw_frame(read)
     built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog,
                                    deletes_rejected=deletes_rejected, per_record=each_record))
-    state = TableState() if plan.retracts else WindowState() if plan.tracks_time else None
+    state = TableState() if plan.retracts and plan.per_batch else WindowState() if plan.tracks_time else None
     build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
                                                        batch_id=batch_id, deletes_rejected=deletes_rejected))
                    if plan.per_batch else None)

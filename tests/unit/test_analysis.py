@@ -152,11 +152,11 @@ def test_the_plan_is_plain_data():
     ("SELECT item, COUNT(*) FROM items WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT CHANGES;", False),
     ("SELECT * FROM items EMIT CHANGES;", False),
 ])
-def test_a_push_aggregation_over_a_table_retracts_per_micro_batch(text, retracts):
+def test_a_push_aggregation_over_a_table_retracts_in_keyed_state(text, retracts):
     plan = plan_of(text)
     assert plan.retracts is retracts
     if retracts:
-        assert plan.per_batch and plan.capture == CAPTURE_FRAMES and plan.kind == "TABLE"
+        assert not plan.per_batch and plan.capture == CAPTURE_METRICS and plan.kind == "TABLE"
 
 
 def test_a_column_several_joined_sources_have_is_named_after_its_source():

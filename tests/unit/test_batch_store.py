@@ -4,7 +4,7 @@ without rows carry only their facts)."""
 import os
 
 from kafkasql_magic.engine.build.batch_store import MARKER, BatchStore
-from kafkasql_magic.engine.build.retract import TableState
+from kafkasql_magic.engine.table_aggregate.batch_spark import TableState
 from kafkasql_magic.engine.build.windowed import NO_TIME, WindowState
 
 

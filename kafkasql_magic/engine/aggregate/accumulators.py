@@ -11,7 +11,7 @@ and COLLECT_SET, which keep them. Pure: no Spark here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 State = tuple
@@ -23,6 +23,9 @@ class Accumulator:
     initial: State
     add: Callable[[State, tuple], State]  # (state, one record's arguments) -> the next state
     result: Callable[[State], Any]
+    #: (state, a retracted record's arguments) -> the state without that record; None: the
+    #: aggregate cannot take a record back (ksqlDB's UDAFs without `undo`).
+    subtract: Callable[[State, tuple], State] | None = None
 
 
 def wrapped(value: int, bits: int | None) -> int:
@@ -86,6 +89,62 @@ def _by_offset(latest: bool) -> Callable[[int, int | None], Accumulator]:
             return s if a[0] is None or (not latest and s[0] is not None) else (a[0],)
         return Accumulator(("result",), (None,), add, lambda s: s[0])
     return make
+
+
+def _undo_count(nargs: int, bits: int | None) -> Accumulator:
+    if nargs == 0:
+        return replace(_count(nargs, bits), subtract=lambda s, a: (s[0] - 1,))
+    return replace(_count(nargs, bits), subtract=lambda s, a: s if a[0] is None else (s[0] - 1,))
+
+
+def _undo_sum(nargs: int, bits: int | None) -> Accumulator:
+    return replace(_sum(nargs, bits), subtract=lambda s, a: s if a[0] is None else (wrapped(s[0] - a[0], bits),))
+
+
+def _undo_avg(nargs: int, bits: int | None) -> Accumulator:
+    return replace(_avg(nargs, bits),
+                   subtract=lambda s, a: s if a[0] is None else (wrapped(s[0] - a[0], bits), s[1] - 1))
+
+
+def _undo_collect_list(nargs: int, bits: int | None) -> Accumulator:
+    """ksqlDB's COLLECT_LIST takes a value back by removing its last occurrence."""
+    def subtract(s, a):
+        if a[0] not in s[0]:
+            return s
+        at = len(s[0]) - 1 - s[0][::-1].index(a[0])
+        return ([*s[0][:at], *s[0][at + 1:]],)
+    return replace(_collect(distinct=False)(nargs, bits), subtract=subtract)
+
+
+def _undo_extreme(pick: Callable) -> Callable[[int, int | None], Accumulator]:
+    """MIN / MAX over rows that come and go (Materialize's tables; ksqlDB refuses them there): the
+    non-NULL values as a multiset, one occurrence taken back per retracted row."""
+    def make(nargs: int, bits: int | None) -> Accumulator:
+        def subtract(s, a):
+            if a[0] is None or a[0] not in s[0]:
+                return s
+            at = s[0].index(a[0])
+            return ([*s[0][:at], *s[0][at + 1:]],)
+        return Accumulator(("args",), ([],), lambda s, a: s if a[0] is None else ([*s[0], a[0]],),
+                           lambda s: pick(s[0]) if s[0] else None, subtract)
+    return make
+
+
+#: aggregate name -> the factory of an accumulator that can also take a record back (a table's
+#: aggregation retracts a row's old version): ksqlDB's table UDAFs (those with `undo`) and MIN/MAX.
+UNDOABLE: dict[str, Callable[[int, int | None], Accumulator]] = {
+    "COUNT": _undo_count,
+    "SUM": _undo_sum,
+    "AVG": _undo_avg,
+    "COLLECT_LIST": _undo_collect_list,
+    "MIN": _undo_extreme(min),
+    "MAX": _undo_extreme(max),
+}
+
+
+def undoable(name: str, nargs: int, bits: int | None = None) -> Accumulator:
+    """The accumulator of aggregate `name` with a `subtract` (see `UNDOABLE`)."""
+    return UNDOABLE[name](nargs, bits)
 
 
 #: ksql aggregate name -> accumulator factory (number of arguments, integer bits of the sum or None).

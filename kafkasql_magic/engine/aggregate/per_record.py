@@ -1,7 +1,8 @@
 """When an aggregation writes one change per input record, as ksqlDB does with its record cache
 off (`cache.max.bytes.buffering` = 0, the setting its query-validation tests run with): a
 non-windowed GROUP BY over one STREAM (no join), in a push or persistent query, whose aggregate
-functions all have an incremental accumulator (`accumulators.py`). Otherwise, and by default
+functions all have an incremental accumulator (`accumulators.py`), or over one TABLE whose
+aggregate functions can all take a row back (engine/table_aggregate). Otherwise, and by default
 (ksqlDB's cache on), a micro-batch writes one change per group. Pure: no Spark here.
 """
 
@@ -28,6 +29,8 @@ def per_record(plan: QueryPlan, settings: dict) -> bool:
     grouping = plan.grouping
     if grouping is None or not cache_off(settings):
         return False
+    if plan.retracts:  # over a TABLE: each change of a group (engine/table_aggregate)
+        return plan.push and not plan.per_batch
     first = plan.inputs[0]
     return (plan.push and grouping.window is None and first.kind == STREAM and not plan.statement.joins
             and not plan.retracts and plan.changes is None and not plan.per_batch

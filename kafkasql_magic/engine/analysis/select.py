@@ -17,6 +17,7 @@ from ...sql import ast
 from ...sql.ast_materialize import Subquery
 from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
+from ..table_aggregate.rules import check_table_aggregates, keyed
 from .checks import check_clauses, check_persistent
 from .diff_joins import joins_with_diffs
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of, qualified
@@ -55,13 +56,15 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
                                    inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs, inputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
+    if retracts and dialect.ksql_clause_rules and written_in.ksql_clause_rules:
+        check_table_aggregates(call.name for call in grouping.calls)
     table_join = None if aggregating or diffs else table_join_kind(stmt, inputs)
     check_lookup_join(stmt, inputs, aggregating)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
     looks_up = looks_up_table(stmt, inputs, diffs)
-    per_batch = retracts or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
+    per_batch = (retracts and not keyed(call.name for call in grouping.calls)) or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
                                             and all(i.kind == TABLE for i in inputs[1:]) and table_join is None
                                             and not diffs and not looks_up)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()

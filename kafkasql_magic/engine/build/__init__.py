@@ -2,7 +2,7 @@
 
 from .batch_store import BatchStore
 from .query import Built, RawReader, analysed, build, select_over_frame
-from .retract import TableState
+from ..table_aggregate.batch_spark import TableState
 from .windowed import WindowState
 
 __all__ = ["BatchStore", "Built", "RawReader", "TableState", "WindowState", "analysed", "build", "select_over_frame"]

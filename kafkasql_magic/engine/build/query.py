@@ -26,7 +26,8 @@ from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, R
 from .aggregate import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
 from . import order, window_keys
-from .retract import TableState, retracted
+from ..table_aggregate.batch_spark import TableState, retracted
+from ..table_aggregate.build_spark import table_aggregated
 from .table_join import table_joined, tombstoned
 from ..lookup_join.state_spark import looked_up
 from ..stream_join.join_spark import stream_stream_joined
@@ -67,9 +68,10 @@ class _Captures:
         self.observations: dict[str, Observation] = {}
         self.error_frames: dict[str, DataFrame] = {}
 
-    def without_errors(self, frame: DataFrame, name: str) -> DataFrame:
+    def without_errors(self, frame: DataFrame, name: str, keep: bool = False) -> DataFrame:
         """The rows without errors; the failed ones are captured as `name` so the processing
-        log gets them although they never reach the result."""
+        log gets them although they never reach the result (`keep`: they stay, for a step whose
+        failed rows still change its state)."""
         fields = [F.col(ERROR), *[F.base64(F.col(c)).alias(c) if c in (RAW_KEY, RAW_VALUE) and
                                   self.mode == CAPTURE_METRICS else F.col(c) for c in ORIGIN]]
         failed = F.collect_list(F.when(F.col(ERROR).isNotNull(), F.struct(*fields)))
@@ -82,7 +84,7 @@ class _Captures:
             observation = Observation(name)
             self.observations[name] = observation
             frame = frame.observe(observation, failed.alias("errors"))
-        return frame.where(F.col(ERROR).isNull())
+        return frame if keep else frame.where(F.col(ERROR).isNull())
 
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
@@ -291,12 +293,16 @@ def _window_aggregate(node: n.WindowAggregate, context: _Context) -> DataFrame:
 
 def _retracting_aggregate(node: n.RetractingAggregate, context: _Context) -> DataFrame:
     """Every change of the table, tombstones too (its WHERE applies per row version, inside)."""
-    if not isinstance(context.state, TableState):  # resolving a per-batch plan's columns
+    batched = isinstance(node, n.BatchRetractingAggregate)
+    if batched and not isinstance(context.state, TableState):  # resolving a per-batch plan's columns
         return _aggregate(node, context)
     plan, side = context.plan, next(x for x in n.walk(node) if isinstance(x, n.Scan)).input
     frame = logical_frame(context.raw, side.source)
-    return retracted(plan, frame, Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect), context.state,
-                     context.captures.without_errors, context.batch_id)
+    scope = Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect)
+    if not batched:
+        return table_aggregated(plan, frame, scope, context.captures.without_errors,
+                                isinstance(node, n.RecordRetractingAggregate))
+    return retracted(plan, frame, scope, context.state, context.captures.without_errors, context.batch_id)
 
 
 def _project(node: n.Project, context: _Context) -> DataFrame:
@@ -353,6 +359,8 @@ RESULTS: dict[type, Callable[[n.Node, _Context], DataFrame]] = {
     n.WindowAggregate: _window_aggregate,
     n.SessionAggregate: _window_aggregate,
     n.RetractingAggregate: _retracting_aggregate,
+    n.RecordRetractingAggregate: _retracting_aggregate,
+    n.BatchRetractingAggregate: _retracting_aggregate,
     n.Subscribe: _subscribe,
 }
 

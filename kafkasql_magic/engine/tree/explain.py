@@ -115,6 +115,8 @@ LABELS: dict[type, Callable] = {
     n.RecordAggregate: _aggregate("RecordAggregate (a change per input record; groups as keyed state)"),
     n.WindowAggregate: _aggregate("WindowAggregate (stream time and open windows as state)"),
     n.SessionAggregate: _aggregate("SessionAggregate (sessions as state)"),
-    n.RetractingAggregate: _aggregate("RetractingAggregate (the table's rows as state)"),
+    n.RetractingAggregate: _aggregate("RetractingAggregate (rows and groups as keyed state)"),
+    n.RecordRetractingAggregate: _aggregate("RecordRetractingAggregate (a change per group change; keyed state)"),
+    n.BatchRetractingAggregate: _aggregate("BatchRetractingAggregate (the table's rows as state, per micro-batch)"),
     n.Subscribe: _subscribe,
 }

@@ -176,7 +176,19 @@ class SessionAggregate(Aggregate):
 @dataclass(frozen=True)
 class RetractingAggregate(Aggregate):
     """GROUP BY over a TABLE's changelog: a row's new version replaces its old one in its group
-    (the table's rows as state). Its child's WHERE is applied inside, per version."""
+    (each row's version and each group's accumulators as keyed state, engine/table_aggregate).
+    Its child's WHERE is applied inside, per version."""
+
+
+@dataclass(frozen=True)
+class RecordRetractingAggregate(RetractingAggregate):
+    """A RetractingAggregate writing one change per change of a group (ksqlDB's record cache off)."""
+
+
+@dataclass(frozen=True)
+class BatchRetractingAggregate(RetractingAggregate):
+    """A RetractingAggregate whose aggregates cannot take a row back: per micro-batch, the table's
+    rows as state, the changed groups aggregated again from their members."""
 
 
 @dataclass(frozen=True)

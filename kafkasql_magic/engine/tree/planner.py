@@ -21,6 +21,8 @@ def tree_of(plan: QueryPlan, deletes_rejected: bool = False, per_record: bool = 
     root = _tree(plan, deletes=deletes_rejected or plan.changes == CHANGELOG)
     if per_record and type(root) is n.Aggregate:
         root = n.RecordAggregate(root.child, root.grouping, root.keys, root.partition_by, root.order_by)
+    elif per_record and type(root) is n.RetractingAggregate:
+        root = n.RecordRetractingAggregate(root.child, root.grouping, root.keys, root.partition_by, root.order_by)
     return n.Subscribe(root, plan.changes) if plan.changes is not None else root
 
 
@@ -33,7 +35,7 @@ def _tree(plan: QueryPlan, deletes: bool) -> n.Node:
     if plan.grouping is None:
         return n.Project(rows, plan.outputs, **shape)
     if plan.retracts:  # its WHERE applies per row version, inside the step
-        return n.RetractingAggregate(rows, plan.grouping, **shape)
+        return (n.BatchRetractingAggregate if plan.per_batch else n.RetractingAggregate)(rows, plan.grouping, **shape)
     if plan.tracks_time:
         kind = n.SessionAggregate if plan.grouping.window.kind == "SESSION" else n.WindowAggregate
         return kind(rows, plan.grouping, **shape)

@@ -1,8 +1,10 @@
-"""Aggregating a TABLE with retractions (Kafka Streams' KGroupedTable adder and subtractor).
+"""Aggregating a TABLE with retractions (Kafka Streams' KGroupedTable adder and subtractor) per
+micro-batch, for aggregate functions that cannot take a row back (`rules.keyed` is false: a
+Materialize aggregate such as string_agg; the others run in keyed state, `build_spark.py`).
 
 A table's changelog holds several versions of one row; only the latest counts. Spark's
-streaming aggregation has no subtractor, so a retracting aggregation runs per micro-batch
-(`QueryPlan.retracts`): `TableState` keeps the latest staged row per table key (its group
+streaming aggregation has no subtractor, so such an aggregation runs per micro-batch
+(`QueryPlan.per_batch`): `TableState` keeps the latest staged row per table key (its group
 keys and aggregate arguments) between batches; each batch replaces the rows of the keys it
 carries (a tombstone, a row the WHERE clause now rejects or a NULL group key removes one),
 and only the groups those rows left or joined are aggregated again, from their current
@@ -21,10 +23,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
+from ..build.aggregate import aggregate_columns, computing_error, empty_aggregates, finished, record_columns, stage
+from ..build.batch_store import BatchState, BatchStore
+from ..build.expressions import Compiler, Scope
 from ..columns import ERROR, RAW_KEY, TOMBSTONE
-from .aggregate import aggregate_columns, computing_error, empty_aggregates, finished, record_columns, stage
-from .batch_store import BatchState, BatchStore
-from .expressions import Compiler, Scope
 
 
 class TableState(BatchState):

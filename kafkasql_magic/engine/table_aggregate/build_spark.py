@@ -1,0 +1,72 @@
+"""An aggregation over a TABLE's changelog in Spark's keyed state (`rules.keyed` says when): the
+changes staged as for a stream's aggregation (engine/build/aggregate.py's `stage`: group keys
+`__g{i}`, aggregate arguments `__a{i}_{n}`), then two `transformWithState` steps in one streaming
+query, `keyed_spark.TableRows` grouped by the table's key and `keyed_spark.GroupChanges` by the
+group key; the per-batch path's `finished` applies SELECT and HAVING to what they emit.
+
+Which change counts (as `batch_spark.py` decides it too): a tombstone, a row the WHERE clause
+rejects or whose group key is NULL retracts its key's row; a change whose expressions fail is
+logged and changes nothing. A group's output record has the latest time among its changes so
+far and the headers of the change that made it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..analysis.plan import QueryPlan
+from ..build.aggregate import aggregate_columns, computing_error, finished, stage
+from ..build.expressions import Compiler, Scope
+from ..columns import ERROR, OFFSET, PARTITION, RAW_KEY, TOMBSTONE
+from .keyed_spark import SIGN, STEP_ORDER, GroupChanges, TableRows
+
+
+def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_errors: Callable[..., DataFrame],
+                     each_change: bool = False) -> DataFrame:
+    """The changelog `frame` of a table -> the changed groups' rows (and tombstones: `TOMBSTONE`).
+    `each_change`: a row per change of a group (ksqlDB's record cache off), else per group and
+    micro-batch."""
+    stmt = plan.statement
+    present = ~F.col(TOMBSTONE)  # a NULL value (ENVELOPE DEBEZIUM: a NULL `after`) deletes
+    where_error = F.lit(None).cast("string")
+    if stmt.where is not None:
+        where = Compiler(scope)
+        present = present & F.coalesce(where.compile(stmt.where), F.lit(False))
+        if where.failures:
+            where_error = computing_error(where, stmt.where, "WHERE", None)
+    staged = stage(plan, frame, scope, where_error,
+                   extra=[F.col(RAW_KEY).alias("__k"), F.when(~F.col(TOMBSTONE), present)
+                          .otherwise(F.lit(False)).alias("__present")])
+    # a row that does not count logs only its failed expressions; one that counts, its NULL key too
+    logged = staged.frame.withColumn(ERROR, F.when(F.col("__present"), F.col(ERROR)).otherwise(F.col("__FAILED")))
+    changes = without_errors(logged, "__errors_aggregate", keep=True) \
+        .where(F.col("__FAILED").isNull() & F.col("__k").isNotNull()) \
+        .withColumn("__present", F.col("__present") & F.col(ERROR).isNull())
+    results = changes.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
+    specs = [(call.name, [f"__a{i}_{n}" for n in range(len(staged.builders[i][1]))],
+              staged.builders[i][1][0] if staged.builders[i][1] else None, results[f"__agg{i}"])
+             for i, call in enumerate(plan.grouping.calls)]
+    arguments = list(dict.fromkeys(c for _, columns, _, _ in specs for c in columns))
+    inputs = changes.select("__k", "__present", *staged.keys, *arguments, PARTITION, "__order", "__rt", "__rh")
+    schema = inputs.schema
+    version = T.StructType([schema[c] for c in (*staged.keys, *arguments)])
+    moved = T.StructType([*version.fields, T.StructField(SIGN, T.IntegerType()), T.StructField(STEP_ORDER, T.LongType()),
+                          schema[PARTITION], schema["__rt"], schema["__rh"]])
+    at = inputs.columns.index
+    rows = TableRows(version, len(staged.keys), [at(c) for c in version.fieldNames()], at("__present"), at(PARTITION),
+                     at("__order"), at("__rt"), at("__rh"), moved.fieldNames(), each_change)
+    steps = inputs.groupBy("__k").transformWithState(rows, moved, "Update", "None")
+    names = moved.fieldNames()
+    out = T.StructType([schema[k] for k in staged.keys] + [field for *_, field in specs]
+                       + [T.StructField("__n", T.LongType()), schema["__rt"], schema["__rh"], schema[PARTITION],
+                          T.StructField(OFFSET, T.LongType()), T.StructField("__deleted", T.BooleanType())])
+    groups = GroupChanges([(name, [names.index(c) for c in columns], arg_type, field.dataType)
+                           for name, columns, arg_type, field in specs],
+                          names.index(SIGN), names.index(STEP_ORDER), names.index(PARTITION), names.index("__rt"),
+                          names.index("__rh"), out.fieldNames(), each_change, plan.dialect.keeps_emptied_groups)
+    grouped = steps.groupBy(*staged.keys).transformWithState(groups, out, "Update", "None")
+    return finished(plan, grouped, deleted=F.col("__deleted"))
