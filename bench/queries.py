@@ -12,7 +12,7 @@ baseline: push queries over the whole bench topic, timed until every record was 
                          as keyed state: engine/lookup_join)
   stream_table_group_by  the same join feeding GROUP BY
   table_table_join       two tables over the bench topic joined on their key (both changelogs in
-                         Spark state, join keys in buckets: engine/build/table_join.py); rows/s per
+                         Spark state, join keys in buckets: engine/table_join/); rows/s per
                          record of one side
   table_three_join       three tables over the bench topic joined on their key (INNER then LEFT:
                          one state holds the three tables' rows per key); rows/s per record of

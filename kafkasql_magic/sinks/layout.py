@@ -16,8 +16,9 @@ import os
 
 from ..engine.analysis.diff_joins import spreads_over_buckets
 from ..engine.analysis.plan import TABLE, QueryPlan
-from ..engine.analysis.table_joins import FOREIGN_KEY
-from ..engine.build import diff_join, table_join
+from ..engine.table_join.kinds import FOREIGN_KEY
+from ..engine.build import diff_join
+from ..engine.table_join import state_spark as table_join
 from ..errors import StatementError
 
 FILE = "layout.json"

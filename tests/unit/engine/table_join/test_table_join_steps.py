@@ -7,7 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from kafkasql_magic.engine.build.table_join import _foreign_key_step, _primary_key_step, joined_tables
+from kafkasql_magic.engine.table_join.state_spark import foreign_key_step as _foreign_key_step
+from kafkasql_magic.engine.table_join.state_spark import primary_key_step as _primary_key_step
+from kafkasql_magic.engine.table_join.rows import joined_tables
 
 
 class State:
