@@ -7,11 +7,14 @@ Pure: no Spark. `build_spark.py` runs them as changelogs.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
-from ..analysis.plan import STREAM, TABLE, Input
+
+if TYPE_CHECKING:
+    from ..analysis.plan import Input
 
 #: The kinds of table-table join the build knows.
 PRIMARY_KEY, FOREIGN_KEY = "PRIMARY_KEY", "FOREIGN_KEY"
@@ -27,6 +30,8 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
     """PRIMARY_KEY or FOREIGN_KEY for a push query joining tables (two or more, left-deep as
     ksqlDB evaluates them: every join after the first is on the primary key), None for any other
     query; a join ksqlDB refuses raises its message."""
+    from ..analysis.plan import TABLE  # analysis imports this module: the plan's names at call time
+
     if not (stmt.emit_changes and stmt.joins and all(i.kind == TABLE for i in inputs)):
         return None
     if any(i.view is not None for i in inputs):
