@@ -66,6 +66,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/widget.py
 	$(BIN)/python bench/topic_identity.py
 	$(BIN)/python bench/state_probe.py
+	$(BIN)/python bench/state_growth.py
 	$(MAKE) $(BENCH_STAMP)
 	$(BIN)/python bench/peers.py --peer-python $(BENCH_VENV)/bin/python
 

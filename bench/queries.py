@@ -12,13 +12,13 @@ baseline: push queries over the whole bench topic, timed until every record was 
                          as keyed state: engine/lookup_join)
   stream_table_group_by  the same join feeding GROUP BY
   table_table_join       two tables over the bench topic joined on their key (both changelogs in
-                         Spark state, join keys in buckets: engine/build/table_join.py); rows/s per
+                         Spark state, join keys in buckets: engine/table_join/); rows/s per
                          record of one side
   table_three_join       three tables over the bench topic joined on their key (INNER then LEFT:
                          one state holds the three tables' rows per key); rows/s per record of
                          one table
   table_fk_join          the bench table joined to bench_tags on its `tags` column (a foreign-key
-                         join: both tables in one group, so one Spark task); rows/s per left record
+                         join: keyed by the left key, then by the foreign key); rows/s per left record
   mz_append_join         Materialize's SUBSCRIBE over the bench stream LEFT-joined with itself on id
                          (both append-only: multisets with diffs in Spark state, join keys in hash
                          buckets: engine/build/diff_join.py); rows/s per record of one side

@@ -16,8 +16,10 @@ import os
 
 from ..engine.analysis.diff_joins import spreads_over_buckets
 from ..engine.analysis.plan import TABLE, QueryPlan
-from ..engine.analysis.table_joins import FOREIGN_KEY
-from ..engine.build import diff_join, table_join
+from ..engine.table_join.kinds import FOREIGN_KEY
+from ..engine.build import diff_join
+from ..engine.table_join import foreign_key_spark as foreign_key
+from ..engine.table_join import state_spark as table_join
 from ..errors import StatementError
 
 FILE = "layout.json"
@@ -33,7 +35,8 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> di
     """Each stateful step's layout: how many hash buckets (Spark groups) a diff join or table
     join spreads its state over, and whether state is kept per micro-batch (`batch_store.py`).
     `legacy`: the layout this code built before diff joins spread changelogs joined on their
-    key columns (then any changelog input kept the diff join in one group)."""
+    key columns (then any changelog input kept the diff join in one group) and before table
+    joins kept keyed state."""
     steps = {}
     if plan.diffs and plan.statement.joins:
         if legacy:
@@ -42,7 +45,13 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> di
             spread = spreads_over_buckets(plan.statement.joins[0].on, plan.inputs)
         steps["diff join"] = diff_join.BUCKETS if spread else 1
     if plan.table_join is not None:
-        steps["table join"] = 1 if plan.table_join == FOREIGN_KEY else table_join.BUCKETS
+        foreign = plan.table_join == FOREIGN_KEY
+        if legacy:  # both tables' rows as JSON in hash buckets, a foreign-key join in one group
+            steps["table join"] = 1 if foreign else 256
+        elif foreign:  # a foreign-key join of two tables spreads over left keys, a chain after it does not
+            steps["table join"] = foreign_key.BUCKETS if len(plan.statement.joins) == 1 else 1
+        else:
+            steps["table join"] = table_join.BUCKETS
     return {"hash buckets": steps, "batch state": batch_store}
 
 

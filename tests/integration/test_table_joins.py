@@ -157,6 +157,58 @@ def test_ctas_writes_the_join_changelog_and_resumes_with_its_state(broker, spark
         second.stop()
 
 
+def test_a_persistent_foreign_key_join_resumes_with_each_left_rows_foreign_key(broker, spark, tmp_path):
+    """Stopped, its tables changed, restarted: the foreign-key join still knows which user each
+    order pointed at (an order that moved no longer follows its old user) and which orders each
+    user has (a rename re-emits them all)."""
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    suffix = uuid.uuid4().hex[:8]
+    users, orders, out = f"fu_{suffix}", f"fo_{suffix}", f"FK_{suffix.upper()}"
+    produce(broker.bootstrap_servers, users, [row(1, {"name": "ann"}), row(2, {"name": "bob"})], create_partitions=1)
+    produce(broker.bootstrap_servers, orders, [row(100, {"user_id": 1}, 5), row(101, {"user_id": 2}, 6)],
+            create_partitions=1)
+
+    def session():
+        s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90,
+                       service_id=f"svc{suffix}", state_dir=str(tmp_path / "state"))
+        s.sql("SET 'auto.offset.reset'='earliest';")
+        return s
+
+    def records(count, timeout=60):
+        got = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=count, timeout_s=timeout,
+                            until_end=False)
+        return [(int.from_bytes(r["key"], "big"), None if r["value"] is None else json.loads(r["value"]),
+                 r["timestamp"]) for r in sorted(got, key=lambda r: r["offset"])]
+
+    first = session()
+    first.sql(f"""CREATE TABLE fusers_{suffix} (id INT PRIMARY KEY, name STRING)
+                    WITH (kafka_topic='{users}', value_format='JSON');
+                  CREATE TABLE forders_{suffix} (oid INT PRIMARY KEY, user_id INT)
+                    WITH (kafka_topic='{orders}', value_format='JSON');""")
+    query = first.sql(f"CREATE TABLE {out} AS SELECT o.oid, o.user_id, u.name FROM forders_{suffix} o "
+                      f"LEFT JOIN fusers_{suffix} u ON o.user_id = u.id;")
+    assert query.wait_for_records(2, 90), query.failure
+    assert sorted(records(2)) == [(100, {"USER_ID": 1, "NAME": "ann"}, T0 + 5),
+                                  (101, {"USER_ID": 2, "NAME": "bob"}, T0 + 6)]
+    first.stop()
+    produce(broker.bootstrap_servers, orders, [row(100, {"user_id": 2}, 30)])  # order 100 moves to bob
+    produce(broker.bootstrap_servers, users, [row(1, {"name": "anne"}, 40), row(2, {"name": "b2"}, 50)])
+    second = session()  # the query restarts from its checkpoint, its join state with it
+    try:
+        deadline = time.monotonic() + 120
+        while len(got := records(6, timeout=5)) < 5:
+            assert time.monotonic() < deadline, got
+            time.sleep(0.5)
+        time.sleep(3)
+        got = records(6, timeout=5)
+        assert got[2] == (100, {"USER_ID": 2, "NAME": "bob"}, T0 + 30)
+        assert sorted(got[3:]) == [(100, {"USER_ID": 2, "NAME": "b2"}, T0 + 50),
+                                   (101, {"USER_ID": 2, "NAME": "b2"}, T0 + 50)]  # anne's rename: no order
+    finally:
+        second.stop()
+
+
 def test_a_stream_table_join_feeding_group_by_sees_table_updates_during_the_run(broker, spark):
     suffix = uuid.uuid4().hex[:8]
     prices, sales = f"prices_{suffix}", f"sales_{suffix}"

@@ -148,7 +148,7 @@ PHASE_MODULES_WITH_SPARK = {
     "engine/build/diff_join.py", "engine/build/expressions.py",
     "engine/build/join_key.py", "engine/build/jsonb.py", "engine/build/lambdas.py",
     "engine/build/order.py", "engine/build/query.py",
-    "engine/build/sessions.py", "engine/build/subscribe.py", "engine/build/table_join.py",
+    "engine/build/sessions.py", "engine/build/subscribe.py",
     "engine/build/window_keys.py", "engine/build/windowed.py",
 }
 

@@ -20,7 +20,8 @@ from test_diff_joins import subscribed
 def tables() -> Catalog:
     cat = Catalog()
     for create in ("CREATE TABLE a (id INT PRIMARY KEY, x STRING, b_id INT) WITH (kafka_topic='a', format='JSON');",
-                   "CREATE TABLE b (id INT PRIMARY KEY, y STRING) WITH (kafka_topic='b', format='JSON');"):
+                   "CREATE TABLE b (id INT PRIMARY KEY, y STRING) WITH (kafka_topic='b', format='JSON');",
+                   "CREATE TABLE c (id INT PRIMARY KEY, z STRING) WITH (kafka_topic='c', format='JSON');"):
         cat.add(ddl.source_from_create(parse_statement(create), SETTINGS))
     return cat
 
@@ -46,7 +47,14 @@ def test_table_joins_and_batch_state_are_part_of_the_layout():
 
     primary = layout.signature(plan("SELECT a.id, x, y FROM a JOIN b ON a.id = b.id EMIT CHANGES;"), False)
     foreign = layout.signature(plan("SELECT a.id, x, y FROM a JOIN b ON a.b_id = b.id EMIT CHANGES;"), False)
-    assert primary["hash buckets"] == {"table join": 256} and foreign["hash buckets"] == {"table join": 1}
+    assert primary["hash buckets"] == {"table join": 64} and foreign["hash buckets"] == {"table join": 64}
+    chain = layout.signature(plan("SELECT a.id, x, y, z FROM a JOIN b ON a.b_id = b.id JOIN c ON a.id = c.id "
+                                  "EMIT CHANGES;"), False)
+    assert chain["hash buckets"] == {"table join": 1}  # a chain after a foreign-key join keeps one group
+    # a checkpoint from before the layout file held the tables' rows as JSON in 256 buckets, or one group
+    old = [layout.signature(plan(f"SELECT a.id, x, y FROM a JOIN b ON {on} EMIT CHANGES;"), False, legacy=True)
+           for on in ("a.id = b.id", "a.b_id = b.id")]
+    assert [o["hash buckets"] for o in old] == [{"table join": 256}, {"table join": 1}]
     plain = subscribed("SELECT * FROM orders EMIT CHANGES;", "ksql", catalog())
     assert layout.signature(plain, True) == {"hash buckets": {}, "batch state": True}
 

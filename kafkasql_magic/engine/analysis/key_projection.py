@@ -16,7 +16,7 @@ from ...sql import ast
 from ...sql.render import render
 from .grouping import qualified, substitute
 from .join_key import JoinKey, check_key_selected_once as check_join_key_selected_once
-from .table_joins import FOREIGN_KEY
+from ..table_join.kinds import FOREIGN_KEY
 
 #: ksqlDB's first line of a key-missing message ("Keys" when several must all be selected); its
 #: link (to the synthetic key's docs) and the space before the line break are ksqlDB's too.

@@ -92,7 +92,7 @@ class QueryPlan:
     dialect: Dialect = KSQL  # the query's (its functions and casts)
     #: The keys a pull query on a table looks up (its WHERE pins the key to constants), else None.
     lookup: KeyLookup | None = None
-    #: A push query joining two tables (analysis.table_joins: PRIMARY_KEY or FOREIGN_KEY): both
+    #: A push query joining two tables (table_join.kinds: PRIMARY_KEY or FOREIGN_KEY): both
     #: tables stream as changelogs into Spark state, and the result is a changelog with tombstones.
     table_join: str | None = None
     #: A join's key (analysis.join_key): the ON operands, the synthetic ROWKEY column if any, and
@@ -101,7 +101,7 @@ class QueryPlan:
     #: A SUBSCRIBE over a join of two relations (analysis.diff_joins): both kept whole as
     #: multisets in Spark state, the result's changes as rows after `mz_timestamp` and `mz_diff`.
     diffs: bool = False
-    #: A push query joining a stream with a table on its key (analysis.table_joins.looks_up_table):
+    #: A push query joining a stream with a table on its key (lookup_join.choice.looks_up_table):
     #: the table is keyed state, each record joined with its row as it is then.
     looks_up: bool = False
     #: A SUBSCRIBE's output (analysis.subscribe: APPEND, CHANGELOG, AGGREGATE or JOIN): how its rows

@@ -26,7 +26,8 @@ from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERV
 from .join_key import JoinKey, is_synthetic_ref, join_key_of, key_output
 from .lookup import key_lookup
 from .seek import Seek, seek_of
-from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, looks_up_table, table_join_kind
+from ..lookup_join.choice import check_lookup_join, looks_up_table
+from ..table_join.kinds import FOREIGN_KEY, left_key_outputs, table_join_kind
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of

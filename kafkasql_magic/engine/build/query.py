@@ -19,7 +19,6 @@ from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
 from ..analysis.select import side_of
-from ..analysis.table_joins import join_sides
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
@@ -28,9 +27,10 @@ from ..aggregate.build_spark import per_record_aggregated
 from . import order, window_keys
 from ..table_aggregate.batch_spark import TableState, retracted
 from ..table_aggregate.build_spark import table_aggregated
-from .table_join import table_joined, tombstoned
 from ..lookup_join.state_spark import looked_up
 from ..stream_join.join_spark import stream_stream_joined
+from ..table_join.build_spark import table_joined, tombstoned
+from ..table_join.kinds import join_sides
 from .sessions import sessions
 from .windowed import WindowState, windowed
 from .decode import current_rows, logical_frame

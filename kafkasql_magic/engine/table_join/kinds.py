@@ -1,17 +1,20 @@
 """Table-table joins in push and persistent queries: which kind (on the primary keys, or a
 foreign key of the left table onto the right table's primary key) and ksqlDB's refusals.
 
-Pure: no Spark. The build (`engine/build/table_join.py`) runs them as changelogs.
+Pure: no Spark. `build_spark.py` runs them as changelogs.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
-from .plan import STREAM, TABLE, Input
+
+if TYPE_CHECKING:
+    from ..analysis.plan import Input
 
 #: The kinds of table-table join the build knows.
 PRIMARY_KEY, FOREIGN_KEY = "PRIMARY_KEY", "FOREIGN_KEY"
@@ -27,6 +30,8 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
     """PRIMARY_KEY or FOREIGN_KEY for a push query joining tables (two or more, left-deep as
     ksqlDB evaluates them: every join after the first is on the primary key), None for any other
     query; a join ksqlDB refuses raises its message."""
+    from ..analysis.plan import TABLE  # analysis imports this module: the plan's names at call time
+
     if not (stmt.emit_changes and stmt.joins and all(i.kind == TABLE for i in inputs)):
         return None
     if any(i.view is not None for i in inputs):
@@ -46,7 +51,7 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
 def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) -> None:
     """A join after a foreign-key join is on the left table's primary key (the foreign-key
     join's result is keyed by it)."""
-    left_expr, right_expr = _sides(join.on, inputs, right)
+    left_expr, right_expr = sides(join.on, inputs, right)
     if _owner(left_expr, inputs) != 0:
         got = f"{_qualified(left_expr, inputs)} = {_qualified(right_expr, inputs)}"
         raise StatementError("Invalid join condition: a join after a foreign-key table-table join must be on the "
@@ -56,18 +61,18 @@ def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) ->
 def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs: list[Input]) -> str:
     """PRIMARY_KEY or FOREIGN_KEY for the join bringing in table `number + 1`; ksqlDB's refusals."""
     right = number + 1
-    sides = _sides(join.on, inputs, right)
-    if sides is None:
+    found = sides(join.on, inputs, right)
+    if found is None:
         _check_criteria(join.on, right, inputs)
         raise StatementError("Invalid join condition: table-table joins require an equality between a column "
                              f"of each table. Got {render(join.on)}.")
-    left_expr, right_expr = sides
+    left_expr, right_expr = found
     got = f"{_qualified(left_expr, inputs)} = {_qualified(right_expr, inputs)}"
-    if not _is_key(right_expr, inputs[right]):
+    if not is_key(right_expr, inputs[right]):
         raise StatementError("Invalid join condition: table-table joins require to join on the primary key "
                              f"of the right input table. Got {got}.")
     owner = _owner(left_expr, inputs)
-    if not _is_key(left_expr, inputs[owner]):
+    if not is_key(left_expr, inputs[owner]):
         if number:
             raise StatementError("Invalid join condition: foreign-key table-table joins are not supported as part "
                                  f"of n-way joins. Got {got}.")
@@ -79,7 +84,7 @@ def _join_kind(number: int, join: ast.Join, before: tuple[ast.Join, ...], inputs
     if any(j.kind == "FULL" for j in before):
         # a FULL join's result is keyed by a synthetic column no source column equals: ksqlDB
         # would have to repartition the joined table by the ON column, which it refuses
-        from .join_key import synthetic_name
+        from ..analysis.join_key import synthetic_name
 
         column = _qualified(left_expr, inputs).replace(".", "_")
         raise StatementError("Cannot repartition a TABLE source. If this is a join, make sure that the criteria "
@@ -116,44 +121,20 @@ def _check_criteria(on: ast.Expr, right: int, inputs: list[Input]) -> None:
 
 def _qualified(expr: ast.Expr, inputs) -> str:
     """`expr` as ksqlDB's messages show it: a column named with its table's alias or name."""
-    from .select import side_of
+    from ..analysis.select import side_of
 
     side = side_of(expr, inputs) if isinstance(expr, ast.ColumnRef) and expr.qualifier is None else None
     return render(expr if side is None else replace(expr, qualifier=inputs[side[0]].qualifiers[0]))
 
 
-def looks_up_table(stmt: ast.Select, inputs: list[Input], diffs: bool) -> bool:
-    """A push query joining a stream with one table on the table's primary key (INNER or LEFT,
-    ksqlDB's stream-table join) keeps the table as keyed state (engine/lookup_join), so each
-    record meets the table as it is then, and no micro-batch reads the table again."""
-    if not (stmt.emit_changes and not diffs and len(inputs) == 2 and inputs[0].kind == STREAM
-            and inputs[1].kind == TABLE and inputs[1].view is None and inputs[0].view is None
-            and stmt.joins[0].kind in ("INNER", "LEFT") and stmt.joins[0].within is None):
-        return False
-    sides = _sides(stmt.joins[0].on, inputs)
-    return sides is not None and _is_key(sides[1], inputs[1])
-
-
-def check_lookup_join(stmt: ast.Select, inputs: list[Input], aggregating: bool) -> None:
-    """ksqlDB's rule for a stream-table join: the ON clause equates the table's primary key."""
-    if not (aggregating and stmt.emit_changes and len(inputs) == 2 and inputs[0].kind == STREAM
-            and inputs[1].kind == TABLE):
-        return
-    sides = _sides(stmt.joins[0].on, inputs)
-    if sides is None or not _is_key(sides[1], inputs[1]):
-        got = f"{render(sides[0])} = {render(sides[1])}" if sides else render(stmt.joins[0].on)
-        raise StatementError("Invalid join condition: stream-table joins require to join on the table's "
-                             f"primary key. Got {got}.")
-
-
 def join_sides(on: ast.Expr, inputs, right: int = 1) -> tuple[ast.Expr, ast.Expr]:
     """The ON equality's (expression of the tables joined before, column of table `right`)."""
-    sides = _sides(on, inputs, right)
-    assert sides is not None, "checked by table_join_kind"
-    return sides
+    found = sides(on, inputs, right)
+    assert found is not None, "checked by table_join_kind"
+    return found
 
 
-def _sides(on: ast.Expr, inputs, right: int = 1) -> tuple[ast.Expr, ast.Expr] | None:
+def sides(on: ast.Expr, inputs, right: int = 1) -> tuple[ast.Expr, ast.Expr] | None:
     """(the operand over one table joined before `right`, the operand over table `right`)."""
     if not (isinstance(on, ast.BinaryOp) and on.op == "="):
         return None
@@ -167,21 +148,21 @@ def _sides(on: ast.Expr, inputs, right: int = 1) -> tuple[ast.Expr, ast.Expr] | 
 
 def _owner(expr: ast.Expr, inputs) -> int | None:
     """The one FROM item every column of `expr` belongs to (None: none or several)."""
-    from .select import side_of
+    from ..analysis.select import side_of
 
     refs = [n for n in ast.walk(expr) if isinstance(n, ast.ColumnRef)]
     owners = {(side_of(r, inputs) or (None,))[0] for r in refs}
     return owners.pop() if len(owners) == 1 else None
 
 
-def _is_key(expr: ast.Expr, side: Input) -> bool:
+def is_key(expr: ast.Expr, side: Input) -> bool:
     keys = [c.name.lower() for c in side.source.key_columns]
     return isinstance(expr, ast.ColumnRef) and keys == [expr.name.lower()]
 
 
 def left_key_outputs(outputs, inputs) -> list[str]:
     """A foreign-key join's result is keyed by the left table's key: the result columns that are it."""
-    from .select import in_key_order, side_of
+    from ..analysis.select import in_key_order, side_of
 
     keys = [c.name.lower() for c in inputs[0].source.key_columns]
     return in_key_order(outputs, keys, lambda e: (side_of(e, inputs) or (None, ""))[0] == 0)

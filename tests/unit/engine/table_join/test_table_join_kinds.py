@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkasql_magic.dialects import ksql_sources as ddl
-from kafkasql_magic.engine.analysis.table_joins import FOREIGN_KEY, PRIMARY_KEY
+from kafkasql_magic.engine.table_join.kinds import FOREIGN_KEY, PRIMARY_KEY
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import parse_statement
 

@@ -1,4 +1,4 @@
-"""The stateful steps of table joins, run on pandas frames as Spark runs them per key (no Spark)."""
+"""The stateful steps of table joins, run on pandas frames as Spark runs them (no Spark session)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import json
 import pandas as pd
 import pytest
 
-from kafkasql_magic.engine.build.table_join import _foreign_key_step, _primary_key_step, joined_tables
+from pyspark.sql import types as T
+
+from kafkasql_magic.engine.table_join.state_spark import CHANGE_COLUMNS, PrimaryKeyJoin
+from kafkasql_magic.engine.table_join.state_spark import foreign_key_step as _foreign_key_step
+from kafkasql_magic.engine.table_join.rows import joined_tables
 
 
 class State:
@@ -31,32 +35,69 @@ class State:
         self.value = None
 
 
+class MapState:
+    """What transformWithStateInPandas's handle gives a processor: a MapState, its calls counted."""
+
+    def __init__(self):
+        self.value, self.calls = {}, []
+
+    def getValue(self, key):
+        self.calls.append(("get", key))
+        return self.value.get(key)
+
+    def updateValue(self, key, value):
+        self.calls.append(("update", key))
+        self.value[key] = tuple(value)
+
+    def removeKey(self, key):
+        self.calls.append(("remove", key))
+        del self.value[key]
+
+
+class Handle:
+    def __init__(self):
+        self.state = MapState()
+
+    def getMapState(self, name, key_schema, value_schema):
+        return self.state
+
+
+def primary(*kinds):
+    """A PrimaryKeyJoin over integer join keys, and its state."""
+    step, handle = PrimaryKeyJoin(kinds, T.LongType()), Handle()
+    step.init(handle)
+    return step, handle.state
+
+
 def change(side, key, row, at, order, lk=None, pk=None):
-    return {"__side": side, "__jk": key, "__row": None if row is None else json.dumps(row), "__rt": at,
-            "__order": order, "__tomb": row is None, "__lk": lk, "__pk": pk}  # pk: as JSON text
+    return {"m_side": side, "m_jk": key, "m_row": None if row is None else json.dumps(row), "m_rt": at,
+            "m_order": order, "m_tomb": row is None, "m_lk": lk, "m_pk": pk}  # pk: as JSON text
 
 
 def run(step, state, key, *changes, tables=2):
     """The step's output rows as (each table's row..., time, tombstone)."""
-    out = pd.concat(list(step((key,), iter([pd.DataFrame(list(changes))]), state)))
-    return [(*(None if r[f"__t{i}"] is None else json.loads(r[f"__t{i}"]) for i in range(tables)),
-             r["__rt"], bool(r["__tomb"])) for r in out.to_dict("records")]
+    frame = pd.DataFrame(list(changes))
+    if isinstance(step, PrimaryKeyJoin):
+        out = pd.concat(list(step.handleInputRows((key,), iter([frame[CHANGE_COLUMNS]]), None)))
+    else:
+        out = pd.concat(list(step((key,), iter([frame]), state)))
+    return [(*(None if r[f"m_t{i}"] is None else json.loads(r[f"m_t{i}"]) for i in range(tables)),
+             r["m_rt"], bool(r["m_tomb"])) for r in out.to_dict("records")]
 
 
 def test_inner_join_emits_rows_while_both_sides_exist_then_a_tombstone():
-    step, state = _primary_key_step("INNER"), State()
+    step, state = primary("INNER")
     assert run(step, state, 1, change(0, 1, {"n": "ann"}, 10, 0)) == []  # no match yet
     assert run(step, state, 1, change(1, 1, {"s": 5}, 20, 0), change(0, 1, {"n": "anne"}, 15, 1)) == [
         ({"n": "anne"}, {"s": 5}, 20, False)]  # merged by time: the rename came first
     assert run(step, state, 1, change(1, 1, None, 30, 1)) == [({"n": "anne"}, None, 30, True)]
     assert run(step, state, 1, change(0, 1, None, 40, 2)) == []  # nothing left to delete
-    assert state.value is None  # both sides gone: no state kept
+    assert state.value == {}  # both sides gone: no state kept
 
 
 def test_outer_joins_keep_the_side_they_preserve():
-    left, full = _primary_key_step("LEFT"), _primary_key_step("FULL")
-    assert run(left, State(), 1, change(1, 1, {"s": 5}, 1, 0)) == []
-    state = State()
+    (left, kept), (full, state) = primary("LEFT"), primary("FULL")
+    assert run(left, kept, 1, change(1, 1, {"s": 5}, 1, 0)) == []
     assert run(full, state, 1, change(1, 1, {"s": 5}, 1, 0), change(1, 1, None, 2, 1)) == [
         (None, {"s": 5}, 1, False), (None, None, 2, True)]
 
@@ -104,28 +145,30 @@ def test_a_right_join_after_a_foreign_key_join_keeps_rows_without_a_left_row():
     assert got == [(None, None, {"ship": "box"}, 1, False), ({"oid": 7}, None, {"ship": "box"}, 2, False),
                    (None, None, {"ship": "box"}, 3, False), (None, None, None, 4, True)]
     out = pd.concat(list(_foreign_key_step("LEFT", "RIGHT")((0,), iter([pd.DataFrame([ship])]), State())))
-    assert list(out["__pk"]) == ["7"]  # the row names its key: no left row does
+    assert list(out["m_pk"]) == ["7"]  # the row names its key: no left row does
 
 
-def test_a_bucket_of_keys_joins_each_key_on_its_own():
+def test_a_bucket_of_keys_joins_each_key_on_its_own_with_one_read_and_one_write_per_key():
     """Spark hands the step a bucket of join keys at once: each key's changes meet only its rows,
-    and the bucket's state keeps every key still present."""
-    step, state = _primary_key_step("INNER"), State()
+    its state read once and written (or removed) once per micro-batch however many changes it has."""
+    step, state = primary("INNER")
     got = run(step, state, 7, change(0, 1, {"n": "ann"}, 10, 0), change(0, 2, {"n": "bob"}, 11, 1),
-              change(1, 2, {"s": 20}, 12, 0), change(0, "1", {"n": "text key"}, 13, 2))
-    assert got == [({"n": "bob"}, {"s": 20}, 12, False)]  # key 1 (and the text "1") have no match yet
+              change(1, 2, {"s": 20}, 12, 0), change(0, 2, {"n": "bo"}, 13, 2))
+    assert got == [({"n": "bob"}, {"s": 20}, 12, False), ({"n": "bo"}, {"s": 20}, 13, False)]
+    assert state.calls == [("get", (1,)), ("update", (1,)), ("get", (2,)), ("update", (2,))]
     got = run(step, state, 7, change(1, 1, {"s": 10}, 20, 1), change(1, 2, None, 21, 2))
-    assert sorted(got, key=lambda r: r[2]) == [({"n": "ann"}, {"s": 10}, 20, False), ({"n": "bob"}, None, 21, True)]
-    assert sorted(json.loads(state.value[0])) == ['"1"', "1", "2"]  # key 2 keeps its left row
-    run(step, state, 7, change(0, 1, None, 30, 3), change(1, 1, None, 31, 2), change(0, 2, None, 32, 4),
-        change(0, "1", None, 33, 5))
-    assert state.value is None
+    assert sorted(got, key=lambda r: r[2]) == [({"n": "ann"}, {"s": 10}, 20, False), ({"n": "bo"}, None, 21, True)]
+    assert sorted(state.value) == [(1,), (2,)]  # key 2 keeps its left row
+    state.calls.clear()
+    run(step, state, 7, change(0, 1, None, 30, 3), change(1, 1, None, 31, 2), change(0, 2, None, 32, 4))
+    assert state.value == {}
+    assert state.calls == [("get", (1,)), ("remove", (1,)), ("get", (2,)), ("remove", (2,))]
 
 
 def test_three_tables_join_left_deep_on_their_key():
     """`t0 JOIN t1 ... FULL JOIN t2`: a key's row is (t0 JOIN t1) FULL JOIN t2, so t0 alone shows nothing and
     t2 alone is a row with t0 and t1 NULL, as ksqlDB's QTT for table-table-table inner-full expects."""
-    step, state = _primary_key_step("INNER", "FULL"), State()
+    step, state = primary("INNER", "FULL")
     assert run(step, state, 0, change(0, 0, {"a": 1}, 0, 0), change(2, 0, {"c": 3}, 2, 0),
                change(1, 0, {"b": 2}, 3, 0), change(0, 0, {"a": 4}, 1000, 1), tables=3) == [
         (None, None, {"c": 3}, 2, False), ({"a": 1}, {"b": 2}, {"c": 3}, 3, False),
@@ -134,11 +177,11 @@ def test_three_tables_join_left_deep_on_their_key():
     assert run(step, state, 0, change(1, 0, None, 1001, 1), change(2, 0, None, 1002, 1), tables=3) == [
         (None, None, {"c": 3}, 1001, False), (None, None, None, 1002, True)]
     assert run(step, state, 0, change(0, 0, {"a": 5}, 1003, 2), tables=3) == []  # t0 alone: no row
-    assert json.loads(state.value[0]) == {"0": ['{"a": 5}', 1003, None, 1001, None, 1002]}  # row, time per table
+    assert state.value == {(0,): ('{"a": 5}', 1003, None, 1001, None, 1002)}  # per key: each table's row, time
 
 
 def test_a_change_to_a_table_outside_the_row_emits_nothing():
-    step, state = _primary_key_step("LEFT", "INNER"), State()
+    step, state = primary("LEFT", "INNER")
     assert run(step, state, 0, change(1, 0, {"b": 1}, 1, 0), change(2, 0, {"c": 1}, 2, 0), tables=3) == []
     got = run(step, state, 0, change(0, 0, {"a": 1}, 3, 0), change(1, 0, None, 4, 1), tables=3)
     assert got == [({"a": 1}, {"b": 1}, {"c": 1}, 3, False), ({"a": 1}, None, {"c": 1}, 4, False)]
