@@ -29,7 +29,7 @@ from .table_joins import FOREIGN_KEY, check_lookup_join, left_key_outputs, looks
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of
-from .windows import SESSION_AFTER_STREAM_JOIN, check_window_timing, tracks_stream_time
+from ..window.timing import SESSION_AFTER_STREAM_JOIN, check_window_timing, tracks_stream_time
 
 
 

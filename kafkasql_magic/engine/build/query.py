@@ -25,13 +25,14 @@ from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, R
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
-from . import order, window_keys
+from . import order
+from ..window import keys_spark as window_keys
 from .retract import TableState, retracted
 from .table_join import table_joined, tombstoned
 from ..lookup_join.state_spark import looked_up
 from ..stream_join.join_spark import stream_stream_joined
 from .sessions import sessions
-from .windowed import WindowState, windowed
+from ..window.windowed_spark import WindowState, windowed
 from .decode import current_rows, logical_frame
 from .diff_join import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted

@@ -21,11 +21,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
-from ..analysis.windows import timing_of
+from .timing import timing_of
 from ..columns import ERROR, OFFSET, ORIGIN, PARTITION, TOPIC
-from .aggregate import aggregate_columns, finished, record_columns, stage
-from .expressions import Scope
-from .batch_store import BatchState, BatchStore
+from ..build.aggregate import aggregate_columns, finished, record_columns, stage
+from ..build.expressions import Scope
+from ..build.batch_store import BatchState, BatchStore
 
 #: Stream time before any record: earlier than every record time.
 NO_TIME = -(2 ** 62)

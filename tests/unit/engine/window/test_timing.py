@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.engine.analysis.windows import DEFAULT_GRACE_MS, WindowTiming, timing_of
+from kafkasql_magic.engine.window.timing import DEFAULT_GRACE_MS, WindowTiming, timing_of
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.sql import ast, parse_statement
 
