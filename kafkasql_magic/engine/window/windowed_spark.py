@@ -1,31 +1,36 @@
-"""A push aggregation over TUMBLING or HOPPING windows, with ksqlDB's grace period.
+"""A push aggregation over TUMBLING or HOPPING windows, with ksqlDB's grace period, in Spark's
+keyed state (`keyed_spark.py`), and the driver-side state SESSION windows still carry
+(`WindowState`, `expired_message`: engine/build/sessions.py).
 
-Spark's own windowed aggregation advances its watermark only between micro-batches and drops
-late records without saying which, so this one runs per micro-batch (`QueryPlan.tracks_time`)
-with `WindowState` carried on the driver: stream time (the largest record time seen) and the
-staged rows of the windows still open. Within a batch, each record meets the stream time of
-the batches before and of the records before it in its own partition (offset order), so records
-of different partitions in one batch do not make each other late. A record whose window
-ended at least the grace period before stream time is late: it is dropped from that window
-and logged (Kafka Streams' "Skipping record for expired window" text). A window closes when
-stream time reaches its end plus the grace period; its rows then leave the state.
-EMIT CHANGES emits the new row of every window a batch changed; EMIT FINAL emits a window's
-one row when it closes.
+The staged records (`engine/build/aggregate.py`'s `stage`) get an event-time watermark that is
+exactly the largest record time of the batches before: the watermark column is the record time
+shifted forward by the watermark's delay (`LATE_MARGIN`), so the watermark is the largest record
+time itself and Spark never drops a record as late (a record older than stream time by less than
+the margin; ksqlDB's records are late by grace periods, never by centuries). `StreamTime`,
+keyed by the input partition, then gives each record its stream time (that watermark, or a
+larger time of a record before it in its partition); `WindowAggregates`, keyed by the group
+key, adds it to its open windows or logs it as late, and closes windows on event-time timers.
+The watermark and both steps' state live in the query's checkpoint: a restarted persistent
+query resumes with them.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from ...errors import StatementError
+from ..aggregate.accumulators import has_accumulator
 from ..analysis.plan import QueryPlan
-from .timing import timing_of
-from ..columns import ERROR, OFFSET, ORIGIN, PARTITION, TOPIC
-from ..build.aggregate import aggregate_columns, finished, record_columns, stage
-from ..build.expressions import Scope
+from ..build.aggregate import aggregate_columns, finished, stage
 from ..build.batch_store import BatchState, BatchStore
+from ..build.expressions import Scope
+from ..columns import ERROR, OFFSET, PARTITION, TOPIC
+from .keyed_spark import StreamTime, WindowAggregates
+from .timing import timing_of
 
 #: Stream time before any record: earlier than every record time.
 NO_TIME = -(2 ** 62)
@@ -48,16 +53,6 @@ class WindowState(BatchState):
         self.keep(batch_id, {"stream_time": stream_time}, members)
 
 
-def window_starts(time: Column, size: int, advance: int) -> Column:
-    """The starts of the epoch-aligned windows holding `time` (ms): every multiple of
-    `advance` in (time - size, time], as Spark's and ksqlDB's hopping windows; none before the
-    epoch for a time after it (Kafka Streams' `TimeWindows.windowsFor` starts at 0)."""
-    last = time - F.pmod(time, F.lit(advance))
-    first = (time - F.lit(size)) - F.pmod(time - F.lit(size), F.lit(advance)) + F.lit(advance)
-    first = F.when(time >= 0, F.greatest(first, F.lit(0).cast("bigint"))).otherwise(first)
-    return F.sequence(first, last, F.lit(advance).cast("bigint"))
-
-
 def expired_message(grace: int) -> Column:
     """Kafka Streams' log line for a record dropped from a closed window."""
     return F.concat(F.lit("Skipping record for expired window. topic=["), F.col(TOPIC), F.lit("] partition=["),
@@ -68,36 +63,55 @@ def expired_message(grace: int) -> Column:
                     F.lit("] streamTime=["), F.col("__stream").cast("string"), F.lit("]"))
 
 
-def windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, state: WindowState,
-             without_errors: Callable[[DataFrame, str], DataFrame], batch_id: int | None = None) -> DataFrame:
-    """One micro-batch (`batch_id`, as Spark numbers them) of a windowed aggregation -> the rows it emits."""
-    state.resume(frame.sparkSession, batch_id)
+#: The watermark's delay in days, by which the watermark column runs ahead of the record time.
+LATE_MARGIN_DAYS = 100_000
+LATE_MARGIN_MS = LATE_MARGIN_DAYS * 24 * 60 * 60 * 1000
+
+
+def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
+                   without_errors: Callable[[DataFrame, str], DataFrame], changelog: bool = False,
+                   each: bool = False) -> DataFrame:
+    """The windows' changes (EMIT CHANGES: once per batch and window, or per record with `each`)
+    or closed windows (EMIT FINAL), with the late records as error rows. `changelog`: a window
+    failing HAVING comes out as a tombstone instead of no row."""
     timing = timing_of(plan.grouping.window)
+    for call in plan.grouping.calls:
+        if not has_accumulator(call.name, len(call.args)):
+            raise StatementError(f"{call.name} with {len(call.args)} argument(s) over {plan.grouping.window.kind} "
+                                 "windows is not supported yet by kafkasql_magic.")
     staged = stage(plan, frame, scope, where_error)
-    batch = staged.frame.localCheckpoint()  # read and decoded once
-    order = Window.partitionBy(PARTITION).orderBy("__order").rowsBetween(Window.unboundedPreceding,
-                                                                         Window.currentRow)
-    good = (batch.where(F.col(ERROR).isNull()).withColumn("__t", F.unix_millis("__ts"))
-            .withColumn("__stream", F.greatest(F.max("__t").over(order), F.lit(state.stream_time)))
-            .withColumn("__wstart", F.explode(window_starts(F.col("__t"), timing.size, timing.advance)))
-            .withColumn("__wend", F.col("__wstart") + F.lit(timing.size))
-            .withColumn("__late", F.col("__wend") + F.lit(timing.grace) <= F.col("__stream"))
-            .localCheckpoint())
-    late = good.where("__late").select(expired_message(timing.grace).alias(ERROR), *ORIGIN)
-    without_errors(batch.select(ERROR, *ORIGIN).unionByName(late), "__errors_aggregate")
-    members = [*staged.keys, *[c for c in good.columns if c.startswith("__a")], "__order", "__rt", "__rh",
-               "__wstart", "__wend"]
-    accepted = good.where(~F.col("__late")).select(*members)
-    newest = good.agg(F.max("__t")).first()[0]
-    stream_time = max(state.stream_time, newest if newest is not None else NO_TIME)
-    current = accepted if state.members is None else state.members.unionByName(accepted)
-    windows = [*staged.keys, "__wstart", "__wend"]
-    if plan.statement.emit_final:
-        emitting = current.where(F.col("__wend") + F.lit(timing.grace) <= F.lit(stream_time))
-    else:
-        emitting = current.join(accepted.select(*windows).distinct(), windows, "left_semi")
-    grouped = emitting.groupBy(*windows).agg(  # over frames that stay as they are
-        *aggregate_columns(staged), *record_columns(F.struct(F.col("__rt"), F.col("__order"))))
-    state.advance(batch_id, stream_time,
-                  current.where(F.col("__wend") + F.lit(timing.grace) > F.lit(stream_time)).localCheckpoint())
-    return finished(plan, grouped)
+    good = without_errors(staged.frame, "__errors_aggregate")
+    results = good.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
+    specs = []  # (accumulator name, argument columns, argument type or None, result field)
+    if not staged.builders:  # no aggregate call: the per-batch path's row count `__n`
+        specs.append(("COUNT", [], None, results["__n"]))
+    for i, call in enumerate(plan.grouping.calls):
+        _, types_, _ = staged.builders[i]
+        specs.append((call.name, [f"__a{i}_{n}" for n in range(len(types_))], types_[0] if types_ else None,
+                      results[f"__agg{i}"]))
+    arguments = [c for _, columns, _, _ in specs for c in columns]
+    inputs = (good.withColumn("__t", F.unix_millis("__ts"))
+              .withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
+              .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days")
+              .select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", TOPIC, "__rt", "__rh", "__t",
+                      "__wm"))
+    names = inputs.columns
+    timed_schema = T.StructType([*inputs.schema.fields, T.StructField("__stream", T.LongType())])
+    timed = inputs.groupBy(PARTITION).transformWithState(
+        StreamTime(names.index("__order"), names.index("__t"), timed_schema.fieldNames()), timed_schema, "Update",
+        "EventTime", eventTimeColumnName="__wm")
+    schema = timed.schema
+    out = T.StructType([schema[k] for k in staged.keys]
+                       + [T.StructField("__wstart", T.LongType()), T.StructField("__wend", T.LongType())]
+                       + [field for *_, field in specs]
+                       + [schema["__rt"], schema["__rh"], schema[PARTITION], T.StructField(OFFSET, T.LongType()),
+                          T.StructField(ERROR, T.StringType()), T.StructField(TOPIC, T.StringType())])
+    at = {"partition": PARTITION, "order": "__order", "topic": TOPIC, "rt": "__rt", "rh": "__rh", "t": "__t",
+          "stream": "__stream"}
+    processor = WindowAggregates([(name, [timed_schema.fieldNames().index(c) for c in columns], arg_type,
+                                   field.dataType) for name, columns, arg_type, field in specs],
+                                 {k: timed_schema.fieldNames().index(c) for k, c in at.items()},
+                                 schema["__rh"].dataType, (timing.size, timing.advance, timing.grace),
+                                 plan.statement.emit_final, each, out.fieldNames())
+    grouped = timed.groupBy(*staged.keys).transformWithState(processor, out, "Update", "EventTime")
+    return finished(plan, grouped, F.lit(False) if changelog else None)
