@@ -149,7 +149,6 @@ PHASE_MODULES_WITH_SPARK = {
     "engine/build/join_key.py", "engine/build/jsonb.py", "engine/build/lambdas.py",
     "engine/build/order.py", "engine/build/query.py",
     "engine/build/sessions.py", "engine/build/subscribe.py",
-    "engine/build/window_keys.py", "engine/build/windowed.py",
 }
 
 

@@ -5,7 +5,7 @@ import os
 
 from kafkasql_magic.engine.build.batch_store import MARKER, BatchStore
 from kafkasql_magic.engine.table_aggregate.batch_spark import TableState
-from kafkasql_magic.engine.build.windowed import NO_TIME, WindowState
+from kafkasql_magic.engine.window.windowed_spark import NO_TIME, WindowState
 
 
 def test_a_batch_starts_from_the_snapshot_of_the_batch_before_it(tmp_path):

@@ -12,7 +12,7 @@ from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.analysis import analyse
 from kafkasql_magic.engine.analysis.windowed_source import (BOUND_COLUMNS, RETENTION, SourceWindow, sink_properties,
                                                             window_of)
-from kafkasql_magic.engine.analysis.windows import DEFAULT_GRACE_MS
+from kafkasql_magic.engine.window.timing import DEFAULT_GRACE_MS
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import ast, parse_statement
 

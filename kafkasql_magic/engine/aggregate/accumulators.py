@@ -147,6 +147,20 @@ def undoable(name: str, nargs: int, bits: int | None = None) -> Accumulator:
     return UNDOABLE[name](nargs, bits)
 
 
+def _top(distinct: bool) -> Callable[[int, int | None], Accumulator]:
+    """TOPK(x, k) / TOPKDISTINCT(x, k): the k greatest non-NULL values (distinct ones), greatest
+    first; `k` is each record's second argument (a literal). TOPK with more columns has none."""
+    def make(nargs: int, bits: int | None) -> Accumulator:
+        if nargs != 2:
+            raise KeyError(f"TOPK over {nargs} arguments has no accumulator")
+        def add(s, a):
+            if a[0] is None or (distinct and a[0] in s[0]):
+                return s
+            return (sorted([*s[0], a[0]], reverse=True)[:a[1]],)
+        return Accumulator(("args",), ([],), add, lambda s: list(s[0]))
+    return make
+
+
 #: ksql aggregate name -> accumulator factory (number of arguments, integer bits of the sum or None).
 ACCUMULATORS: dict[str, Callable[[int, int | None], Accumulator]] = {
     "COUNT": _count,
@@ -159,6 +173,8 @@ ACCUMULATORS: dict[str, Callable[[int, int | None], Accumulator]] = {
     "COUNT_DISTINCT": _count_distinct,
     "LATEST_BY_OFFSET": _by_offset(latest=True),
     "EARLIEST_BY_OFFSET": _by_offset(latest=False),
+    "TOPK": _top(distinct=False),
+    "TOPKDISTINCT": _top(distinct=True),
 }
 
 
@@ -168,5 +184,6 @@ def accumulator(name: str, nargs: int, bits: int | None = None) -> Accumulator:
     return ACCUMULATORS[name](nargs, bits)
 
 
-def has_accumulator(name: str) -> bool:
-    return name in ACCUMULATORS
+def has_accumulator(name: str, nargs: int | None = None) -> bool:
+    """Whether aggregate `name` (called with `nargs` arguments, when given) has an accumulator."""
+    return name in ACCUMULATORS and not (name == "TOPK" and nargs is not None and nargs != 2)

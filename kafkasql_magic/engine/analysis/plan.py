@@ -86,8 +86,8 @@ class QueryPlan:
     #: A push aggregation over a TABLE's changelog: a row's new version replaces its old one in
     #: its group (retracted), so the plan runs per micro-batch with the table's rows as state.
     retracts: bool = False
-    #: A push aggregation over TUMBLING/HOPPING windows with GRACE PERIOD or EMIT FINAL: per micro-batch, with stream time and
-    #: the open windows as state, so late records are dropped and EMIT FINAL knows when a window closes.
+    #: A windowed push aggregation tracking stream time, so late records are dropped and EMIT FINAL knows when a window
+    #: closes: TUMBLING/HOPPING in keyed state (engine/window), SESSION per micro-batch with its sessions as state.
     tracks_time: bool = False
     dialect: Dialect = KSQL  # the query's (its functions and casts)
     #: The keys a pull query on a table looks up (its WHERE pins the key to constants), else None.

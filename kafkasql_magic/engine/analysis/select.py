@@ -31,7 +31,7 @@ from ..table_join.kinds import FOREIGN_KEY, left_key_outputs, table_join_kind
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of
-from .windows import SESSION_AFTER_STREAM_JOIN, check_window_timing, tracks_stream_time
+from ..window.timing import SESSION_AFTER_STREAM_JOIN, check_window_timing, tracks_stream_time
 
 
 
@@ -65,7 +65,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
     looks_up = looks_up_table(stmt, inputs, diffs)
-    per_batch = (retracts and not keyed(call.name for call in grouping.calls)) or tracks_time or (stmt.emit_changes and bool(stmt.joins) and not aggregating
+    sessions = tracks_time and stmt.window.kind == "SESSION"  # the others' windows are keyed state
+    per_batch = (retracts and not keyed(call.name for call in grouping.calls)) or sessions or (stmt.emit_changes and bool(stmt.joins) and not aggregating
                                             and all(i.kind == TABLE for i in inputs[1:]) and table_join is None
                                             and not diffs and not looks_up)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
@@ -84,7 +85,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
         tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
-        table_join=table_join, join_key=join, diffs=diffs, looks_up=looks_up and not tracks_time)
+        table_join=table_join, join_key=join, diffs=diffs, looks_up=looks_up and not sessions)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)

@@ -20,7 +20,7 @@ from ...sql.render import render
 from ..columns import WINDOWEND, WINDOWSTART
 from .checks import PULL_QUERY_SYNTAX_HELP
 from .seek import conjuncts
-from .windows import timing_of
+from ..window.timing import timing_of
 
 WINDOW_BOUNDS = (WINDOWSTART, WINDOWEND)
 #: A windowed sink's value columns that hold a window bound (`WINDOWSTART AS WS`), "WS=WINDOWSTART,...":

@@ -3,6 +3,6 @@
 from .batch_store import BatchStore
 from .query import Built, RawReader, analysed, build, select_over_frame
 from ..table_aggregate.batch_spark import TableState
-from .windowed import WindowState
+from ..window.windowed_spark import WindowState
 
 __all__ = ["BatchStore", "Built", "RawReader", "TableState", "WindowState", "analysed", "build", "select_over_frame"]

@@ -152,11 +152,13 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
     NULL, and TOMBSTONE set so that a sink writes a NULL value."""
     grouping = plan.grouping
     groups = Scope(grouped, set(grouped.columns), set(), plan.dialect)
+    mine = set(grouped.columns)  # a change per input record (engine/aggregate) keeps where its record was
+    failed = F.col(ERROR) if ERROR in mine else None  # a keyed step's late record (engine/window), to be logged
     gone = deleted
     if grouping.having is not None:
         keep = Compiler(groups).predicate(grouping.having)
         if deleted is None:
-            grouped = grouped.where(keep)
+            grouped = grouped.where(keep if failed is None else keep | failed.isNotNull())
         else:
             gone = deleted | ~F.coalesce(keep, F.lit(False))
     values = []
@@ -165,8 +167,9 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
         if gone is not None and plan.names[i] not in plan.keys:
             value = F.when(~gone, value)
         values.append(value.alias(result_column(i)))
-    mine = set(grouped.columns)  # a change per input record (engine/aggregate) keeps where its record was
-    meta = [F.lit(None).cast("string").alias(ERROR), F.lit(False).alias(DROP), F.lit(None).cast("string").alias(TOPIC),
+    meta = [(failed if failed is not None else F.lit(None).cast("string")).alias(ERROR),
+            (failed.isNotNull() if failed is not None else F.lit(False)).alias(DROP),
+            (F.col(TOPIC) if TOPIC in mine else F.lit(None).cast("string")).alias(TOPIC),
             (F.col(PARTITION) if PARTITION in mine else F.lit(None).cast("int")).alias(PARTITION),
             (F.col(OFFSET) if OFFSET in mine else F.lit(None).cast("bigint")).alias(OFFSET),
             F.lit(None).cast("binary").alias(RAW_KEY), F.lit(None).cast("binary").alias(RAW_VALUE),

@@ -25,7 +25,7 @@ from ...kafka.headers import unreadable_error
 from ...sql import ast
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, ROWOFFSET,
                        ROWPARTITION, ROWTIME, SQL_TYPE, TOMBSTONE, TOPIC, WINDOWEND, WINDOWSTART)
-from . import window_keys
+from ..window import keys_spark as window_keys
 
 #: Pseudocolumn -> its value from the raw Kafka record (its metadata columns: `_Raw`).
 PSEUDOCOLUMN_VALUES: dict[str, Callable[["_Raw"], Column]] = {

@@ -24,7 +24,8 @@ from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, R
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from .aggregate import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
-from . import order, window_keys
+from . import order
+from ..window import keys_spark as window_keys
 from ..table_aggregate.batch_spark import TableState, retracted
 from ..table_aggregate.build_spark import table_aggregated
 from ..lookup_join.state_spark import looked_up
@@ -32,7 +33,7 @@ from ..stream_join.join_spark import stream_stream_joined
 from ..table_join.build_spark import table_joined, tombstoned
 from ..table_join.kinds import join_sides
 from .sessions import sessions
-from .windowed import WindowState, windowed
+from ..window.windowed_spark import WindowState, keyed_windowed
 from .decode import current_rows, logical_frame
 from .diff_join import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted
@@ -283,12 +284,18 @@ def _record_aggregate(node: n.RecordAggregate, context: _Context) -> DataFrame:
 
 
 def _window_aggregate(node: n.WindowAggregate, context: _Context) -> DataFrame:
+    """TUMBLING and HOPPING windows in keyed state (engine/window)."""
+    rows = _input_rows(node, context)
+    return keyed_windowed(context.plan, rows.frame, rows.scope, rows.error, context.captures.without_errors,
+                          context.changelog, each=isinstance(node, n.RecordWindowAggregate))
+
+
+def _session_aggregate(node: n.SessionAggregate, context: _Context) -> DataFrame:
     if not isinstance(context.state, WindowState):  # resolving a per-batch plan's columns
         return _aggregate(node, context)
-    step = sessions if isinstance(node, n.SessionAggregate) else windowed
     rows = _input_rows(node, context)
-    return step(context.plan, rows.frame, rows.scope, rows.error, context.state, context.captures.without_errors,
-                context.batch_id)
+    return sessions(context.plan, rows.frame, rows.scope, rows.error, context.state, context.captures.without_errors,
+                    context.batch_id)
 
 
 def _retracting_aggregate(node: n.RetractingAggregate, context: _Context) -> DataFrame:
@@ -357,7 +364,8 @@ RESULTS: dict[type, Callable[[n.Node, _Context], DataFrame]] = {
     n.Aggregate: _aggregate,
     n.RecordAggregate: _record_aggregate,
     n.WindowAggregate: _window_aggregate,
-    n.SessionAggregate: _window_aggregate,
+    n.RecordWindowAggregate: _window_aggregate,
+    n.SessionAggregate: _session_aggregate,
     n.RetractingAggregate: _retracting_aggregate,
     n.RecordRetractingAggregate: _retracting_aggregate,
     n.BatchRetractingAggregate: _retracting_aggregate,

@@ -21,11 +21,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
-from ..analysis.windows import timing_of
+from ..window.timing import timing_of
 from ..columns import ERROR, ORIGIN, PARTITION
 from .aggregate import aggregate_columns, finished, record_columns, stage
 from .expressions import Scope
-from .windowed import NO_TIME, WindowState, expired_message
+from ..window.windowed_spark import NO_TIME, WindowState, expired_message
 
 
 def sessionized(rows: DataFrame, keys: list[str], gap: int, prefix: str) -> DataFrame:

@@ -26,7 +26,7 @@ Both sides move alike, so the WITHIN condition and the watermarks' distances are
 
 from __future__ import annotations
 
-from ..analysis.windows import DEFAULT_GRACE_MS
+from ..window.timing import DEFAULT_GRACE_MS
 
 #: Added to each record time for Spark's event time: its watermark starts at 0, and a row at or
 #: below the watermark is late, so a record at time 0 would never join.

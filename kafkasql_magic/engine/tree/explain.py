@@ -113,7 +113,9 @@ LABELS: dict[type, Callable] = {
     n.Project: _project,
     n.Aggregate: _aggregate("Aggregate"),
     n.RecordAggregate: _aggregate("RecordAggregate (a change per input record; groups as keyed state)"),
-    n.WindowAggregate: _aggregate("WindowAggregate (stream time and open windows as state)"),
+    n.WindowAggregate: _aggregate("WindowAggregate (open windows as keyed state)"),
+    n.RecordWindowAggregate: _aggregate("RecordWindowAggregate (a change per input record; open windows as keyed "
+                                        "state)"),
     n.SessionAggregate: _aggregate("SessionAggregate (sessions as state)"),
     n.RetractingAggregate: _aggregate("RetractingAggregate (rows and groups as keyed state)"),
     n.RecordRetractingAggregate: _aggregate("RecordRetractingAggregate (a change per group change; keyed state)"),

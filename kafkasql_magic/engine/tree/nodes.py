@@ -163,8 +163,13 @@ class RecordAggregate(Aggregate):
 
 @dataclass(frozen=True)
 class WindowAggregate(Aggregate):
-    """TUMBLING or HOPPING windows with stream time and the open windows as state: late records
+    """TUMBLING or HOPPING windows with each group's open windows in keyed state: late records
     dropped after GRACE PERIOD, EMIT FINAL once a window closes."""
+
+
+@dataclass(frozen=True)
+class RecordWindowAggregate(WindowAggregate):
+    """TUMBLING or HOPPING windows writing one change per input record (ksqlDB's record cache off)."""
 
 
 @dataclass(frozen=True)

@@ -66,3 +66,12 @@ def test_wrapped(value, bits, expected):
 
 def test_every_accumulator_is_an_aggregate_function():
     assert set(ACCUMULATORS) <= set(aggregates.AGGREGATES)
+
+
+def test_topk_keeps_the_k_greatest_non_null_values_greatest_first():
+    acc, distinct = accumulator("TOPK", 2), accumulator("TOPKDISTINCT", 2)
+    state, kept = acc.initial, distinct.initial
+    for value in (3, None, 5, 3, 4):
+        state, kept = acc.add(state, (value, 3)), distinct.add(kept, (value, 3))
+    assert acc.result(state) == [5, 4, 3] and distinct.result(kept) == [5, 4, 3]
+    assert acc.result(acc.add(state, (3, 4))) == [5, 4, 3, 3]

@@ -36,11 +36,17 @@ def plan_of(text: str):
     ("SELECT item, COUNT(*), SUM(qty), AVG(qty), COLLECT_SET(qty) FROM orders GROUP BY item EMIT CHANGES;", True),
     ("SELECT item, LATEST_BY_OFFSET(qty) FROM orders GROUP BY item HAVING COUNT() > 1 EMIT CHANGES;", True),
     ("SELECT item FROM orders GROUP BY item EMIT CHANGES;", True),
-    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT CHANGES;", False),
+    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT CHANGES;", True),
+    ("SELECT item, SUM(qty) FROM orders WINDOW HOPPING (SIZE 2 SECONDS, ADVANCE BY 1 SECOND) GROUP BY item "
+     "EMIT CHANGES;", True),
+    ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT FINAL;", False),
+    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (1 SECOND) GROUP BY item EMIT CHANGES;", False),
+    ("SELECT item, TOPK(qty, 2) FROM orders GROUP BY item EMIT CHANGES;", True),
+    ("SELECT item, TOPK(qty, item, 2) FROM orders GROUP BY item EMIT CHANGES;", False),
     ("SELECT item, COUNT(*) FROM items GROUP BY item EMIT CHANGES;", True),  # a change per group change, retracting
     ("SELECT o.item, COUNT(*) FROM orders o JOIN items i ON o.item = i.item GROUP BY o.item EMIT CHANGES;", False),
 ])
-def test_per_record_applies_to_non_windowed_stream_aggregations_with_accumulators(text, applies):
+def test_per_record_applies_to_stream_aggregations_with_accumulators(text, applies):
     plan = plan_of(text)
     assert per_record(plan, OFF) is applies
     assert per_record(plan, {}) is False

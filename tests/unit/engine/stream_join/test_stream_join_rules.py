@@ -1,6 +1,6 @@
 """A stream-stream join's time rules (engine/stream_join/rules.py). No Spark."""
 
-from kafkasql_magic.engine.analysis.windows import DEFAULT_GRACE_MS
+from kafkasql_magic.engine.window.timing import DEFAULT_GRACE_MS
 from kafkasql_magic.engine.stream_join.rules import hold_ms
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasql_magic.engine.analysis.windows import DEFAULT_GRACE_MS, WindowTiming, timing_of
+from kafkasql_magic.engine.window.timing import DEFAULT_GRACE_MS, WindowTiming, timing_of
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.sql import ast, parse_statement
 
@@ -85,7 +85,7 @@ def test_session_windows_refused_where_they_do_not_run(text, message):
 def test_retention_equal_to_size_plus_grace_is_accepted():
     plan = plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, RETENTION 2 MINUTES, "
                    "GRACE PERIOD 1 MINUTE) GROUP BY item EMIT CHANGES;")
-    assert plan.tracks_time and plan.per_batch
+    assert plan.tracks_time and not plan.per_batch  # keyed state (engine/window)
     plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 MINUTE, RETENTION 2 DAYS) GROUP BY item "
             "EMIT CHANGES;")  # size + the default grace (24 hours) fits
 
@@ -98,15 +98,16 @@ def test_retention_equal_to_size_plus_grace_is_accepted():
     ("SELECT item, COUNT(*) FROM orders WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 1 MINUTE) GROUP BY item "
      "EMIT FINAL;", True),
     ("SELECT o.item, COUNT(*) FROM orders o JOIN items i ON o.item = i.item "
-     "WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 1 SECOND) GROUP BY o.item EMIT CHANGES;", True),  # per batch too
+     "WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 1 SECOND) GROUP BY o.item EMIT CHANGES;", True),
     ("SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;", False),
     ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (30 SECONDS) GROUP BY item EMIT CHANGES;", True),
 ])
 def test_push_windowed_aggregations_track_stream_time(text, tracks):
     plan = plan_of(text)
     assert plan.tracks_time is tracks
-    if tracks:
-        assert plan.per_batch and plan.capture == "frames"
+    if tracks:  # TUMBLING and HOPPING windows in keyed state, SESSION windows per micro-batch
+        session = plan.grouping.window.kind == "SESSION"
+        assert plan.per_batch is session and plan.capture == ("frames" if session else "metrics")
 
 
 def test_within_takes_a_grace_period():
