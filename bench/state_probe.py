@@ -236,7 +236,6 @@ def probe_timers(spark, work: Path, keys: int) -> dict:
     """Event-time timers: keys of batch b (ts = 60 s * b) register a timer at ts + 10 s; the
     watermark (delay 0) passes it two batches later, when the timer emits the key and clears it.
     The same input through ValueState without timers gives the cost of the timers by difference."""
-    from pyspark.sql import functions as F
 
     result = {}
     data = work / "in-timers"
