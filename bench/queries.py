@@ -21,7 +21,7 @@ baseline: push queries over the whole bench topic, timed until every record was 
                          join: both tables in one group, so one Spark task); rows/s per left record
   mz_append_join         Materialize's SUBSCRIBE over the bench stream LEFT-joined with itself on id
                          (both append-only: multisets with diffs in Spark state, join keys in hash
-                         buckets: engine/build/diff_join.py); rows/s per record of one side
+                         buckets: engine/diff_join/join_spark.py); rows/s per record of one side
   mz_changelog_join      SUBSCRIBE over the bench stream LEFT-joined with the bench_rows table (a
                          changelog input: both inputs in one group, so one Spark task); rows/s per
                          stream record

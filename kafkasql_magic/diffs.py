@@ -1,7 +1,7 @@
 """Materialize's SUBSCRIBE output on the driver: each collected micro-batch -> diff rows
 (`mz_timestamp`, `mz_diff`, then the columns).
 
-The built frame (engine/build/subscribe.py) hands over, per row, a time, a code, the columns
+The built frame (engine/subscribe/frame_spark.py) hands over, per row, a time, a code, the columns
 and an identity. Without an identity the code is the row's diff (an append-only record's +1,
 a diff join's change). With one (a changelog's key, an aggregation's group) the row replaces
 what that identity held (code +1) or deletes it (code -1): the identity's previous row is

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import os
 
-from ..engine.analysis.diff_joins import spreads_over_buckets
+from ..engine.diff_join.rules import spreads_over_buckets
 from ..engine.analysis.plan import TABLE, QueryPlan
 from ..engine.analysis.table_joins import FOREIGN_KEY
-from ..engine.build import diff_join, table_join
+from ..engine.build import table_join
+from ..engine.diff_join import join_spark as diff_join
 from ..errors import StatementError
 
 FILE = "layout.json"

@@ -9,7 +9,7 @@ import pandas as pd
 from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan
-from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
+from ..engine.subscribe.rules import AGGREGATE, emits_snapshot, subscribed
 from ..engine.api import plan_of, prepare
 from ..engine.build import analysed, select_over_frame
 from ..engine.tree import explain_lines, tree_of
@@ -103,7 +103,7 @@ def failing_sources(plan: QueryPlan) -> frozenset[str]:
 @stops_on_interrupt
 def subscribe(session, stmt: ast.Subscribe, text, timeout):
     """Materialize's SUBSCRIBE: the snapshot (the current rows at one mz_timestamp), then every
-    change, as diffs (analysis.subscribe). It reads from the earliest offsets whatever
+    change, as diffs (subscribe.rules). It reads from the earliest offsets whatever
     'auto.offset.reset' says: the snapshot, and the state the changes start from, come from
     every record (`WITH (SNAPSHOT = false)` reads them too, and emits the changes only)."""
     emits_snapshot(stmt)  # its options' errors come first

@@ -9,7 +9,7 @@ import pytest
 
 from kafkasql_magic.catalog import ViewDef
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.analysis.diff_joins import equalities, referenced_pseudocolumns, spreads_over_buckets
+from kafkasql_magic.engine.diff_join.rules import equalities, referenced_pseudocolumns, spreads_over_buckets
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import ast, parse_statement
 

@@ -11,7 +11,7 @@ import pytest
 from kafkasql_magic.catalog import ViewDef
 from kafkasql_magic.diffs import ChangeTracker, KeyedEnvelope
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.analysis.subscribe import (AGGREGATE, APPEND, CHANGELOG, JOIN, emits_snapshot,
+from kafkasql_magic.engine.subscribe.rules import (AGGREGATE, APPEND, CHANGELOG, JOIN, emits_snapshot,
                                                       subscribed)
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import parse_statement

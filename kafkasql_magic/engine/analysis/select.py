@@ -18,7 +18,7 @@ from ...sql.ast_materialize import Subquery
 from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from .checks import check_clauses, check_persistent
-from .diff_joins import joins_with_diffs
+from ..diff_join.rules import joins_with_diffs
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of, qualified
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)

@@ -3,7 +3,7 @@ stream of diffs (`mz_timestamp`, `mz_diff`, then the columns).
 
 Pure: no Spark. Which push queries join this way, the ON clause's equalities, the refusals, and
 whether the join's state may be spread over hash buckets of join keys. The build
-(`engine/build/diff_join.py`) keeps both inputs as multisets in Spark state.
+(`engine/diff_join/join_spark.py`) keeps both inputs as multisets in Spark state.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render_materialize import MaterializeWriter
-from .plan import TABLE, Input
+from ..analysis.plan import TABLE, Input
 
 
 def joins_with_diffs(stmt: ast.Select, inputs: list[Input], dialect, aggregating: bool) -> bool:
@@ -83,7 +83,7 @@ def spreads_over_buckets(on: ast.Expr, inputs) -> bool:
     row's bucket, which only the state holding that row knows, and Spark refuses a second
     stateful step that could keep that row per record key ("Multiple applyInPandasWithStates are
     not supported on a streaming DataFrames/Datasets"), so such a join keeps one group."""
-    from .select import side_of
+    from ..analysis.select import side_of
 
     pairs = equalities(on, inputs)
     for index, side in enumerate(inputs):
@@ -126,7 +126,7 @@ def _pair(term: ast.Expr, inputs) -> tuple[ast.Expr, ast.Expr] | None:
 
 def _owner(expr: ast.Expr, inputs) -> int | None:
     """The one input every column of `expr` belongs to (None: none or several)."""
-    from .select import side_of
+    from ..analysis.select import side_of
 
     refs = [n for n in ast.walk(expr) if isinstance(n, ast.ColumnRef)]
     owners = {(side_of(r, inputs) or (None,))[0] for r in refs}

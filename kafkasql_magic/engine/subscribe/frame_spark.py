@@ -1,5 +1,5 @@
 """A SUBSCRIBE's built frame as the driver reads it (`diffs.ChangeTracker`): per row its time
-(epoch ms), a code, the result columns and an identity (analysis.subscribe says which).
+(epoch ms), a code, the result columns and an identity (subscribe.rules says which).
 
 APPEND rows have no identity and the code +1 (one more copy of the row). JOIN rows come from
 the diff join's step with their diffs as codes. CHANGELOG and AGGREGATE rows carry what they
@@ -14,9 +14,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..analysis.plan import Input, QueryPlan
-from ..analysis.subscribe import JOIN
+from .rules import JOIN
 from ..columns import BOOKKEEPING, RAW_KEY, RAW_TIMESTAMP, TOMBSTONE, result_column
-from .expressions import quoted
+from ..build.expressions import quoted
 
 #: The column that carries a row's identity through the projection.
 IDENTITY = "__identity"

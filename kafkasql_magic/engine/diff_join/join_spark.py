@@ -15,9 +15,9 @@ gets its first match there, the NULL-extended rows are retracted and the matched
 and back when the last match goes. A NULL join key never matches (SQL's NULL is never equal).
 
 The state is spread over hash buckets of join keys (Spark's cost is per group, as in
-table_join.py; each bucket a group, its own task's work) when every change of a row stays under
+build/table_join.py; each bucket a group, its own task's work) when every change of a row stays under
 one join key: always for append-only inputs, and for a changelog whose join key its record key
-determines (the ON names only its key columns: analysis.diff_joins.spreads_over_buckets). A
+determines (the ON names only its key columns: rules.spreads_over_buckets). A
 changelog joined on a value column may move a key's row to another join key, whose retraction
 belongs with the old row: then both inputs meet in one group (one task's work and state).
 """
@@ -31,11 +31,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from ..analysis.diff_joins import equalities, referenced_pseudocolumns, spreads_over_buckets
+from .rules import equalities, referenced_pseudocolumns, spreads_over_buckets
 from ..analysis.plan import TABLE, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP,
                        RAW_VALUE, TOMBSTONE, TOPIC, result_column)
-from .expressions import Compiler, JoinScope, Scope, quoted
+from ..build.expressions import Compiler, JoinScope, Scope, quoted
 
 #: The joined frame's columns for the change's time (epoch ms) and multiplicity.
 MZ_TIMESTAMP, MZ_DIFF = "__mz_timestamp", "__mz_diff"
@@ -84,7 +84,7 @@ def _bucket():
 
 def _record_key(side):
     """What keys a changelog input's rows: the record's key, or a view's key columns (a view
-    over a changelog selects them: analysis.diff_joins)."""
+    over a changelog selects them: rules)."""
     if side.view is None:
         return F.base64(F.col(RAW_KEY))
     return F.to_json(F.struct(*[F.col(quoted(k)) for k in side.view.keys]))
