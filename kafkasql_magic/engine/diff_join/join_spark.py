@@ -127,24 +127,23 @@ def with_diff_columns(projected: DataFrame, count: int) -> DataFrame:
                             *[F.col(c) for c in BOOKKEEPING])
 
 
-def _ordered(frame):
-    """A group's changes in order: each input partition's by offset, merged by record time."""
-    import heapq
-
-    runs: dict[tuple, list] = {}
-    for change in zip(*(frame[c].tolist() for c in ("__side", "__jk", "__row", "__t", "__p", "__o", "__pk",
-                                                      "__del"))):
-        runs.setdefault((change[0], change[4]), []).append(change)
-    return heapq.merge(*(sorted(run, key=lambda c: c[5]) for _, run in sorted(runs.items())), key=lambda c: c[3])
-
-
 def _step(left_kept: bool, right_kept: bool):
     """A group's changes -> the result's diffs. State (STATE): per input, join key -> {row: count}
     and, for a changelog, its key -> [join key, row]."""
     preserved = (left_kept, right_kept)
 
-    def step(group, chunks, state):
+    def step(group, chunks, state):  # nothing of this module's: Spark's workers unpickle it without importing it
         import pandas as pd
+
+        def _ordered(frame):
+            """A group's changes in order: each input partition's by offset, merged by record time."""
+            import heapq
+
+            runs: dict[tuple, list] = {}
+            for change in zip(*(frame[c].tolist() for c in ("__side", "__jk", "__row", "__t", "__p", "__o", "__pk",
+                                                              "__del"))):
+                runs.setdefault((change[0], change[4]), []).append(change)
+            return heapq.merge(*(sorted(run, key=lambda c: c[5]) for _, run in sorted(runs.items())), key=lambda c: c[3])
 
         saved = json.loads(state.get[0]) if state.exists else {"rows": [{}, {}], "keys": [{}, {}]}
         rows, keyed = saved["rows"], saved["keys"]
