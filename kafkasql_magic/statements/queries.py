@@ -44,10 +44,9 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
     envelope = KeyedEnvelope([n for n, _ in plan.outputs], *subscription.envelope) if (
         subscription is not None and subscription.envelope) else None
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
-    changes = ChangeTracker(snapshot=holds_records(session, plan), emit_snapshot=emits_snapshot(subscription),
+    changes = ChangeTracker(snapshot_ends=snapshot_ends(session, plan), emit_snapshot=emits_snapshot(subscription),
                             envelope=envelope) if plan.changes else None
-    prepared = prepare(session, stmt, reset, plan=plan, changelog=plan.changes == AGGREGATE,
-                       whole_batches=changes is not None)
+    prepared = prepare(session, stmt, reset, plan=plan, changelog=plan.changes == AGGREGATE)
     query_id = f"transient_{plan.source.name}_{session.next_id()}"
     if plan.seek.empty:  # contradictory bounds: nothing can match
         return to_pandas([], plan.names)
@@ -127,15 +126,16 @@ def _named_query(session, name: str) -> ast.Select:
     return ast.Select(items=(ast.Star(),), source=ast.SourceRef(name))
 
 
-def holds_records(session, plan: QueryPlan) -> bool:
-    """Whether the topics a plan reads held records when it started (then its first
-    micro-batch, which reads them all, is a SUBSCRIBE's snapshot)."""
+def snapshot_ends(session, plan: QueryPlan) -> list[dict[int, int]]:
+    """Per source a plan reads (in the order its query lists them), where the records it held
+    at start end: partition -> end offset, for partitions holding records past where the read
+    starts. A SUBSCRIBE's snapshot is every change until those are read."""
+    ends = []
     for source in _read_sources(plan):
         first = {int(p): o for p, o in (source.properties.get(START_PROPERTY) or {}).items()}  # START OFFSET
         marks = watermarks(source.properties.get("BROKER") or session.bootstrap_servers, source.topic)
-        if any(high > max(low, first.get(p, 0)) for p, (low, high) in marks.items()):
-            return True
-    return False
+        ends.append({p: high for p, (low, high) in marks.items() if high > max(low, first.get(p, 0))})
+    return ends
 
 
 def _read_sources(plan: QueryPlan):
