@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 
-from ..engine.diff_join.rules import spreads_over_buckets
 from ..engine.analysis.plan import TABLE, QueryPlan
 from ..engine.analysis.table_joins import FOREIGN_KEY
 from ..engine.build import table_join
@@ -22,6 +21,8 @@ from ..engine.diff_join import join_spark as diff_join
 from ..errors import StatementError
 
 FILE = "layout.json"
+#: The hash buckets a diff join spread its state over before its state was keyed by join key.
+LEGACY_DIFF_JOIN_BUCKETS = 64
 #: Spark's error conditions for stateful steps that no longer match their checkpoint's state.
 SPARK_STATE_MISMATCHES = (
     "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
@@ -31,17 +32,17 @@ SPARK_STATE_MISMATCHES = (
 
 
 def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> dict:
-    """Each stateful step's layout: how many hash buckets (Spark groups) a diff join or table
-    join spreads its state over, and whether state is kept per micro-batch (`batch_store.py`).
-    `legacy`: the layout this code built before diff joins spread changelogs joined on their
-    key columns (then any changelog input kept the diff join in one group)."""
+    """Each stateful step's layout: how many hash buckets (Spark groups) a table join spreads its
+    state over, how a diff join keys its state (`diff_join.LAYOUT`), and whether state is kept
+    per micro-batch (`batch_store.py`). `legacy`: the layout of a checkpoint written before the
+    layout was recorded (then a diff join kept JSON of 64 hash buckets, or of one group when an
+    input was a changelog)."""
     steps = {}
     if plan.diffs and plan.statement.joins:
         if legacy:
-            spread = not any(side.kind == TABLE for side in plan.inputs)
+            steps["diff join"] = 1 if any(side.kind == TABLE for side in plan.inputs) else LEGACY_DIFF_JOIN_BUCKETS
         else:
-            spread = spreads_over_buckets(plan.statement.joins[0].on, plan.inputs)
-        steps["diff join"] = diff_join.BUCKETS if spread else 1
+            steps["diff join"] = diff_join.LAYOUT
     if plan.table_join is not None:
         steps["table join"] = 1 if plan.table_join == FOREIGN_KEY else table_join.BUCKETS
     return {"hash buckets": steps, "batch state": batch_store}
@@ -106,6 +107,8 @@ def spark_mismatch(exc: BaseException) -> str | None:
 def _buckets(count) -> str:
     if count is None:
         return "no such step"
+    if isinstance(count, str):  # keyed otherwise than by hash bucket
+        return count
     return "one group" if count == 1 else f"{count} hash buckets"
 
 
