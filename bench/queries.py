@@ -20,11 +20,11 @@ baseline: push queries over the whole bench topic, timed until every record was 
   table_fk_join          the bench table joined to bench_tags on its `tags` column (a foreign-key
                          join: keyed by the left key, then by the foreign key); rows/s per left record
   mz_append_join         Materialize's SUBSCRIBE over the bench stream LEFT-joined with itself on id
-                         (both append-only: multisets with diffs in Spark state, join keys in hash
-                         buckets: engine/build/diff_join.py); rows/s per record of one side
+                         (both append-only: multisets with diffs in keyed state per join key:
+                         engine/diff_join/state_spark.py); rows/s per record of one side
   mz_changelog_join      SUBSCRIBE over the bench stream LEFT-joined with the bench_rows table (a
-                         changelog input: both inputs in one group, so one Spark task); rows/s per
-                         stream record
+                         changelog input: its row per record key in keyed state, then per join
+                         key); rows/s per stream record
 
 `python bench/ingest.py --records N` runs them (N small for a quick check: `--records 20000`).
 """

@@ -73,3 +73,21 @@ def _remove_pending() -> None:
         paths = list(_pending)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def batch_end_offsets(checkpoint: str, batch_id: int) -> list[dict[int, int]] | None:
+    """Where micro-batch `batch_id` ends, per source in the order Spark lists them (partition ->
+    offset), from the offset log Spark writes before it runs the batch (`offsets/<id>`: a version
+    line, the batch's metadata, then one line per source, `-` for a source without offsets);
+    None when the log has no such entry."""
+    import json
+    import os
+
+    from .kafka.offsets import from_json
+
+    try:
+        with open(os.path.join(checkpoint, "offsets", str(batch_id)), encoding="utf-8") as log:
+            lines = log.read().splitlines()
+    except FileNotFoundError:
+        return None
+    return [{} if line.strip() == "-" else from_json(json.loads(line)) for line in lines[2:] if line.strip()]

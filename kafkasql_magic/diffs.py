@@ -1,23 +1,25 @@
 """Materialize's SUBSCRIBE output on the driver: each collected micro-batch -> diff rows
 (`mz_timestamp`, `mz_diff`, then the columns).
 
-The built frame (engine/build/subscribe.py) hands over, per row, a time, a code, the columns
-and an identity. Without an identity the code is the row's diff (an append-only record's +1,
-a diff join's change). With one (a changelog's key, an aggregation's group) the row replaces
-what that identity held (code +1) or deletes it (code -1): the identity's previous row is
-retracted (-1) and the new one inserted (+1), so this keeps the last row per identity.
+The built frame (engine/subscribe/frame_spark.py) hands over, per row, a time, a code, the
+columns and an identity. Without an identity the code is the row's diff (an append-only
+record's +1, a diff join's change, a changelog's change after its key's last row in keyed
+state). With one (an aggregation's group) the row replaces what that identity held (code +1)
+or deletes it (code -1): the identity's previous row is retracted (-1) and the new one
+inserted (+1), so this keeps the last row per group.
 
 Rows equal at one time are consolidated into one diff (diffs adding up to 0 vanish), as
-Materialize consolidates. The snapshot (the first micro-batch, when the inputs held records
-at start: it reads every record there was) is consolidated at one `mz_timestamp`, its newest
-change's time; `WITH (SNAPSHOT = false)` keeps the state it builds and emits none of it.
+Materialize consolidates. The snapshot (the records the inputs held when the SUBSCRIBE started,
+read over as many micro-batches as maxRecordsPerTrigger makes) is held, consolidated, until
+every offset present at start is read, then shown at one `mz_timestamp`, its newest change's
+time; `WITH (SNAPSHOT = false)` keeps the state it builds and emits none of it.
 `ENVELOPE UPSERT | DEBEZIUM (KEY (...))` then turns each time's diffs into one row per key
-(KeyedEnvelope).
+(KeyedEnvelope: per batch only, nothing kept between batches).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from .errors import StatementError
 
@@ -35,27 +37,32 @@ def _hashable(value: Any):
 
 
 class ChangeTracker:
-    """One SUBSCRIBE's diffs: `batch(rows)` per micro-batch, in order.
+    """One SUBSCRIBE's diffs: `batch(rows, read)` per micro-batch, in order.
 
-    `snapshot`: the first batch is the snapshot (the inputs held records when the SUBSCRIBE
-    started); `emit_snapshot`: False for `WITH (SNAPSHOT = false)`."""
+    `snapshot_ends`: per source the query reads (in the order Spark lists them), partition ->
+    the offset its records present at start end at; none with records: no snapshot.
+    `emit_snapshot`: False for `WITH (SNAPSHOT = false)`."""
 
-    def __init__(self, *, snapshot: bool, emit_snapshot: bool = True, envelope: "KeyedEnvelope | None" = None):
-        self._snapshot_pending = snapshot
+    def __init__(self, *, snapshot_ends: Sequence[Mapping[int, int]] = (), emit_snapshot: bool = True,
+                 envelope: "KeyedEnvelope | None" = None):
+        self._ends = [dict(e) for e in snapshot_ends]
+        self._snapshot: dict | None = {} if any(self._ends) else None  # hashable row -> [diff, row], until read
+        self._snapshot_time = None
         self._emit_snapshot = emit_snapshot
-        self._held: dict[Any, tuple] = {}  # identity -> its current row
+        self._held: dict[Any, tuple] = {}  # group -> its current row
         self.envelope = envelope
 
     def names(self, names: list[str]) -> list[str]:
         """The rows' column names, given the plan's (`mz_timestamp`, `mz_diff`, the columns)."""
         return self.envelope.names if self.envelope is not None else names
 
-    def batch(self, rows: list[tuple]) -> list[tuple]:
-        """Rows (time, code, *columns, identity) -> the rows a SUBSCRIBE shows."""
-        diffs = self.diffs(rows)
+    def batch(self, rows: list[tuple], read: Sequence[Mapping[int, int]] | None = None) -> list[tuple]:
+        """Rows (time, code, *columns, identity) -> the rows a SUBSCRIBE shows. `read`: where the
+        batch ended, per source (None: unknown, the snapshot is taken as read)."""
+        diffs = self.diffs(rows, read)
         return self.envelope.rows(diffs) if self.envelope is not None else diffs
 
-    def diffs(self, rows: list[tuple]) -> list[tuple]:
+    def diffs(self, rows: list[tuple], read: Sequence[Mapping[int, int]] | None = None) -> list[tuple]:
         """Rows (time, code, *columns, identity) -> diff rows (mz_timestamp, mz_diff, *columns)."""
         changes: dict[tuple, list] = {}  # (time, hashable row) -> [diff, row]
 
@@ -74,20 +81,29 @@ class ChangeTracker:
             if code > 0:
                 self._held[identity] = row
                 add(time, row, 1)
-        snapshot, self._snapshot_pending = self._snapshot_pending, False
-        if snapshot:
-            return self._snapshot(changes) if self._emit_snapshot else []
+        if self._snapshot is not None:
+            return self._held_snapshot(changes, read)
         return [(time, diff, *row) for (time, _), (diff, row) in sorted(changes.items(), key=_by_time) if diff]
 
-    @staticmethod
-    def _snapshot(changes: dict[tuple, list]) -> list[tuple]:
-        """Every change of the snapshot at one time, the newest among them."""
-        at = max((time for time, _ in changes if time is not None), default=None)
-        merged: dict[Any, list] = {}
-        for (_, key), (diff, row) in changes.items():
-            slot = merged.setdefault(key, [0, row])
+    def _held_snapshot(self, changes: dict[tuple, list], read) -> list[tuple]:
+        """The snapshot's changes added to those held; once every offset present at start is
+        read, all of them at one time, the newest among them."""
+        for (time, key), (diff, row) in changes.items():
+            slot = self._snapshot.setdefault(key, [0, row])
             slot[0] += diff
-        return [(at, diff, *row) for diff, row in merged.values() if diff]
+            if time is not None and (self._snapshot_time is None or time > self._snapshot_time):
+                self._snapshot_time = time
+        if read is not None and not snapshot_read(self._ends, read):
+            return []
+        held, self._snapshot = self._snapshot, None
+        if not self._emit_snapshot:
+            return []
+        return [(self._snapshot_time, diff, *row) for diff, row in held.values() if diff]
+
+
+def snapshot_read(ends: Sequence[Mapping[int, int]], read: Sequence[Mapping[int, int]]) -> bool:
+    """Whether a batch that ended at `read` (per source) read every offset in `ends`."""
+    return all(i < len(read) and all(read[i].get(p, -1) >= o for p, o in end.items()) for i, end in enumerate(ends))
 
 
 def _by_time(item) -> tuple:

@@ -24,7 +24,7 @@ from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.build import Built
 from .engine.columns import result_column
-from .checkpoints import remove_when_stopped, wait_for_stream_thread
+from .checkpoints import batch_end_offsets, remove_when_stopped, wait_for_stream_thread
 from .diffs import ChangeTracker
 from .progress import ProgressTally
 from .results import (ProcessingLog, collectable, located_message, observed_errors, record_order, split_batch,
@@ -266,7 +266,8 @@ class PushQuery:
             self._errors += len(collected.errors)
             self.model.on_errors(self._errors, collected.errors[-5:])
         self._raise_fatal(self._fatal(collected.errors))  # the batch's rows are not shown: the source is in an error state
-        rows = collected.rows if self._changes is None else self._changes.batch(collected.rows)
+        rows = collected.rows if self._changes is None else self._changes.batch(
+            collected.rows, batch_end_offsets(self._checkpoint, batch_id))
         if self.limit is not None:
             rows = rows[: self.limit - self._rows_total]
         with self._lock:

@@ -86,7 +86,7 @@ class Dialect:
     #: A query that meets a bad record fails (naming it) instead of logging it and going on.
     fails_on_bad_records = False
     #: A push query over a join of two relations joins them whole (no windows) as multisets and
-    #: emits the result's diffs (Materialize's SUBSCRIBE: engine/analysis/diff_joins.py).
+    #: emits the result's diffs (Materialize's SUBSCRIBE: engine/diff_join/rules.py).
     joins_with_diffs = False
     #: Envelope rules of a keyless-envelope stream: (condition, message) per rule.
     stream_envelope_rules: tuple[tuple[str, str], ...] = ()

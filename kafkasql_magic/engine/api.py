@@ -63,14 +63,13 @@ class Prepared:
 
 
 def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers: bool = False, writes: bool = False,
-            changelog: bool = False, plan: QueryPlan | None = None, whole_batches: bool = False,
+            changelog: bool = False, plan: QueryPlan | None = None,
             deletes_rejected: bool = False, persistent: bool = False) -> Prepared:
     """`keep_headers`: read every record's headers (a persistent query forwards them to its
     output records), not only when a header column is selected. `writes`: the rows become output
     records, which take their input records' timestamps (a sink; implied by `keep_headers`). `changelog`: the rows are a
     table's changelog (a persistent query's), where a group failing HAVING is a tombstone.
-    `plan`: the statement's plan when the caller analysed it already. `whole_batches`: a
-    micro-batch reads every record there is (a SUBSCRIBE's first one is its snapshot).
+    `plan`: the statement's plan when the caller analysed it already.
     `deletes_rejected`: a row a view's WHERE clause rejects is a delete (engine.tree.tree_of).
     `persistent`: the rows go to a sink; a stateless query then reads up to the session's
     `persistent_records_per_trigger` per micro-batch (see `_per_trigger`)."""
@@ -93,7 +92,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
                                  start=start, keys=lookup.values if lookup else None, partitions=partitions,
                                  shape=shape)
         return reads.push(bootstrap, source.topic, reset=reset, seek=seek,
-                          max_per_trigger=None if whole_batches else _per_trigger(session, plan, persistent),
+                          max_per_trigger=_per_trigger(session, plan, persistent),
                           include_headers=headers.needed,
                           header_keys=headers.keys, start=start, shape=shape)
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 import os
 
-from ..engine.analysis.diff_joins import spreads_over_buckets
 from ..engine.analysis.plan import TABLE, QueryPlan
 from ..engine.table_join.kinds import FOREIGN_KEY
-from ..engine.build import diff_join
+from ..engine.diff_join import join_spark as diff_join
 from ..engine.table_join import foreign_key_spark as foreign_key
 from ..engine.table_join import state_spark as table_join
 from ..errors import StatementError
 
 FILE = "layout.json"
+#: The hash buckets a diff join spread its state over before its state was keyed by join key.
+LEGACY_DIFF_JOIN_BUCKETS = 64
 #: Spark's error conditions for stateful steps that no longer match their checkpoint's state.
 SPARK_STATE_MISMATCHES = (
     "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
@@ -32,18 +33,18 @@ SPARK_STATE_MISMATCHES = (
 
 
 def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> dict:
-    """Each stateful step's layout: how many hash buckets (Spark groups) a diff join or table
-    join spreads its state over, and whether state is kept per micro-batch (`batch_store.py`).
-    `legacy`: the layout this code built before diff joins spread changelogs joined on their
-    key columns (then any changelog input kept the diff join in one group) and before table
-    joins kept keyed state."""
+    """Each stateful step's layout: how many hash buckets (Spark groups) a table join spreads its
+    state over, how a diff join keys its state (`diff_join.LAYOUT`), and whether state is kept
+    per micro-batch (`batch_store.py`). `legacy`: the layout of a checkpoint written before the
+    layout was recorded (then a diff join kept JSON of 64 hash buckets, or of one group when an
+    input was a changelog, and a table join JSON of 256 hash buckets, or of one group for a
+    foreign-key join)."""
     steps = {}
     if plan.diffs and plan.statement.joins:
         if legacy:
-            spread = not any(side.kind == TABLE for side in plan.inputs)
+            steps["diff join"] = 1 if any(side.kind == TABLE for side in plan.inputs) else LEGACY_DIFF_JOIN_BUCKETS
         else:
-            spread = spreads_over_buckets(plan.statement.joins[0].on, plan.inputs)
-        steps["diff join"] = diff_join.BUCKETS if spread else 1
+            steps["diff join"] = diff_join.LAYOUT
     if plan.table_join is not None:
         foreign = plan.table_join == FOREIGN_KEY
         if legacy:  # both tables' rows as JSON in hash buckets, a foreign-key join in one group
@@ -114,6 +115,8 @@ def spark_mismatch(exc: BaseException) -> str | None:
 def _buckets(count) -> str:
     if count is None:
         return "no such step"
+    if isinstance(count, str):  # keyed otherwise than by hash bucket
+        return count
     return "one group" if count == 1 else f"{count} hash buckets"
 
 

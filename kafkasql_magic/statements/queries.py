@@ -9,7 +9,7 @@ import pandas as pd
 from .. import dialects
 from ..dialects import limits
 from ..engine.analysis import QueryPlan
-from ..engine.analysis.subscribe import AGGREGATE, emits_snapshot, subscribed
+from ..engine.subscribe.rules import AGGREGATE, emits_snapshot, subscribed
 from ..engine.api import plan_of, prepare
 from ..engine.build import analysed, select_over_frame
 from ..engine.tree import explain_lines, tree_of
@@ -44,10 +44,9 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
     envelope = KeyedEnvelope([n for n, _ in plan.outputs], *subscription.envelope) if (
         subscription is not None and subscription.envelope) else None
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
-    changes = ChangeTracker(snapshot=holds_records(session, plan), emit_snapshot=emits_snapshot(subscription),
+    changes = ChangeTracker(snapshot_ends=snapshot_ends(session, plan), emit_snapshot=emits_snapshot(subscription),
                             envelope=envelope) if plan.changes else None
-    prepared = prepare(session, stmt, reset, plan=plan, changelog=plan.changes == AGGREGATE,
-                       whole_batches=changes is not None)
+    prepared = prepare(session, stmt, reset, plan=plan, changelog=plan.changes == AGGREGATE)
     query_id = f"transient_{plan.source.name}_{session.next_id()}"
     if plan.seek.empty:  # contradictory bounds: nothing can match
         return to_pandas([], plan.names)
@@ -103,7 +102,7 @@ def failing_sources(plan: QueryPlan) -> frozenset[str]:
 @stops_on_interrupt
 def subscribe(session, stmt: ast.Subscribe, text, timeout):
     """Materialize's SUBSCRIBE: the snapshot (the current rows at one mz_timestamp), then every
-    change, as diffs (analysis.subscribe). It reads from the earliest offsets whatever
+    change, as diffs (subscribe.rules). It reads from the earliest offsets whatever
     'auto.offset.reset' says: the snapshot, and the state the changes start from, come from
     every record (`WITH (SNAPSHOT = false)` reads them too, and emits the changes only)."""
     emits_snapshot(stmt)  # its options' errors come first
@@ -127,15 +126,16 @@ def _named_query(session, name: str) -> ast.Select:
     return ast.Select(items=(ast.Star(),), source=ast.SourceRef(name))
 
 
-def holds_records(session, plan: QueryPlan) -> bool:
-    """Whether the topics a plan reads held records when it started (then its first
-    micro-batch, which reads them all, is a SUBSCRIBE's snapshot)."""
+def snapshot_ends(session, plan: QueryPlan) -> list[dict[int, int]]:
+    """Per source a plan reads (in the order its query lists them), where the records it held
+    at start end: partition -> end offset, for partitions holding records past where the read
+    starts. A SUBSCRIBE's snapshot is every change until those are read."""
+    ends = []
     for source in _read_sources(plan):
         first = {int(p): o for p, o in (source.properties.get(START_PROPERTY) or {}).items()}  # START OFFSET
         marks = watermarks(source.properties.get("BROKER") or session.bootstrap_servers, source.topic)
-        if any(high > max(low, first.get(p, 0)) for p, (low, high) in marks.items()):
-            return True
-    return False
+        ends.append({p: high for p, (low, high) in marks.items() if high > max(low, first.get(p, 0))})
+    return ends
 
 
 def _read_sources(plan: QueryPlan):

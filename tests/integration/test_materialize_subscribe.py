@@ -155,3 +155,32 @@ def test_an_aggregation_over_an_upsert_source(session, names):
     assert Counter(r[1:] for r in rows[2:]) == Counter([(-1, "blue", 1), (-1, "red", 2), (1, "red", 3)])
     assert {r[0] for r in rows[2:]} == {2000}
     assert consolidated(rows) == _snapshot(session, query)
+
+
+def test_a_snapshot_over_bounded_micro_batches_is_still_one_time(session, names):
+    suffix, bootstrap = names
+    topic = f"mzsb_{suffix}"
+    produce(bootstrap, topic, records([("k1", "a", 1000), ("k2", "b", 1001), ("k1", "c", 1002), ("k3", "e", 1003),
+                                        ("k3", None, 1004), ("k4", "g", 1005), ("k2", "h", 1006)]),
+            create_partitions=1)
+    session.sql(f"CREATE SOURCE b_{suffix} FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT TEXT "
+                "INCLUDE KEY ENVELOPE UPSERT", **MZ)
+    per_trigger = session.max_records_per_trigger
+    session.max_records_per_trigger = 2  # the snapshot's 7 records over 4 micro-batches
+    try:
+        handle = session.sql(f"SUBSCRIBE (SELECT key, text FROM b_{suffix})", **MZ)
+    finally:
+        session.max_records_per_trigger = per_trigger
+    try:
+        snapshot = rows_until(handle, 3)
+        _wait_read(handle, 7)
+        produce(bootstrap, topic, records([("k1", "d", 2000), ("k4", None, 2001)]))
+        rows = rows_until(handle, 6)
+        read = [p["numInputRows"] for p in handle._query.recentProgress if p["numInputRows"]]
+    finally:
+        handle.stop()
+    assert max(read) <= 2 and sum(read) == 9  # each micro-batch bounded, the snapshot's first one too
+    # the current rows, at one mz_timestamp: the newest change's, across the micro-batches
+    assert sorted(snapshot) == [(1006, 1, "k1", "c"), (1006, 1, "k2", "h"), (1006, 1, "k4", "g")]
+    # each key's last row from keyed state, retracted by its change
+    assert rows[3:] == [(2000, -1, "k1", "c"), (2000, 1, "k1", "d"), (2001, -1, "k4", "g")]

@@ -9,7 +9,7 @@ import pytest
 
 from kafkasql_magic.catalog import ViewDef
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.analysis.diff_joins import equalities, referenced_pseudocolumns, spreads_over_buckets
+from kafkasql_magic.engine.diff_join.rules import equalities, referenced_pseudocolumns
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import ast, parse_statement
 
@@ -110,29 +110,3 @@ def test_more_than_two_relations_join_inner_over_append_only_sources_only():
         subscribed(three.format("LEFT JOIN"))
     with pytest.raises(StatementError, match="^SUBSCRIBE over more than two joined relations is not supported yet"):
         subscribed("SELECT o.item FROM orders o JOIN events e ON o.item = e.text JOIN items i ON i.item = o.item")
-
-
-def _spreads(text: str, cat=None) -> bool:
-    plan = subscribed(text, cat=cat)
-    return spreads_over_buckets(plan.statement.joins[0].on, plan.inputs)
-
-
-def test_the_state_is_spread_over_buckets_unless_a_changelog_row_can_move_to_another_join_key():
-    cat = catalog()
-    cat.add(ViewDef("cheap", parse_statement("SELECT item AS name, price FROM items WHERE price < 5",
-                                             dialect="materialize"), dialect="materialize"))
-    cat.add(ViewDef("priced", parse_statement("SELECT price, item FROM items", dialect="materialize"),
-                    dialect="materialize"))
-    # append-only inputs: a row never changes
-    assert _spreads("SELECT o.item FROM orders o FULL JOIN events e ON o.item = e.text")
-    # a changelog joined on its key columns (any expression of them): a key's rows keep one join key
-    assert _spreads("SELECT o.qty, i.price FROM orders o JOIN items i ON o.item = i.item", cat)
-    assert _spreads("SELECT o.qty FROM orders o LEFT JOIN items i ON o.item = concat(i.item, i.item) AND o.id = length(i.item)", cat)
-    assert _spreads("SELECT i.price, j.price FROM items i FULL JOIN items j ON i.item = j.item", cat)
-    assert _spreads("SELECT o.qty, c.price FROM orders o JOIN cheap c ON o.item = c.name", cat)  # the view's key
-    # joined on a value column: an update can move its row to another join key
-    assert not _spreads("SELECT o.qty, i.item FROM orders o JOIN items i ON o.qty = i.price", cat)
-    assert not _spreads("SELECT o.qty FROM orders o JOIN items i ON o.item = i.item AND o.qty = i.price", cat)
-    assert not _spreads("SELECT i.item, j.item FROM items i JOIN items j ON i.item = j.item AND i.price = j.price", cat)
-    assert not _spreads("SELECT o.qty FROM orders o JOIN priced p ON o.qty = p.price", cat)
-    assert not _spreads("SELECT o.qty FROM orders o JOIN items i ON o.id = i.ROWOFFSET", cat)  # per record

@@ -16,7 +16,7 @@ from .lookup import KeyLookup
 from .seek import Seek
 
 STREAM, TABLE = "STREAM", "TABLE"
-#: The columns SUBSCRIBE puts before a diff join's own (analysis.diff_joins): the change's time
+#: The columns SUBSCRIBE puts before a diff join's own (diff_join.rules): the change's time
 #: (epoch milliseconds) and its multiplicity (+1 an insert, -1 a retraction, n for n equal rows).
 MZ_COLUMNS = ("mz_timestamp", "mz_diff")
 
@@ -98,13 +98,13 @@ class QueryPlan:
     #: A join's key (analysis.join_key): the ON operands, the synthetic ROWKEY column if any, and
     #: the key columns the build fills with the join key where their own side is missing.
     join_key: JoinKey | None = None
-    #: A SUBSCRIBE over a join of two relations (analysis.diff_joins): both kept whole as
+    #: A SUBSCRIBE over a join of two relations (diff_join.rules): both kept whole as
     #: multisets in Spark state, the result's changes as rows after `mz_timestamp` and `mz_diff`.
     diffs: bool = False
     #: A push query joining a stream with a table on its key (lookup_join.choice.looks_up_table):
     #: the table is keyed state, each record joined with its row as it is then.
     looks_up: bool = False
-    #: A SUBSCRIBE's output (analysis.subscribe: APPEND, CHANGELOG, AGGREGATE or JOIN): how its rows
+    #: A SUBSCRIBE's output (subscribe.rules: APPEND, CHANGELOG, AGGREGATE or JOIN): how its rows
     #: become Materialize's diffs (`mz_timestamp`, `mz_diff`, then the columns); None otherwise.
     changes: str | None = None
 

@@ -19,7 +19,6 @@ from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from ..table_aggregate.rules import check_table_aggregates, keyed
 from .checks import check_clauses, check_persistent
-from .diff_joins import joins_with_diffs
 from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of, qualified
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
@@ -44,6 +43,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     written_in = _written_in(stmt.source, catalog, dialect)
     aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
                                              if isinstance(i, ast.SelectItem))
+    from ..diff_join.rules import joins_with_diffs  # here: that family's rules import this package
+
     diffs = joins_with_diffs(stmt, inputs, dialect, aggregating)
     check_clauses(stmt, inputs, aggregating, dialect.ksql_clause_rules and written_in.ksql_clause_rules, diffs)
     check_window_timing(stmt, aggregating)

@@ -24,7 +24,7 @@ from ..analysis.plan import QueryPlan
 from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        TOMBSTONE, TOPIC, result_column)
 from .expressions import Compiler, Scope
-from .subscribe import IDENTITY, group_identity
+from ..subscribe.frame_spark import IDENTITY, group_identity
 
 #: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as
 #: in ksqlDB): after a stream-stream join, and to resolve a plan's columns before its stream

@@ -35,11 +35,11 @@ from ..table_join.kinds import join_sides
 from .sessions import sessions
 from ..window.windowed_spark import WindowState, keyed_windowed
 from .decode import current_rows, logical_frame
-from .diff_join import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
+from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
-from .subscribe import IDENTITY, changelog_identity, for_driver
-from ..analysis.subscribe import CHANGELOG
+from ..subscribe.frame_spark import IDENTITY, changelog_identity, for_driver
+from ..subscribe.rules import CHANGELOG
 from ..analysis.row_ids import keyed_by_row_id
 from ..tree import nodes as n
 from ..tree import tree_of

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...sql import ast
 from ..analysis.plan import TABLE, Input, QueryPlan
-from ..analysis.subscribe import CHANGELOG
+from ..subscribe.rules import CHANGELOG
 from . import nodes as n
 
 

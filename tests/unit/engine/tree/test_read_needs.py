@@ -125,10 +125,10 @@ def test_a_materialize_timestamp_column_or_a_persistent_query_reads_the_timestam
 
 
 def test_a_subscribe_reads_each_records_timestamp_and_keeps_its_bytes():
-    """Its diffs carry each record's time as mz_timestamp (engine.analysis.subscribe)."""
+    """Its diffs carry each record's time as mz_timestamp (engine.subscribe.rules)."""
     from dataclasses import replace
 
-    from kafkasql_magic.engine.analysis.subscribe import subscribed
+    from kafkasql_magic.engine.subscribe.rules import subscribed
 
     plan = _plan("SELECT o FROM m", "materialize")
     assert "timestamp" not in _needs(plan, False).metadata

@@ -12,7 +12,7 @@ import pytest
 
 from kafkasql_magic.catalog import ViewDef
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.analysis.subscribe import subscribed
+from kafkasql_magic.engine.subscribe.rules import subscribed
 from kafkasql_magic.engine.tree import explain_lines, tree_of
 from kafkasql_magic.engine.tree import nodes as n
 from kafkasql_magic.engine.tree.explain import LABELS

@@ -1,9 +1,9 @@
 """Materialize's joins in SUBSCRIBE: joins over whole collections (no windows), whose result is a
 stream of diffs (`mz_timestamp`, `mz_diff`, then the columns).
 
-Pure: no Spark. Which push queries join this way, the ON clause's equalities, the refusals, and
-whether the join's state may be spread over hash buckets of join keys. The build
-(`engine/build/diff_join.py`) keeps both inputs as multisets in Spark state.
+Pure: no Spark. Which push queries join this way, the ON clause's equalities and the refusals.
+The build (`engine/diff_join/join_spark.py`) keeps both inputs as multisets in keyed state
+(`state_spark.py`, by `changes.py`'s rules).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render_materialize import MaterializeWriter
-from .plan import TABLE, Input
+from ..analysis.plan import TABLE, Input
 
 
 def joins_with_diffs(stmt: ast.Select, inputs: list[Input], dialect, aggregating: bool) -> bool:
@@ -72,39 +72,6 @@ def equalities(on: ast.Expr, inputs) -> list[tuple[ast.Expr, ast.Expr]]:
     return pairs
 
 
-def spreads_over_buckets(on: ast.Expr, inputs) -> bool:
-    """Whether the join's state may be split by join key (hash buckets, each its own Spark group):
-    true unless a changelog input's join key can change under one record key.
-
-    A changelog's update retracts its key's old row and inserts the new one. When its side of
-    the ON clause names only its key columns, the join key is a function of the record key, so
-    the old and the new row have the same join key and meet in one bucket. When it names a value
-    column, an update may move its row to another join key: the retraction belongs to the old
-    row's bucket, which only the state holding that row knows, and Spark refuses a second
-    stateful step that could keep that row per record key ("Multiple applyInPandasWithStates are
-    not supported on a streaming DataFrames/Datasets"), so such a join keeps one group."""
-    from .select import side_of
-
-    pairs = equalities(on, inputs)
-    for index, side in enumerate(inputs):
-        if side.kind != TABLE:
-            continue
-        keys = {k.lower() for k in _record_key_columns(side)}
-        named = {side_of(ref, inputs)[1] for pair in pairs for ref in ast.walk(pair[index])
-                 if isinstance(ref, ast.ColumnRef)}
-        if not named <= keys:
-            return False
-    return True
-
-
-def _record_key_columns(side: Input) -> tuple[str, ...]:
-    """The columns a changelog input's record key determines: a view's key columns (it selects
-    them: `_check_input`), else the source's key columns."""
-    if side.view is not None:
-        return tuple(side.view.keys)
-    return tuple(c.name for c in side.source.key_columns)
-
-
 def _conjuncts(expr: ast.Expr):
     if isinstance(expr, ast.And):
         yield from _conjuncts(expr.left)
@@ -126,7 +93,7 @@ def _pair(term: ast.Expr, inputs) -> tuple[ast.Expr, ast.Expr] | None:
 
 def _owner(expr: ast.Expr, inputs) -> int | None:
     """The one input every column of `expr` belongs to (None: none or several)."""
-    from .select import side_of
+    from ..analysis.select import side_of
 
     refs = [n for n in ast.walk(expr) if isinstance(n, ast.ColumnRef)]
     owners = {(side_of(r, inputs) or (None,))[0] for r in refs}

@@ -2,14 +2,14 @@
 the refusals. Pure: no Spark.
 
 Every SUBSCRIBE emits `mz_timestamp`, `mz_diff`, then the columns. How the build makes them
-(engine/build/subscribe.py, then the driver's `diffs.ChangeTracker`):
+(engine/subscribe/frame_spark.py, then the driver's `diffs.ChangeTracker`):
 - APPEND: an append-only relation (records, projected and filtered): +1 per record;
 - CHANGELOG: a changelog (ENVELOPE UPSERT, ENVELOPE DEBEZIUM, a table FROM SOURCE, a view over
   one that selects its key): each record replaces its key's row (-1 the old, +1 the new), a
   delete or a row the WHERE clause rejects retracts it;
 - AGGREGATE: GROUP BY or a global aggregate: a group's old row -1, its new row +1, per
   micro-batch; a group that goes (or fails HAVING) -1;
-- JOIN: a join of two relations (analysis.diff_joins), whose step emits the diffs itself.
+- JOIN: a join of two relations (diff_join.rules), whose step emits the diffs itself.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import replace
 
 from ...errors import StatementError
 from ...sql import ast
-from .plan import TABLE, QueryPlan
-from .row_ids import keyed_by_row_id
+from ..analysis.plan import TABLE, QueryPlan
+from ..analysis.row_ids import keyed_by_row_id
 
 APPEND, CHANGELOG, AGGREGATE, JOIN = "APPEND", "CHANGELOG", "AGGREGATE", "JOIN"
 #: SUBSCRIBE's WITH options, in Materialize's order.
