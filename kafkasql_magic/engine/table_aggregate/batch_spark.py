@@ -23,10 +23,11 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import aggregate_columns, computing_error, empty_aggregates, finished, record_columns, stage
+from ..build.aggregate import aggregate_columns, empty_aggregates, finished, record_columns
 from ..build.batch_store import BatchState, BatchStore
-from ..build.expressions import Compiler, Scope
-from ..columns import ERROR, RAW_KEY, TOMBSTONE
+from ..build.expressions import Scope
+from ..columns import ERROR
+from .build_spark import staged_versions
 
 
 class TableState(BatchState):
@@ -46,20 +47,9 @@ def retracted(plan: QueryPlan, frame: DataFrame, scope: Scope, state: TableState
     """One micro-batch (`batch_id`, as Spark numbers them) of a table's changelog -> the changed
     groups' new rows (and tombstones)."""
     state.resume(frame.sparkSession, batch_id)
-    stmt = plan.statement
-    present = ~F.col(TOMBSTONE)  # a NULL value (ENVELOPE DEBEZIUM: a NULL `after`) deletes
-    where_error = F.lit(None).cast("string")
-    if stmt.where is not None:
-        where = Compiler(scope)
-        present = present & F.coalesce(where.compile(stmt.where), F.lit(False))
-        if where.failures:
-            where_error = computing_error(where, stmt.where, "WHERE", None)
-    staged = stage(plan, frame, scope, where_error,
-                   extra=[F.col(RAW_KEY).alias("__k"), F.when(~F.col(TOMBSTONE), present)
-                          .otherwise(F.lit(False)).alias("__present")])
     # a tombstone or a row the WHERE clause rejects removes its key's row, NULL group key or not
-    failed = F.when(F.col("__present"), F.col(ERROR)).otherwise(F.col("__FAILED"))
-    batch = staged.frame.withColumn(ERROR, failed).localCheckpoint()
+    staged = staged_versions(plan, frame, scope)
+    batch = staged.frame.localCheckpoint()
     without_errors(batch, "__errors_aggregate")
     changes = batch.where(F.col("__FAILED").isNull() & F.col("__k").isNotNull())
     newest = Window.partitionBy("__k").orderBy(F.col("__order").desc())

@@ -12,6 +12,7 @@ far and the headers of the change that made it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from pyspark.sql import DataFrame
@@ -25,11 +26,11 @@ from ..columns import ERROR, OFFSET, PARTITION, RAW_KEY, TOMBSTONE
 from .keyed_spark import SIGN, STEP_ORDER, GroupChanges, TableRows
 
 
-def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_errors: Callable[..., DataFrame],
-                     each_change: bool = False) -> DataFrame:
-    """The changelog `frame` of a table -> the changed groups' rows (and tombstones: `TOMBSTONE`).
-    `each_change`: a row per change of a group (ksqlDB's record cache off), else per group and
-    micro-batch."""
+def staged_versions(plan: QueryPlan, frame: DataFrame, scope: Scope):
+    """Each change of the table staged as a row version: its key `__k`, whether it counts
+    (`__present`: not a tombstone, and the WHERE clause holds) and its group keys and aggregate
+    arguments. ERROR holds what to log: a version that does not count logs only its failed
+    expressions, one that counts its NULL group key too."""
     stmt = plan.statement
     present = ~F.col(TOMBSTONE)  # a NULL value (ENVELOPE DEBEZIUM: a NULL `after`) deletes
     where_error = F.lit(None).cast("string")
@@ -41,8 +42,17 @@ def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_er
     staged = stage(plan, frame, scope, where_error,
                    extra=[F.col(RAW_KEY).alias("__k"), F.when(~F.col(TOMBSTONE), present)
                           .otherwise(F.lit(False)).alias("__present")])
-    # a row that does not count logs only its failed expressions; one that counts, its NULL key too
     logged = staged.frame.withColumn(ERROR, F.when(F.col("__present"), F.col(ERROR)).otherwise(F.col("__FAILED")))
+    return replace(staged, frame=logged)
+
+
+def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_errors: Callable[..., DataFrame],
+                     each_change: bool = False) -> DataFrame:
+    """The changelog `frame` of a table -> the changed groups' rows (and tombstones: `TOMBSTONE`).
+    `each_change`: a row per change of a group (ksqlDB's record cache off), else per group and
+    micro-batch."""
+    staged = staged_versions(plan, frame, scope)
+    logged = staged.frame
     changes = without_errors(logged, "__errors_aggregate", keep=True) \
         .where(F.col("__FAILED").isNull() & F.col("__k").isNotNull()) \
         .withColumn("__present", F.col("__present") & F.col(ERROR).isNull())
