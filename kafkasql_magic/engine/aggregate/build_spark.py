@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import aggregate_columns, finished, stage
+from ..build.aggregate import accumulator_specs, finished, stage
 from ..build.expressions import Scope
 from ..columns import OFFSET, PARTITION
 from .keyed_spark import PerRecord
@@ -26,15 +26,7 @@ def per_record_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where
     """`changelog`: a change failing HAVING comes out as a tombstone instead of no row."""
     staged = stage(plan, frame, scope, where_error)
     good = without_errors(staged.frame, "__errors_aggregate")
-    results = good.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
-    specs = []  # (accumulator name, argument columns, argument type or None, result field)
-    if not staged.builders:  # no aggregate call: the per-batch path's row count `__n`
-        specs.append(("COUNT", [], None, results["__n"]))
-    for i, call in enumerate(plan.grouping.calls):
-        _, types_, _ = staged.builders[i]
-        specs.append((call.name, [f"__a{i}_{n}" for n in range(len(types_))], types_[0] if types_ else None,
-                      results[f"__agg{i}"]))
-    arguments = [c for _, columns, _, _ in specs for c in columns]
+    specs, arguments = accumulator_specs(plan, staged, good)
     inputs = good.select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", "__rt", "__rh")
     schema = inputs.schema
     out = T.StructType([schema[k] for k in staged.keys] + [field for *_, field in specs]

@@ -178,3 +178,18 @@ def finished(plan: QueryPlan, grouped: DataFrame, deleted: Column | None = None)
     if plan.changes is not None:  # a SUBSCRIBE: each group's row replaces the group's previous one
         meta.append(group_identity([f"__g{i}" for i in range(len(grouping.keys))]).alias(IDENTITY))
     return grouped.select(*values, *meta)
+
+
+def accumulator_specs(plan: QueryPlan, staged, good: DataFrame) -> tuple[list, list[str]]:
+    """Per aggregate call (accumulator name, argument columns, argument type or None, result
+    field with the per-batch path's type), and every argument column in order; with no call,
+    the per-batch path's row count `__n`."""
+    results = good.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema
+    specs = []
+    if not staged.builders:
+        specs.append(("COUNT", [], None, results["__n"]))
+    for i, call in enumerate(plan.grouping.calls):
+        _, types_, _ = staged.builders[i]
+        specs.append((call.name, [f"__a{i}_{n}" for n in range(len(types_))], types_[0] if types_ else None,
+                      results[f"__agg{i}"]))
+    return specs, [c for _, columns, _, _ in specs for c in columns]

@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 from ...errors import StatementError
 from ..aggregate.accumulators import has_accumulator
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import aggregate_columns, finished, stage
+from ..build.aggregate import accumulator_specs, finished, stage
 from ..build.batch_store import BatchState, BatchStore
 from ..build.expressions import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
@@ -81,15 +81,7 @@ def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error:
                                  "windows is not supported yet by kafkasql_magic.")
     staged = stage(plan, frame, scope, where_error)
     good = without_errors(staged.frame, "__errors_aggregate")
-    results = good.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
-    specs = []  # (accumulator name, argument columns, argument type or None, result field)
-    if not staged.builders:  # no aggregate call: the per-batch path's row count `__n`
-        specs.append(("COUNT", [], None, results["__n"]))
-    for i, call in enumerate(plan.grouping.calls):
-        _, types_, _ = staged.builders[i]
-        specs.append((call.name, [f"__a{i}_{n}" for n in range(len(types_))], types_[0] if types_ else None,
-                      results[f"__agg{i}"]))
-    arguments = [c for _, columns, _, _ in specs for c in columns]
+    specs, arguments = accumulator_specs(plan, staged, good)
     inputs = (good.withColumn("__t", F.unix_millis("__ts"))
               .withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
               .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days")
