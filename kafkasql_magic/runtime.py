@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from .errors import KafkaError, KStreamError, QueryStopped, QueryTimeout
 from .live import LiveModel
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
-from .engine.build import Built
+from .engine.api import Built
 from .engine.columns import result_column
 from .checkpoints import batch_end_offsets, remove_when_stopped, wait_for_stream_thread
 from .diffs import ChangeTracker

@@ -16,10 +16,16 @@ from .analysis import QueryPlan, analyse
 from .analysis.lookup import KeyLookup
 from .aggregate.per_record import per_record
 from .analysis.seek import Seek
-from .build import Built, TableState, WindowState, analysed, build
+from .build.batch_store import BatchStore
+from .build.query import Built, analysed, build, select_over_frame
+from .table_aggregate.batch_spark import TableState
+from .window.windowed_spark import WindowState
 from .build.decode import worker_decoding
 from .tree import tree_of
 from .tree.reads import ReadNeeds, read_needs
+
+__all__ = ["BatchStore", "Built", "Prepared", "Switches", "analysed", "plan_of", "prepare", "read_shape", "row_expression",
+           "select_over_frame"]
 
 #: Session properties that turn an optimisation off ("false"), for benchmarks and tests that
 #: compare with what a read did before it (as Polars' optimisation flags):

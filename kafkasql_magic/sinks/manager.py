@@ -19,7 +19,7 @@ import pandas as pd
 from .. import types
 from ..dialects import limits
 from ..engine.analysis.windowed_source import sink_properties
-from ..engine.build import BatchStore
+from ..engine.api import BatchStore
 from ..engine.columns import result_column
 from ..engine.tree import explain_lines, tree_of
 from ..errors import StatementError

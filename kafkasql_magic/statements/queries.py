@@ -11,7 +11,7 @@ from ..dialects import limits
 from ..engine.analysis import QueryPlan
 from ..engine.subscribe.rules import AGGREGATE, emits_snapshot, subscribed
 from ..engine.api import plan_of, prepare
-from ..engine.build import analysed, select_over_frame
+from ..engine.api import analysed, select_over_frame
 from ..engine.tree import explain_lines, tree_of
 from ..catalog import ViewDef
 from ..diffs import ChangeTracker, KeyedEnvelope

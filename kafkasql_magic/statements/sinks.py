@@ -27,7 +27,7 @@ from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
 from ..sql import ast
 from ..sql.ast_materialize import CreateSink, DropSink, ShowCreateSink
 from ..engine.api import prepare
-from ..engine.build import analysed
+from ..engine.api import analysed
 
 #: Materialize's SHOW SINKS columns: a sink has no size or cluster here (NULL).
 SHOW_SINKS_COLUMNS = ["name", "type", "size", "cluster"]

@@ -23,7 +23,7 @@ from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
 from ..engine.analysis import analyse
 from . import connections, constants
-from ..engine.build import analysed
+from ..engine.api import analysed
 from .listings import FROM_SOURCE
 
 

@@ -28,7 +28,7 @@ from ..kafka.reach import ensure_reachable
 from ..sql import ast
 from ..sql import ast_tables as tables
 from ..engine.api import prepare
-from ..engine.build import analysed
+from ..engine.api import analysed
 
 #: The changelog topic's settings: one partition keeps a table's changes in order; compacted,
 #: as a changelog keyed by row id may be.

@@ -1,8 +1,4 @@
-"""Build: a QueryPlan -> Spark frames (decoding, expressions, joins, aggregation)."""
-
-from .batch_store import BatchStore
-from .query import Built, RawReader, analysed, build, select_over_frame
-from ..table_aggregate.batch_spark import TableState
-from ..window.windowed_spark import WindowState
-
-__all__ = ["BatchStore", "Built", "RawReader", "TableState", "WindowState", "analysed", "build", "select_over_frame"]
+"""Build: a QueryPlan -> Spark frames (decoding, expressions, joins, aggregation). `query.py`
+builds a plan's operator tree through the families' steps; the other modules are the helpers
+those steps share. Nothing is imported here, so that a family's step, importing a helper of
+this package, does not import the builder that imports it."""
