@@ -247,3 +247,29 @@ def test_with_the_record_cache_off_each_group_change_is_written_in_order_across_
         second.stop()
     assert after == before + [("eu", {"N": 1, "TOTAL": 5}, 50), ("us", {"N": 2, "TOTAL": 27}, 50),
                               ("us", {"N": 2, "TOTAL": 28}, 51), ("eu", {"N": 0, "TOTAL": 0}, 52)]
+
+
+def test_collect_list_of_a_time_over_a_table_takes_a_changed_row_back(broker, spark):
+    topic = f"shifts_{uuid.uuid4().hex[:8]}"
+
+    def shift(pid, team, start):
+        return {"key": pid.to_bytes(4, "big"), "timestamp": T0 + pid,
+                "value": json.dumps({"team": team, "start": start})}
+
+    produce(broker.bootstrap_servers, topic, [shift(1, "a", "08:00:00"), shift(2, "a", "09:30:00")],
+            create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    try:
+        s.sql(f"""SET 'auto.offset.reset'='earliest';
+            CREATE TABLE shifts (id INT PRIMARY KEY, team STRING, start TIME)
+              WITH (kafka_topic='{topic}', value_format='JSON');""")
+        handle = s.sql("SELECT team, COLLECT_LIST(start) AS starts FROM shifts GROUP BY team EMIT CHANGES;")
+        settle(handle, "TEAM", lambda st: len(st.get("a", {}).get("STARTS") or []) == 2)
+        handle = s.sql("SELECT team, COLLECT_LIST(start) AS starts FROM shifts GROUP BY team EMIT CHANGES;")
+        produce(broker.bootstrap_servers, topic, [shift(1, "b", "07:15:00")])  # moves from a to b
+        state = settle(handle, "TEAM", lambda st: len(st.get("a", {}).get("STARTS") or []) == 1
+                       and len(st.get("b", {}).get("STARTS") or []) == 1)
+        assert [str(t) for t in state["a"]["STARTS"]] == ["09:30:00"]
+        assert [str(t) for t in state["b"]["STARTS"]] == ["07:15:00"]
+    finally:
+        s.stop()

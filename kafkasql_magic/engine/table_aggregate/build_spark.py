@@ -58,9 +58,13 @@ def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_er
         .withColumn("__present", F.col("__present") & F.col(ERROR).isNull())
     results = changes.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
     specs = [(call.name, [f"__a{i}_{n}" for n in range(len(staged.builders[i][1]))],
-              staged.builders[i][1][0] if staged.builders[i][1] else None, results[f"__agg{i}"])
+              _timeless(staged.builders[i][1][0]) if staged.builders[i][1] else None,
+              T.StructField(f"__agg{i}", _timeless(results[f"__agg{i}"].dataType), results[f"__agg{i}"].nullable))
              for i, call in enumerate(plan.grouping.calls)]
     arguments = list(dict.fromkeys(c for _, columns, _, _ in specs for c in columns))
+    for c in arguments:  # Spark's keyed state holds no TIME: a TIME argument goes through as microseconds
+        if isinstance(changes.schema[c].dataType, T.TimeType):
+            changes = changes.withColumn(c, F.time_to_micros(F.col(c)))
     inputs = changes.select("__k", "__present", *staged.keys, *arguments, PARTITION, "__order", "__rt", "__rh")
     schema = inputs.schema
     version = T.StructType([schema[c] for c in (*staged.keys, *arguments)])
@@ -79,4 +83,24 @@ def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_er
                           names.index(SIGN), names.index(STEP_ORDER), names.index(PARTITION), names.index("__rt"),
                           names.index("__rh"), out.fieldNames(), each_change, plan.dialect.keeps_emptied_groups)
     grouped = steps.groupBy(*staged.keys).transformWithState(groups, out, "Update", "None")
+    for i in range(len(plan.grouping.calls)):
+        grouped = grouped.withColumn(f"__agg{i}", _with_times(F.col(f"__agg{i}"), results[f"__agg{i}"].dataType))
     return finished(plan, grouped, deleted=F.col("__deleted"))
+
+
+def _timeless(dtype: T.DataType) -> T.DataType:
+    """`dtype` with TIME (or a list of TIME) as microseconds of the day: what the state holds."""
+    if isinstance(dtype, T.TimeType):
+        return T.LongType()
+    if isinstance(dtype, T.ArrayType) and isinstance(dtype.elementType, T.TimeType):
+        return T.ArrayType(T.LongType(), dtype.containsNull)
+    return dtype
+
+
+def _with_times(column, dtype: T.DataType):
+    """A result column back as `dtype` where `_timeless` made its TIME microseconds."""
+    if isinstance(dtype, T.TimeType):
+        return F.time_from_micros(column).cast(dtype)
+    if isinstance(dtype, T.ArrayType) and isinstance(dtype.elementType, T.TimeType):
+        return F.transform(column, lambda v: F.time_from_micros(v)).cast(dtype)
+    return column
