@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import pandas as pd
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -129,7 +130,7 @@ def _substring(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> C
     return F.when(count >= 0, F.when(end <= first, F.lit("")).otherwise(F.substring(s, first, end - first)))
 
 
-def _murmur2(values):
+def _murmur2(values: pd.Series) -> pd.Series:
     """Kafka's murmur2 of text or bytes, its sign bit cleared: the hash Kafka's default partitioner
     takes modulo the partition count (the project's producers and Java's place keys by it)."""
     from ...kafka.partitioner import murmur2
