@@ -60,6 +60,19 @@ def conform(value, dtype: T.DataType):
     return value
 
 
+def accumulator_states(specs, make) -> tuple[list, list[T.StructField]]:
+    """Per spec (aggregate name, argument positions, argument type, result type) its accumulator,
+    `make(name, nargs, arg_type, result)`, with its state fields' types; and those fields
+    (`a{i}_{n}`), which a group's ValueState holds after its own."""
+    accumulators, fields = [], []
+    for i, (name, positions, arg_type, result) in enumerate(specs):
+        acc = make(name, len(positions), arg_type, result)
+        types_ = [state_type(kind, arg_type, result) for kind in acc.fields]
+        fields += [T.StructField(f"a{i}_{n}", t) for n, t in enumerate(types_)]
+        accumulators.append((acc, positions, types_, result))
+    return accumulators, fields
+
+
 class PerRecord(StatefulProcessor):
     """One group's accumulators in one ValueState: one get and one update per key and batch."""
 
@@ -69,14 +82,10 @@ class PerRecord(StatefulProcessor):
         self.names = names
 
     def init(self, handle) -> None:
-        self.accumulators, fields = [], [T.StructField("rt", T.LongType())]  # the group's latest time, in µs
-        for i, (name, positions, arg_type, result) in enumerate(self.specs):
-            bits = _BITS.get(type(arg_type))
-            acc = accumulator(name, len(positions), bits)
-            types_ = [state_type(kind, arg_type, result) for kind in acc.fields]
-            fields += [T.StructField(f"a{i}_{n}", t) for n, t in enumerate(types_)]
-            self.accumulators.append((acc, positions, types_, result))
-        self.state = handle.getValueState("aggregates", T.StructType(fields))
+        self.accumulators, fields = accumulator_states(
+            self.specs, lambda name, nargs, arg_type, result: accumulator(name, nargs, _BITS.get(type(arg_type))))
+        rt = T.StructField("rt", T.LongType())  # the group's latest time, in µs
+        self.state = handle.getValueState("aggregates", T.StructType([rt, *fields]))
         self.out = Row(*self.names)
 
     def handleInputRows(self, key, rows, timerValues):

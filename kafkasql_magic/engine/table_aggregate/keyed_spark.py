@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from ..aggregate.accumulators import undoable
-from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, conform, micros, state_type
+from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, accumulator_states, conform, micros
 from .rules import Group, change_order, moves
 
 #: Columns of a group step, between the steps (besides the group keys and arguments).
@@ -77,15 +77,11 @@ class GroupChanges(StatefulProcessor):
         self.names, self.each_change, self.keeps_emptied = names, each_change, keeps_emptied
 
     def init(self, handle) -> None:
-        fields = [T.StructField("rt", T.LongType()), T.StructField("n", T.LongType())]
-        self.accumulators = []
-        for i, (name, positions, arg_type, result) in enumerate(self.specs):
-            # a SUM wraps at its result's width (ksqlDB's SUM of INT is an INT, Materialize's a bigint)
-            acc = undoable(name, len(positions), _BITS.get(type(result if name == "SUM" else arg_type)))
-            types_ = [state_type(kind, arg_type, result) for kind in acc.fields]
-            fields += [T.StructField(f"a{i}_{n}", t) for n, t in enumerate(types_)]
-            self.accumulators.append((acc, positions, types_, result))
-        self.state = handle.getValueState("aggregates", T.StructType(fields))
+        # a SUM wraps at its result's width (ksqlDB's SUM of INT is an INT, Materialize's a bigint)
+        self.accumulators, fields = accumulator_states(self.specs, lambda name, nargs, arg_type, result: undoable(
+            name, nargs, _BITS.get(type(result if name == "SUM" else arg_type))))
+        own = [T.StructField("rt", T.LongType()), T.StructField("n", T.LongType())]
+        self.state = handle.getValueState("aggregates", T.StructType([*own, *fields]))
         self.out = Row(*self.names)
 
     def handleInputRows(self, key, rows, timerValues):

@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from ..aggregate.accumulators import accumulator
-from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, conform, micros, state_type
+from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, accumulator_states, conform, micros
 from .rules import closes_at, expired_message, is_closed, window_starts
 
 
@@ -58,15 +58,12 @@ class WindowAggregates(StatefulProcessor):
         self.size, self.advance, self.grace = timing
 
     def init(self, handle) -> None:
-        self.handle, self.accumulators = handle, []
+        self.handle = handle
+        self.accumulators, accumulated = accumulator_states(
+            self.specs, lambda name, nargs, arg_type, result: accumulator(name, nargs, _BITS.get(type(arg_type))))
         fields = [T.StructField("start", T.LongType()), T.StructField("rt", T.LongType()),
                   T.StructField("rh", self.headers_type), T.StructField("p", T.IntegerType()),
-                  T.StructField("o", T.LongType())]
-        for i, (name, positions, arg_type, result) in enumerate(self.specs):
-            acc = accumulator(name, len(positions), _BITS.get(type(arg_type)))
-            types_ = [state_type(kind, arg_type, result) for kind in acc.fields]
-            fields += [T.StructField(f"a{i}_{n}", t) for n, t in enumerate(types_)]
-            self.accumulators.append((acc, positions, types_, result))
+                  T.StructField("o", T.LongType()), *accumulated]
         self.state = handle.getValueState("windows", T.StructType([T.StructField(
             "w", T.ArrayType(T.StructType(fields), False))]))
         self.out = Row(*self.names)
