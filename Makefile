@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 # Notebook kernels start `python` from PATH: make it the project's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-unit test-integration test-notebooks test-browser bench check-java clean
+.PHONY: demo test test-docs test-unit test-integration test-notebooks test-browser bench check-java clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,browser]'
+	$(BIN)/pip install -q -e '.[test,browser,docs]'
 	touch $(STAMP)
 
 # The peer systems of bench/peers.py (quixstreams, Pathway) pin older confluent-kafka and pyarrow
@@ -35,7 +35,12 @@ check-java:
 demo: check-java $(STAMP)
 	$(BIN)/python -m kafkasql_magic.demo
 
-test: check-java $(STAMP) test-unit test-integration test-notebooks test-browser
+test: check-java $(STAMP) test-docs test-unit test-integration test-notebooks test-browser
+
+# The documentation site (mkdocs.yml, docs/) built strictly: a broken link, anchor or page fails.
+# Its examples (and the README's) run in tests/integration/test_readme.py.
+test-docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet --site-dir site
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
@@ -71,4 +76,4 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/peers.py --peer-python $(BENCH_VENV)/bin/python
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache spark-warehouse
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache spark-warehouse site
