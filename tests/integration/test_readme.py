@@ -1,9 +1,12 @@
-"""Every SQL example in README.md runs on the embedded stack, as written.
+"""Every SQL example in README.md and on the documentation site (docs/*.md) runs on the embedded
+stack, as written.
 
-The ```sql blocks are `%%kstream` cells: their statements run in one session. The ```python
-blocks that call `ks.connect(...)` run as they are, with `connect` handing back the test
-session (the README's address is a placeholder). A ```py block shows settings that need a
-secured cluster the embedded stack cannot be, and is not run.
+The ```sql blocks are `%%kstream` cells: their statements run in one session, page after page
+(README.md first, then docs/ in name order). A live query's example gets one record written to
+its topic and must show it; when a ```text block follows the example, it is the output the page
+promises, and the row must read as it says. The ```python blocks that call `ks.connect(...)` run
+as they are, with `connect` handing back the test session (the address is a placeholder). A ```py
+block shows settings that need a secured cluster the embedded stack cannot be, and is not run.
 """
 
 from __future__ import annotations
@@ -18,12 +21,29 @@ import kafkasql_magic as ks
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.runtime import PushQuery
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
-def blocks(language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(README.read_text()) if lang == language]
+def fenced(page: Path) -> list[tuple[str, str]]:
+    return FENCE.findall(page.read_text())
+
+
+def examples(language: str) -> list[tuple[str, str, str | None]]:
+    """(where, body, the ```text block right after it or None) of every block in `language`."""
+    found = []
+    for page in PAGES:
+        blocks = fenced(page)
+        ours = [i for i, (lang, _) in enumerate(blocks) if lang == language]
+        for n, i in enumerate(ours):
+            after = blocks[i + 1][1] if i + 1 < len(blocks) and blocks[i + 1][0] == "text" else None
+            found.append((f"{page.relative_to(ROOT)} {language} block {n}", blocks[i][1], after))
+    return found
+
+
+SQL = examples("sql")
+PYTHON = [e for e in examples("python") if "ks.connect(" in e[1]]
 
 
 def cell_body(block: str) -> str:
@@ -32,9 +52,9 @@ def cell_body(block: str) -> str:
     return "\n".join(lines[1:] if lines and lines[0].startswith("%%kstream") else lines)
 
 
-def test_the_readme_has_sql_examples():
-    assert blocks("sql"), "README.md has no ```sql block"
-    assert any("ks.connect(" in b for b in blocks("python")), "README.md shows no Python API example"
+def test_the_pages_have_examples():
+    assert [w for w, _, _ in SQL if w.startswith("README.md")], "README.md has no ```sql block"
+    assert PYTHON, "no page shows a Python API example"
 
 
 def wait_for_rows(query: PushQuery, n: int, timeout: float = 90) -> None:
@@ -45,24 +65,36 @@ def wait_for_rows(query: PushQuery, n: int, timeout: float = 90) -> None:
     assert len(query.rows()) >= n, f"{query} saw {len(query.rows())} of {n} rows"
 
 
-@pytest.mark.parametrize("index", range(len(blocks("sql"))))
-def test_sql_block_runs(session, broker, index):
-    result = session.sql(cell_body(blocks("sql")[index]))
+def shown_rows(text: str) -> list[dict[str, str]]:
+    """A ```text output block: a line of column names, then one line per row, columns apart by
+    two or more spaces."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    names = lines[0].split()
+    return [dict(zip(names, re.split(r"\s{2,}", line.strip()))) for line in lines[1:]]
+
+
+@pytest.mark.parametrize("where, body, output", SQL, ids=[w for w, _, _ in SQL])
+def test_sql_block_runs(session, broker, where, body, output):
+    result = session.sql(cell_body(body))
     if isinstance(result, PushQuery):  # a live query: it must keep running and show new records
         topic = session.catalog.get(result.plan.source.name).topic
         produce(broker.bootstrap_servers, topic, [
             {"key": (7).to_bytes(4, "big"), "value": b'{"item": "pen", "qty": 3, "price": 1.5}',
              "headers": [("channel", b"web")]}])
         wait_for_rows(result, 1)
+        rows = result.rows()
         result.stop()
         assert result.state in ("STOPPED", "FINISHED"), result.state
+        if output is not None:
+            got = [{name: str(value) for name, value in row.items()} for row in rows.to_dict("records")]
+            assert got == shown_rows(output), f"{where} shows {shown_rows(output)}, the query gave {got}"
 
 
-@pytest.mark.parametrize("index", [i for i, b in enumerate(blocks("python")) if "ks.connect(" in b])
-def test_python_block_runs(session, monkeypatch, index):
+@pytest.mark.parametrize("where, body, output", PYTHON, ids=[w for w, _, _ in PYTHON])
+def test_python_block_runs(session, monkeypatch, where, body, output):
     monkeypatch.setattr(ks, "connect", lambda *args, **kwargs: session)
     namespace: dict = {}
-    exec(compile(blocks("python")[index], f"README.md python block {index}", "exec"), namespace)
+    exec(compile(body, where, "exec"), namespace)
     for value in namespace.values():
         if isinstance(value, PushQuery):
             assert value.failure is None, value.failure

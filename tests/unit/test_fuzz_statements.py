@@ -1,8 +1,8 @@
 """Fuzzing: mutated real statements must fail, if they fail, with the project's user error.
 
-The corpus is every statement the tests, the notebooks and the README use. Hypothesis mutates
-them (tokens deleted, duplicated, swapped or replaced by keywords, operators, huge literals;
-spans wrapped in deep nesting), parses each in both dialects, type-checks every query that
+The corpus is every statement the tests, the notebooks, the README and the docs/ pages use.
+Hypothesis mutates them (tokens deleted, duplicated, swapped or replaced by keywords, operators,
+huge literals; spans wrapped in deep nesting), parses each in both dialects, type-checks every query that
 parses against a small set of typed columns, plans it (the analysis step, no Spark) against a
 catalog of every source the corpus declares, and validates every CREATE that parses as the
 session would. Any exception that is not a `KStreamError` fails the test. The run is
@@ -48,7 +48,7 @@ def _from_notebook(path: Path) -> list[str]:
             for body in [body.split("\n", 1)[1] if "\n" in body else ""]]
 
 
-def _from_readme(path: Path) -> list[str]:
+def _from_markdown(path: Path) -> list[str]:
     return re.findall(r"```sql\n(.*?)```", path.read_text(), re.DOTALL)
 
 
@@ -56,7 +56,7 @@ def corpus() -> list[str]:
     texts = [t for p in sorted((ROOT / "tests").rglob("*.py")) if p.name != Path(__file__).name
              for t in _from_python(p)]
     texts += [t for p in sorted((ROOT / "notebooks").glob("*.ipynb")) for t in _from_notebook(p)]
-    texts += _from_readme(ROOT / "README.md")
+    texts += [t for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] for t in _from_markdown(p)]
     statements = []
     for text in texts:
         try:
