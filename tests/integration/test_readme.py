@@ -1,12 +1,13 @@
 """Every SQL example in README.md and on the documentation site (docs/*.md) runs on the embedded
 stack, as written.
 
-The ```sql blocks are `%%kstream` cells: their statements run in one session, page after page
-(README.md first, then docs/ in name order). A live query's example gets one record written to
-its topic and must show it; when a ```text block follows the example, it is the output the page
-promises, and the row must read as it says. The ```python blocks that call `ks.connect(...)` run
-as they are, with `connect` handing back the test session (the address is a placeholder). A ```py
-block shows settings that need a secured cluster the embedded stack cannot be, and is not run.
+The ```sql blocks are `%%kstream` cells (in the dialect their magic line names): their statements
+run in one session, page after page (README.md first, then docs/ in name order). A live query's
+example gets one record written to its topic and must show it. When a ```text block follows an
+example, it is the output the page promises: the live query's row, or a finite result's rows, must
+read as it says. The ```python blocks that call `ks.connect(...)` run as they are, with `connect`
+handing back the test session (the address is a placeholder). A ```py block shows settings that
+need a secured cluster the embedded stack cannot be, and is not run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import kafkasql_magic as ks
@@ -46,10 +48,13 @@ SQL = examples("sql")
 PYTHON = [e for e in examples("python") if "ks.connect(" in e[1]]
 
 
-def cell_body(block: str) -> str:
-    """The SQL of a `%%kstream` cell (the magic's line removed)."""
+def cell(block: str) -> tuple[str, str | None]:
+    """The SQL of a `%%kstream` cell (the magic's line removed) and the dialect that line names."""
     lines = block.splitlines()
-    return "\n".join(lines[1:] if lines and lines[0].startswith("%%kstream") else lines)
+    if not lines or not lines[0].startswith("%%kstream"):
+        return block, None
+    dialect = re.search(r"--dialect[ =](\w+)", lines[0])
+    return "\n".join(lines[1:]), dialect and dialect.group(1)
 
 
 def test_the_pages_have_examples():
@@ -75,7 +80,8 @@ def shown_rows(text: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("where, body, output", SQL, ids=[w for w, _, _ in SQL])
 def test_sql_block_runs(session, broker, where, body, output):
-    result = session.sql(cell_body(body))
+    text, dialect = cell(body)
+    rows = result = session.sql(text, dialect=dialect)
     if isinstance(result, PushQuery):  # a live query: it must keep running and show new records
         topic = session.catalog.get(result.plan.source.name).topic
         produce(broker.bootstrap_servers, topic, [
@@ -85,9 +91,10 @@ def test_sql_block_runs(session, broker, where, body, output):
         rows = result.rows()
         result.stop()
         assert result.state in ("STOPPED", "FINISHED"), result.state
-        if output is not None:
-            got = [{name: str(value) for name, value in row.items()} for row in rows.to_dict("records")]
-            assert got == shown_rows(output), f"{where} shows {shown_rows(output)}, the query gave {got}"
+    if output is not None:  # the rows the page shows
+        assert isinstance(rows, pd.DataFrame), f"{where} shows rows, the example gave {rows!r}"
+        got = [{name: str(value) for name, value in row.items()} for row in rows.to_dict("records")]
+        assert got == shown_rows(output), f"{where} shows {shown_rows(output)}, the query gave {got}"
 
 
 @pytest.mark.parametrize("where, body, output", PYTHON, ids=[w for w, _, _ in PYTHON])
