@@ -24,6 +24,9 @@ KNOWN_PROPERTIES = frozenset({
 
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
+WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
+#: Formats that can write a single value column either wrapped in a record or bare.
+WRAPPABLE = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR"})
 #: Not a ksqlDB property: the session passes its registry URL to the formats this way.
 SCHEMA_REGISTRY_URL = "schema.registry.url"
 
@@ -51,6 +54,7 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         raise StatementError('Missing required property "KAFKA_TOPIC" which has no default value.')
     key_spec, value_spec = _formats(props, settings)
     columns, value_spec = _with_inferred(columns, key_spec, value_spec, props, infer)
+    value_spec = with_default_wrapping(value_spec, sum(c.role == VALUE for c in columns), settings)
     KSQL.check_unique(c.name for c in columns)
     if not columns:
         raise StatementError("The statement does not define any columns.")
@@ -64,6 +68,16 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         kind=stmt.kind, name=stmt.name, topic=str(topic), key_format=key_spec,
         value_format=value_spec, columns=columns, statement=text, properties=props,
     )
+
+
+def with_default_wrapping(spec: FormatSpec, value_count: int, settings: dict) -> FormatSpec:
+    """A value format without WRAP_SINGLE_VALUE takes `ksql.persistence.wrap.single.values` when
+    the value is one column and the format can wrap it either way, as ksqlDB's
+    `SerdeFeaturesFactory` does; a statement's own WITH wins, and nothing comes from another source."""
+    default = settings.get(WRAP_SINGLE_VALUES)
+    if default is None or "WRAP_SINGLE_VALUE" in spec.options or value_count != 1 or spec.name not in WRAPPABLE:
+        return spec
+    return FormatSpec(spec.name, {**spec.options, "WRAP_SINGLE_VALUE": str(default).lower()})
 
 
 def check_key_types(keys) -> None:

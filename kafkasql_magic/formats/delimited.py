@@ -1,9 +1,13 @@
-"""DELIMITED: one line of CSV (quoting per RFC 4180), fields in column order."""
+"""DELIMITED: one line of CSV, fields in column order, quoted as ksqlDB writes them.
+
+ksqlDB writes DELIMITED with Apache Commons CSV 1.4 (`CSVFormat.DEFAULT`, quote mode MINIMAL),
+whose rule for when a field is quoted is its own (`needs_quotes`): not only a field holding the
+delimiter, a quote or a line break, but also one starting with a character up to `#`, ending in
+one up to a space, and, first in its record, empty or starting with anything but an ASCII letter
+or digit (`"-10"`). A quote inside is doubled; leading and trailing spaces are kept.
+"""
 
 from __future__ import annotations
-
-import csv
-import io
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -14,6 +18,21 @@ from .json import CONVERTERS  # bytes are base64 text here too
 
 _CORRUPT = "__corrupt_record"
 _DELIMITER_NAMES = {"TAB": "\t", "SPACE": " "}
+
+
+def needs_quotes(text: str, first: bool, sep: str) -> bool:
+    """Commons CSV 1.4's MINIMAL quoting: is `text` written in quotes?"""
+    if not text:
+        return first
+    if first and not (text[0].isascii() and text[0].isalnum()):
+        return True
+    return text[0] <= "#" or any(c in text for c in ("\r", "\n", '"', sep)) or text[-1] <= " "
+
+
+def quoted_line(cells: list, sep: str) -> str:
+    """One record's text: NULL as nothing, each field quoted where `needs_quotes` says."""
+    return sep.join("" if c is None else f'"{c.replace(chr(34), chr(34) * 2)}"' if needs_quotes(c, i == 0, sep)
+                    else c for i, c in enumerate(cells))
 
 
 def delimiter(spec, role: str) -> str:
@@ -30,10 +49,8 @@ class DelimitedFormat(Format):
     def encode(self, values, fields, spec, role):
         if not fields:
             return None
-        out = io.StringIO()
-        cells = ["" if v is None else json_ready(v) for v in values]
-        csv.writer(out, delimiter=delimiter(spec, role), lineterminator="").writerow(cells)
-        return out.getvalue().encode()
+        cells = [None if v is None else str(v).lower() if isinstance(v, bool) else str(json_ready(v)) for v in values]
+        return quoted_line(cells, delimiter(spec, role)).encode()
 
     def decode(self, raw, fields, spec, role):
         if not fields:
@@ -45,7 +62,7 @@ class DelimitedFormat(Format):
         parsed = F.from_csv(
             raw.cast("string"),
             text_schema.simpleString()[len("struct<"):-1].replace(":", " "),
-            {"sep": delimiter(spec, role), "mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
+            {"sep": delimiter(spec, role), "escape": '"', "mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
         )
         columns, checks = [], [
             utf8_check(raw),

@@ -109,11 +109,29 @@ def _json(columns, fields, spec, role, registered):
     return _utf8(F.to_json(F.struct(*ready), _JSON_OPTIONS))
 
 
+def _csv_cell(text: Column, first: bool, sep: str) -> Column:
+    """A field's text quoted as `formats.delimited.needs_quotes` says (Commons CSV 1.4)."""
+    head, tail = F.substring(text, 1, 1), F.substring(text, -1, 1)
+    special = [F.instr(text, c) > 0 for c in ("\r", "\n", '"', sep)]
+    quote = (head <= F.lit("#")) | (tail <= F.lit(" "))
+    for found in special:
+        quote = quote | found
+    if first:
+        quote = (text == F.lit("")) | ~head.rlike("^[0-9A-Za-z]$") | quote
+    else:
+        quote = (text != F.lit("")) & quote
+    inner = F.replace(text, F.lit('"'), F.lit('""'))
+    return F.coalesce(F.when(quote, F.concat(F.lit('"'), inner, F.lit('"'))).otherwise(text), F.lit(""))
+
+
 def _delimited(columns, fields, spec, role, registered):
     from ..formats.delimited import delimiter
 
-    ready = [_json_ready(c, f.type).alias(f"_{i}") for i, (c, f) in enumerate(zip(columns, fields))]
-    return _utf8(F.to_csv(F.struct(*ready), {"sep": delimiter(spec, role), "nullValue": ""}))
+    sep = delimiter(spec, role)
+    texts = [c if f.type.name == "STRING" else F.to_csv(F.struct(_json_ready(c, f.type).alias("_")), {"nullValue": ""})
+             for c, f in zip(columns, fields)]
+    nulls = [F.when(c.isNotNull(), t) for c, t in zip(columns, texts)]
+    return _utf8(F.concat_ws(sep, *[_csv_cell(t, i == 0, sep) for i, t in enumerate(nulls)]))
 
 
 def _none(columns, fields, spec, role, registered):

@@ -13,13 +13,14 @@ from typing import Sequence
 
 from .. import formats, types
 from ..catalog import KEY, VALUE, Column, SourceDef
-from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT, check_key_types
+from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT, check_key_types, with_default_wrapping
 from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
 
-#: Format options a sink inherits with the format itself (schema ids belong to the source's topic).
-INHERITED_OPTIONS = {"key": ("KEY_DELIMITER",), "value": ("VALUE_DELIMITER", "WRAP_SINGLE_VALUE")}
+#: Format options a sink inherits with the format itself (schema ids belong to the source's topic;
+#: WRAP_SINGLE_VALUE is the statement's own or the session's default, never the source's).
+INHERITED_OPTIONS = {"key": ("KEY_DELIMITER",), "value": ("VALUE_DELIMITER",)}
 #: Statement kind -> ksqlDB's query id prefix.
 QUERY_PREFIXES = {"STREAM": "CSAS", "TABLE": "CTAS", "INSERT": "INSERTQUERY", "SINK": "SINK"}
 
@@ -133,7 +134,8 @@ def sink_source(kind: str, name: str, props: dict, outputs: Sequence[Output], le
     key_spec, value_spec = sink_formats(props, leftmost, bool(keys), settings)
     shared = {"KAFKA_TOPIC": topic, "SCHEMA_REGISTRY_URL": registry_url}
     key_spec = FormatSpec(key_spec.name, {**key_spec.options, **shared})
-    value_spec = FormatSpec(value_spec.name, {**value_spec.options, **shared})
+    value_spec = with_default_wrapping(FormatSpec(value_spec.name, {**value_spec.options, **shared}), len(values),
+                                       settings)
     check_key_types((f.name, f.type) for f in keys)
     _check_format(key_spec, keys, "key", kind)
     _check_format(value_spec, values, "value", kind)

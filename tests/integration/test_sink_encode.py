@@ -65,9 +65,37 @@ def test_json_single_key_and_unwrapped_value_are_bare(spark):
 
 def test_delimited_quotes_and_empty_nulls(spark):
     got = encoded(spark, [Field("I", INT), Field("S", STRING), Field("T", TS)], FormatSpec("DELIMITED"))
-    assert got == [b'1,"a,b",1704164645006', b"-7,,"]
+    assert got == [b'1,"a,b",1704164645006', b'"-7",,']  # a first field not starting alphanumeric is quoted
     tab = FormatSpec("DELIMITED", {"VALUE_DELIMITER": "TAB"})
-    assert encoded(spark, [Field("I", INT), Field("B", BIGINT)], tab) == [b"1\t-1", b"-7\t1099511627776"]
+    assert encoded(spark, [Field("I", INT), Field("B", BIGINT)], tab) == [b"1\t-1", b'"-7"\t1099511627776']
+
+
+#: ksqlDB's own expected records (query-validation-tests string.json, bytes-and-strings.json, date.json):
+#: Commons CSV 1.4 quotes a field starting with a character up to '#' or ending in one up to a space,
+#: and the record's first field unless it starts with an ASCII letter or digit; spaces are kept.
+KSQLDB_DELIMITED = [
+    ([" \t with white space \t", " \t WITH WHITE SPACE \t", "with white space", "\t wit"],
+     b'" \t with white space \t"," \t WITH WHITE SPACE \t",with white space,"\t wit"'),
+    (["!", "IQ==", "!"], b'"!",IQ==,"!"'),
+    (["#", "Iw==", "#"], b'"#",Iw==,"#"'),
+    (["-10"], b'"-10"'),
+    (["1AB2", "GrI=", "1AB2"], b"1AB2,GrI=,1AB2"),
+    (['say "hi"', "", None, "x-"], b'"say ""hi""",,,x-'),
+    (["", "a"], b'"",a'),
+]
+
+
+@pytest.mark.parametrize("values, want", KSQLDB_DELIMITED)
+def test_delimited_quotes_as_ksqldb_writes_them(spark, values, want):
+    fields = [Field(f"S{i}", STRING) for i in range(len(values))]
+    df = spark.createDataFrame([tuple(values)], ", ".join(f"s{i} string" for i in range(len(values))))
+    got = df.select(encode([df[f"s{i}"] for i in range(len(values))], fields, FormatSpec("DELIMITED"), "value")
+                    .alias("out")).collect()[0].out
+    assert got == want
+    assert formats.lookup("DELIMITED").encode(list(values), fields, FormatSpec("DELIMITED"), "value") == want
+    decoded = formats.lookup("DELIMITED").decode(F.lit(want), fields, FormatSpec("DELIMITED"), "value")
+    row = df.select(*decoded.columns).collect()[0]
+    assert [v if v != "" else None for v in row] == [v if v != "" else None for v in values]
 
 
 def test_none_writes_no_bytes(spark):

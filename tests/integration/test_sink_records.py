@@ -132,3 +132,34 @@ def test_insert_values_lands_keys_where_ksqldb_would(ksql, broker):
     placed = {r["key"]: r["partition"] for r in got}
     assert placed == {k.encode(): default_partition(k.encode(), 4) for k in keys}
     assert len(set(placed.values())) > 1  # the keys spread: the check above can tell partitioners apart
+
+
+def test_a_sink_wraps_its_single_value_whatever_its_source_does(ksql, broker):
+    """json.json's 'anonymous - deserialize' cases: WRAP_SINGLE_VALUE=false is the source's, not the sink's."""
+    src, topic = tagged("BARE")
+    ksql.sql(f"CREATE STREAM {src} (V INT) WITH (WRAP_SINGLE_VALUE=false, kafka_topic='{topic}', "
+             "value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": b"10", "timestamp": BASE}])
+    query = ksql.sql(f"CREATE STREAM OUT_{src} AS SELECT * FROM {src};")
+    assert query.wait_for_records(1, 180), query.failure
+    assert [json.loads(r["value"]) for r in history(broker, f"OUT_{src}", 1)[None]] == [{"V": 10}]
+
+
+def test_wrap_single_values_setting_reaches_sources_and_sinks(ksql, broker):
+    """serdes.json's 'pick up value wrapping from config' cases: the setting is the default of a
+    statement whose value is one column, for reading and for writing."""
+    ksql.sql("SET 'ksql.persistence.wrap.single.values'='false';")
+    src, topic = tagged("ONE")
+    ksql.sql(f"CREATE STREAM {src} (K STRING KEY, FOO STRING) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    two, two_topic = tagged("TWO")
+    ksql.sql(f"CREATE STREAM {two} (K STRING KEY, FOO STRING, FOO2 STRING) WITH (kafka_topic='{two_topic}', "
+             "value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"key": b"k", "value": b'"bar"', "timestamp": BASE}])
+    produce(broker.bootstrap_servers, two_topic, [record(b"k", {"FOO": "bar", "FOO2": "blar"}, BASE)])
+    read = ksql.sql(f"CREATE STREAM R_{src} AS SELECT K, FOO, FOO AS FOO2 FROM {src};")
+    written = ksql.sql(f"CREATE STREAM W_{two} AS SELECT K, FOO FROM {two};")
+    for query in (read, written):
+        assert query.wait_for_records(1, 180), query.failure
+    assert json.loads(history(broker, f"R_{src}", 1)[b"k"][0]["value"]) == {"FOO": "bar", "FOO2": "bar"}
+    assert json.loads(history(broker, f"W_{two}", 1)[b"k"][0]["value"]) == "bar"
