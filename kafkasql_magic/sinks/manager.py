@@ -18,7 +18,8 @@ import pandas as pd
 
 from .. import types
 from ..dialects import limits
-from ..engine.analysis.windowed_source import sink_properties
+from ..catalog import SourceDef
+from ..engine.analysis.windowed_source import BOUND_COLUMNS, sink_properties, window_of
 from ..engine.api import BatchStore
 from ..engine.columns import result_column
 from ..engine.tree import explain_lines, tree_of
@@ -78,7 +79,7 @@ class PersistentQueries:
                                  "with the same name already exists")
         props = sink_plan.properties(stmt.properties)
         limits.check_properties(props)
-        query, prepared, outputs, window = self._planned(stmt.query, stmt.kind)
+        query, prepared, outputs, window, windowing = self._planned(stmt.query, stmt.kind)
         plan = prepared.plan
         leftmost = plan.source
         check_key_projected(stmt.name, plan)
@@ -87,9 +88,8 @@ class PersistentQueries:
         by_null = stmt.query.partition_by == (ast.Literal(None, "NULL"),)
         sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
                                      self.session.schema_registry_url, text, partitioned_by_null=by_null)
-        if stmt.query.window is not None:  # read back one row per key and window
-            bounds = sink_properties(stmt.query.window, _window_outputs(stmt.query))
-            sink = replace(sink, properties={**sink.properties, **bounds})
+        if windowing is not None:  # read back one row per key and window
+            sink = replace(sink, properties={**sink.properties, **windowing[1]})
         if not start:
             catalog.add(sink, or_replace=True)
             return None
@@ -105,7 +105,7 @@ class PersistentQueries:
         query_id = query_id or sink_plan.query_id(stmt.kind, sink.name, next(self._numbers))
         write = SinkWrite(sink, registered, window.get("WINDOWSTART"), tuple(window.values()),
                           props.get("TIMESTAMP"), self.session.bootstrap_servers,
-                          session_end=window.get("WINDOWEND") if select_is_session(query) else None,
+                          session_end=window.get("WINDOWEND") if _is_session(windowing) else None,
                           partitions=self._partition_count(sink.topic) if window else None,
                           in_record_order=prepared.per_record)
         catalog.add(sink, or_replace=stmt.or_replace)
@@ -119,7 +119,7 @@ class PersistentQueries:
 
         target = insert_target(self.session.catalog, stmt, self.session.dialect_now.name)
         check_insert_select(target)
-        query, prepared, outputs, window = self._planned(stmt.query)
+        query, prepared, outputs, window, windowing = self._planned(stmt.query)
         check_key_projected(target.name, prepared.plan)
         check_insert_kind(target, prepared.plan)
         sink_plan.check_insert(target, outputs)
@@ -127,7 +127,7 @@ class PersistentQueries:
                       for role, fields, spec in self._roles(target, window)}
         write = SinkWrite(target, registered, window.get("WINDOWSTART"), tuple(window.values()), None,
                           self.session.bootstrap_servers,
-                          session_end=window.get("WINDOWEND") if select_is_session(query) else None,
+                          session_end=window.get("WINDOWEND") if _is_session(windowing) else None,
                           partitions=self._partition_count(target.topic) if window else None,
                           in_record_order=prepared.per_record)
         query_id = query_id or sink_plan.query_id("INSERT", target.name, next(self._numbers))
@@ -143,8 +143,10 @@ class PersistentQueries:
         from ..engine.api import prepare
 
         check_persistent(select, kind)
-        selected = _window_outputs(select) if select.window is not None else {}
-        unselected = _unselected_bounds(select, selected)
+        source_window = self._kept_window(select)
+        session = select_is_session(select) or (source_window is not None and source_window.kind == "SESSION")
+        selected = _window_outputs(select, source_window is not None) if select.window or source_window else {}
+        unselected = _unselected_bounds(selected, session) if select.window or source_window else {}
         query = replace(select, emit_changes=True,
                         items=(*select.items, *(ast.SelectItem(ast.ColumnRef(bound), alias)
                                                 for bound, alias in unselected.items())))
@@ -157,7 +159,22 @@ class PersistentQueries:
                              name in key_names and name not in selected.values())
             for i, name in enumerate(plan.names) if name not in unselected.values()], plan.key_names)
         sink_plan.check_value_columns(outputs)
-        return query, prepared, outputs, {**selected, **unselected}
+        if select.window is not None:
+            windowing = (select.window.kind, sink_properties(select.window, selected))
+        elif source_window is not None:
+            windowing = (source_window.kind, _kept_window_properties(plan.source, selected))
+        else:
+            windowing = None
+        return query, prepared, outputs, {**selected, **unselected}, windowing
+
+    def _kept_window(self, select: ast.Select):
+        """The window of a windowed source (WITH WINDOW_TYPE, or a windowed table) that a query
+        keeps its records in: one that neither aggregates nor joins it writes each record's window
+        back into its key, as ksqlDB does ('import tumbling stream')."""
+        if select.window is not None or select.group_by or select.joins:
+            return None
+        relation = self.session.catalog.get(base_relation(select.source))
+        return window_of(relation) if isinstance(relation, SourceDef) else None
 
     @staticmethod
     def _roles(sink, window: dict):
@@ -253,21 +270,32 @@ def select_is_session(select: ast.Select) -> bool:
     return select.window is not None and select.window.kind == "SESSION"
 
 
-def _unselected_bounds(select: ast.Select, selected: dict[str, str]) -> dict[str, str]:
+def _is_session(windowing) -> bool:
+    return windowing is not None and windowing[0] == "SESSION"
+
+
+def _unselected_bounds(selected: dict[str, str], session: bool) -> dict[str, str]:
     """The window bounds the record key needs that the query does not select -> a hidden output
     column to plan them in: ksqlDB writes the window into the key whether or not it is selected
     (the start; for a session, the end too)."""
-    if select.window is None:
-        return {}
-    needed = WINDOW_BOUNDS if select_is_session(select) else WINDOW_BOUNDS[:1]
+    needed = WINDOW_BOUNDS if session else WINDOW_BOUNDS[:1]
     return {bound: f"__KEY_{bound}" for bound in needed if bound not in selected}
 
 
-def _window_outputs(select: ast.Select) -> dict[str, str]:
-    """WINDOWSTART / WINDOWEND -> the output column selecting it (its alias, or its own name)."""
+def _window_outputs(select: ast.Select, star_has_bounds: bool = False) -> dict[str, str]:
+    """WINDOWSTART / WINDOWEND -> the output column selecting it (its alias, or its own name;
+    `SELECT *` over a windowed source selects both)."""
     found = {}
     for item in select.items:
+        if isinstance(item, ast.Star) and star_has_bounds:
+            found.update({bound: bound for bound in WINDOW_BOUNDS if bound not in found})
         if isinstance(item, ast.SelectItem) and isinstance(item.expr, ast.ColumnRef) \
                 and item.expr.name.upper() in WINDOW_BOUNDS:
             found[item.expr.name.upper()] = item.alias or item.expr.name.upper()
     return found
+
+
+def _kept_window_properties(source: SourceDef, selected: dict[str, str]) -> dict[str, str]:
+    """A sink that keeps its source's window is windowed as the source is, in its catalog entry."""
+    own = {k: v for k, v in source.properties.items() if k in ("WINDOW_TYPE", "WINDOW_SIZE")}
+    return {**own, BOUND_COLUMNS: ",".join(f"{column}={bound}" for bound, column in selected.items())}

@@ -137,3 +137,25 @@ def test_ksqldb_inner_join_with_out_of_order_and_custom_grace_period(ksql, broke
     # micro-batches: only the left input has reached 330 s when keys 2 and 3 come
     assert two_batches(ksql, broker, "INNER", FIRST, LATE, 2) == [
         (0, {"L1": "A", "L2": "a"}, 60_000), (4, {"L1": "E", "L2": "e"}, 330_000)]
+
+
+def test_qualified_rowtimes_beside_star(ksql, broker):
+    # joins.json "on struct field": `SELECT *, S1.ROWTIME, S2.ROWTIME` writes each side's record
+    # time as S1_ROWTIME / S2_ROWTIME beside the prefixed columns; the key is the join expression
+    tag = uuid.uuid4().hex[:8].upper()
+    left, right, sink = f"S1_{tag}", f"S2_{tag}", f"J_{tag}"
+    ksql.sql(f"CREATE STREAM {left} (ID INT KEY, A BIGINT, B STRUCT<C INT>) WITH (kafka_topic='{left}', "
+             "value_format='JSON', partitions=1);")
+    ksql.sql(f"CREATE STREAM {right} (ID INT KEY, X BIGINT, Y STRUCT<Z INT>) WITH (kafka_topic='{right}', "
+             "value_format='JSON', partitions=1);")
+    produce(broker.bootstrap_servers, left, [{"key": struct.pack(">i", 1), "value": b'{"A": 1, "B": {"C": 10}}',
+                                              "timestamp": 20}])
+    produce(broker.bootstrap_servers, right, [{"key": struct.pack(">i", 2), "value": b'{"X": 4, "Y": {"Z": 10}}',
+                                               "timestamp": 100}])
+    query = ksql.sql(f"CREATE STREAM {sink} AS SELECT *, {left}.ROWTIME, {right}.ROWTIME FROM {left} "
+                     f"JOIN {right} WITHIN 1 MINUTE ON {left}.B->C = {right}.Y->Z;")
+    assert query.wait_for_records(1, 120), query.failure
+    got = fetch_records(broker.bootstrap_servers, sink, from_beginning=True, limit=None, timeout_s=30)
+    assert [(struct.unpack(">i", r["key"])[0], json.loads(r["value"]), r["timestamp"]) for r in got] == [
+        (10, {f"{left}_ROWTIME": 20, f"{left}_ID": 1, f"{left}_A": 1, f"{left}_B": {"C": 10},
+              f"{right}_ROWTIME": 100, f"{right}_ID": 2, f"{right}_X": 4, f"{right}_Y": {"Z": 10}}, 100)]

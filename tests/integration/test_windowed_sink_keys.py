@@ -80,3 +80,21 @@ def test_hopping_windows_start_at_the_epoch_at_the_earliest(ksql, broker):
     assert _table(ksql, broker, f"CREATE TABLE {out} AS SELECT ID, COUNT(*) AS N FROM {src} "
                                 "WINDOW HOPPING (SIZE 30 SECONDS, ADVANCE BY 10 SECONDS) GROUP BY ID;", out,
                   expected) == expected
+
+
+def test_a_stream_over_a_windowed_source_keeps_each_records_window_in_its_key(ksql, broker):
+    # tumbling-windows.json "import tumbling stream" and hopping-windows.json "import hopping stream":
+    # CREATE STREAM ... AS SELECT * over a source WITH (WINDOW_TYPE=...) writes the window back into the key
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic = f"WS_{tag}", f"t-ws-{tag.lower()}"
+    ksql.sql(f"CREATE STREAM {src} (K BIGINT KEY, ID BIGINT, VALUE BIGINT) WITH (kafka_topic='{topic}', "
+             "value_format='DELIMITED', WINDOW_TYPE='HoPping', WINDOW_SIZE='30 seconds', partitions=1);")
+    window = struct.pack(">q", 0)
+    produce(broker.bootstrap_servers, topic, [
+        {"key": struct.pack(">q", 0) + window, "value": b"1,0", "timestamp": 1},
+        {"key": struct.pack(">q", 0) + window, "value": b"2,0", "timestamp": 10000}])
+    query = ksql.sql(f"CREATE STREAM S2_{tag} AS SELECT * FROM {src};")
+    assert query.wait_for_records(2, 120), query.failure
+    got = fetch_records(broker.bootstrap_servers, f"S2_{tag}", from_beginning=True, limit=None, timeout_s=10)
+    assert [(r["key"], r["value"], r["timestamp"]) for r in got] == [
+        (struct.pack(">q", 0) + window, b"1,0", 1), (struct.pack(">q", 0) + window, b"2,0", 10000)]

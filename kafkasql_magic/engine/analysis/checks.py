@@ -175,7 +175,7 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
                                  f"[{', '.join(_aggregate_text(c) for c in calls)}] without a GROUP BY clause.")
     for item in stmt.items:
         if isinstance(item, ast.SelectItem) and item.alias is None and isinstance(item.expr, ast.ColumnRef) \
-                and item.expr.name in PSEUDOCOLUMNS:
+                and item.expr.name in PSEUDOCOLUMNS and not (item.expr.qualifier and stmt.joins):  # S1.ROWTIME: S1_ROWTIME
             raise StatementError(
                 f"Reserved column name in select: `{item.expr.name}`. Please remove or alias the column.")
 

@@ -178,7 +178,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                     f"`{item.alias.upper()}` is a reserved column name. You cannot use it as an alias for a column."
                 )
             outputs.append((item.alias, item.expr))
-        elif isinstance(item.expr, ast.ColumnRef) and prefixed and item.expr.name.lower() in common:
+        elif isinstance(item.expr, ast.ColumnRef) and prefixed and (
+                item.expr.name.lower() in common or joined and item.expr.name.upper() in PSEUDOCOLUMNS):
             outputs.append((_joined_name(item.expr, inputs, naming), item.expr))
         elif isinstance(item.expr, ast.ColumnRef):
             outputs.append((naming.own(item.expr.name), item.expr))
