@@ -19,7 +19,6 @@ from .analysis.seek import Seek
 from .build.batch_store import BatchStore
 from .build.query import Built, analysed, build, select_over_frame
 from .table_aggregate.batch_spark import TableState
-from .window.windowed_spark import WindowState
 from .build.decode import worker_decoding
 from .tree import tree_of
 from .tree.reads import ReadNeeds, read_needs
@@ -64,7 +63,7 @@ class Prepared:
     raw: object  # DataFrame
     built: Built
     build_batch: Callable | None
-    state: TableState | WindowState | None = None
+    state: TableState | None = None
     per_record: bool = False  # an aggregation writing one change per input record (engine/aggregate)
 
 
@@ -109,7 +108,7 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
     raw = session.raw_frame(read)
     built = analysed(lambda: build(plan, raw, read_joined, check_only=plan.per_batch, changelog=changelog,
                                    deletes_rejected=deletes_rejected, per_record=each_record))
-    state = TableState() if plan.retracts and plan.per_batch else WindowState() if plan.tracks_time else None
+    state = TableState() if plan.retracts and plan.per_batch else None
     build_batch = ((lambda batch, batch_id=None: build(plan, batch, read_joined, state=state, changelog=changelog,
                                                        batch_id=batch_id, deletes_rejected=deletes_rejected))
                    if plan.per_batch else None)

@@ -24,6 +24,9 @@ from ..errors import StatementError
 FILE = "layout.json"
 #: The hash buckets a diff join spread its state over before its state was keyed by join key.
 LEGACY_DIFF_JOIN_BUCKETS = 64
+#: How a SESSION windowed aggregation keeps its sessions: per group key in Spark's keyed state
+#: (before, their members on the driver, re-formed per micro-batch: "batch state").
+SESSIONS = "open sessions per group key"
 #: Spark's error conditions for stateful steps that no longer match their checkpoint's state.
 SPARK_STATE_MISMATCHES = (
     "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
@@ -35,11 +38,16 @@ SPARK_STATE_MISMATCHES = (
 def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> dict:
     """Each stateful step's layout: how many hash buckets (Spark groups) a table join spreads its
     state over, how a diff join keys its state (`diff_join.LAYOUT`), and whether state is kept
-    per micro-batch (`batch_store.py`). `legacy`: the layout of a checkpoint written before the
-    layout was recorded (then a diff join kept JSON of 64 hash buckets, or of one group when an
-    input was a changelog, and a table join JSON of 256 hash buckets, or of one group for a
-    foreign-key join)."""
+    per micro-batch (`batch_store.py`); a SESSION windowed aggregation's step (`SESSIONS`).
+    `legacy`: the layout of a checkpoint written before the layout was recorded (then a diff join
+    kept JSON of 64 hash buckets, or of one group when an input was a changelog, a table join JSON
+    of 256 hash buckets, or of one group for a foreign-key join, and SESSION windows their members
+    per micro-batch)."""
     steps = {}
+    if plan.tracks_time and plan.grouping.window.kind == "SESSION":
+        if legacy:
+            return {"hash buckets": {}, "batch state": True}
+        steps["session windows"] = SESSIONS
     if plan.diffs and plan.statement.joins:
         if legacy:
             steps["diff join"] = 1 if any(side.kind == TABLE for side in plan.inputs) else LEGACY_DIFF_JOIN_BUCKETS

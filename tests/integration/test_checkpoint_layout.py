@@ -45,3 +45,38 @@ def test_a_resume_refuses_a_checkpoint_with_another_state_layout(broker, spark, 
         in printed
     assert f"OUT_{tag}" in list(second.sql("SHOW STREAMS;").iloc[:, 0])  # the sink stays declared
     second.stop()
+
+
+def test_a_session_query_refuses_a_checkpoint_of_sessions_kept_per_micro_batch(broker, spark, tmp_path, capsys):
+    """SESSION windows once kept their members beside the checkpoint, per micro-batch; their
+    sessions are keyed state now, which such a checkpoint does not hold."""
+    tag = uuid.uuid4().hex[:8].upper()
+    service, state = f"sessions{tag.lower()}", str(tmp_path / "state")
+
+    def connect():
+        return ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=state,
+                          service_id=service)
+
+    first = connect()
+    first.sql(f"CREATE STREAM SRC_{tag} (ID INT KEY, V STRING) WITH (kafka_topic='s-{tag.lower()}', "
+              "value_format='JSON', partitions=1);")
+    query = first.sql(f"CREATE TABLE OUT_{tag} AS SELECT ID, COUNT(*) AS N FROM SRC_{tag} "
+                      "WINDOW SESSION (30 SECONDS) GROUP BY ID;")
+    recorded = os.path.join(query.checkpoint, layout.FILE)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(recorded) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with open(recorded, encoding="utf-8") as handle:
+        assert json.load(handle) == {"hash buckets": {"session windows": "open sessions per group key"},
+                                     "batch state": False}
+    first.stop()
+
+    layout.record(query.checkpoint, {"hash buckets": {}, "batch state": True})  # as the per-batch sessions wrote
+    capsys.readouterr()
+    second = connect()
+    printed = capsys.readouterr().out
+    assert query.id not in second.persistent.queries
+    assert (f"Query {query.id} cannot resume from its checkpoint: the layout of its state changed since the "
+            "checkpoint was written (session windows: no such step in the checkpoint, open sessions per group "
+            "key now; state kept per micro-batch: yes in the checkpoint, no now).") in printed
+    second.stop()

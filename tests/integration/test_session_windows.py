@@ -1,9 +1,12 @@
-"""SESSION windows with ksqlDB's semantics on a real broker: a record within the inactivity gap
-extends a session, one within the gap of two sessions merges them, the old sessions are
-retracted (NULL values in the push result, tombstones in a CTAS changelog) and the new one
-emitted; a record more than the grace period behind stream time is dropped and logged."""
+"""SESSION windows with ksqlDB's semantics on a real broker, in Spark's keyed state: a record
+within the inactivity gap extends a session, one within the gap of two sessions merges them, the
+old sessions are retracted (NULL values in the push result, tombstones in a CTAS changelog) and
+the new one emitted; a record whose session would end more than gap + grace behind stream time
+is dropped and logged; EMIT FINAL writes each session once closed; a persistent query restarted
+resumes its sessions from its checkpoint."""
 
 import json
+import os
 import time
 import uuid
 
@@ -11,6 +14,7 @@ import pandas as pd
 import pytest
 
 import kafkasql_magic as ks
+from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
 T0 = 1_700_000_040_000
@@ -77,8 +81,6 @@ def test_push_query_merges_sessions_and_retracts_the_replaced_ones(visits):
 
 
 def test_ctas_writes_tombstones_for_replaced_sessions_with_ksqldb_session_keys(visits, broker):
-    from kafkasql_magic.kafka.peek import fetch_records
-
     sink = f"SESSIONS_{uuid.uuid4().hex[:8].upper()}"
     query = visits.sql(f"CREATE TABLE {sink} AS SELECT k, WINDOWSTART AS ws, WINDOWEND AS we, COUNT(*) AS c "
                        f"FROM visits {WINDOW} GROUP BY k;")
@@ -95,3 +97,106 @@ def test_ctas_writes_tombstones_for_replaced_sessions_with_ksqldb_session_keys(v
         visits.sql(f"TERMINATE {query.id};")
     assert table_of(changes) == FINAL
     assert {(k, (s - T0) // 1000, (e - T0) // 1000) for k, s, e, c in changes if c is None} == RETRACTED
+
+
+def _produce(broker, topic, records, base=T0):
+    produce(broker.bootstrap_servers, topic, [
+        {"key": key, "value": json.dumps({"V": v}), "timestamp": base + at} for key, v, at in records])
+
+
+def _sessions(broker, topic, count, base=T0):
+    """(inner key, start, end in ms after `base`, value or None, record time after `base`) of each
+    record in offset order: Kafka Streams' session key is the inner key, the end, then the start."""
+    records = fetch_records(broker.bootstrap_servers, topic, from_beginning=True, limit=count, timeout_s=30,
+                            until_end=True)
+    return [(r["key"][:-16].decode(), int.from_bytes(r["key"][-8:], "big") - base,
+             int.from_bytes(r["key"][-16:-8], "big") - base, None if r["value"] is None else json.loads(r["value"]),
+             r["timestamp"] - base) for r in sorted(records, key=lambda r: (r["partition"], r["offset"]))]
+
+
+def test_cache_off_writes_each_records_tombstones_then_its_session_as_ksqldb_does(ksql, broker):
+    """ksqlDB's "out of order - no grace period" (session-windows.json) plus a key whose bridging
+    record merges two sessions that came in the other order: LATEST_BY_OFFSET keeps the value that
+    came last, COLLECT_LIST the merged sessions' values in end order, then the record's."""
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic, sink = f"O_{tag}", f"o-{tag.lower()}", f"OS_{tag}"
+    ksql.sql(f"CREATE STREAM {src} (K STRING KEY, V BIGINT) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    _produce(broker, topic, [("0", 0, 0), ("0", 1, 70010), ("0", 5, 10009), ("0", 6, 10010),
+                             ("1", 100, 10009), ("1", 101, 10010), ("1", 200, 86412022), ("1", 200, 60000),
+                             ("2", 7, 60000), ("2", 8, 0), ("2", None, 30000)])
+    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE {sink} AS SELECT K, MAX(V) AS M, LATEST_BY_OFFSET(V) AS L, COLLECT_LIST(V) AS C "
+                     f"FROM {src} WINDOW SESSION (30 SECONDS) GROUP BY K;")
+    assert query.wait_for_records(16, 120), query.failure
+
+    def row(m, latest=None, collected=None):
+        return {"M": m, "L": m if latest is None else latest, "C": collected or [m]}
+    assert _sessions(broker, sink, 17) == [
+        ("0", 0, 0, row(0), 0), ("0", 70010, 70010, row(1), 70010),
+        ("0", 0, 0, None, 0), ("0", 0, 10009, row(5, 5, [0, 5]), 10009),
+        ("0", 0, 10009, None, 10009), ("0", 0, 10010, row(6, 6, [0, 5, 6]), 10010),
+        ("1", 10009, 10009, row(100), 10009),
+        ("1", 10009, 10009, None, 10009), ("1", 10009, 10010, row(101, 101, [100, 101]), 10010),
+        ("1", 86412022, 86412022, row(200), 86412022), ("1", 60000, 60000, row(200), 60000),
+        ("2", 60000, 60000, row(7), 60000), ("2", 0, 0, row(8), 0),
+        ("2", 0, 0, None, 0), ("2", 60000, 60000, None, 60000), ("2", 0, 60000, row(8, 8, [8, 7, None]), 60000)]
+
+
+def test_emit_final_writes_each_session_once_it_closes(ksql, broker):
+    """ksqlDB's "should support final results for session windows" (suppress.json): 17 would merge
+    with [0, 14] into a session ending before stream time 30 minus gap and grace: late."""
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic, sink = f"F_{tag}", f"f-{tag.lower()}", f"FS_{tag}"
+    ksql.sql(f"CREATE STREAM {src} (K STRING KEY, V BIGINT) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    _produce(broker, topic, [("k1", 1, at) for at in (0, 4, 8, 12, 14, 30, 29, 17, 42)])
+    query = ksql.sql(f"CREATE TABLE {sink} AS SELECT K, COUNT(*) AS N FROM {src} "
+                     "WINDOW SESSION (5 MILLISECONDS, GRACE PERIOD 6 MILLISECONDS) GROUP BY K EMIT FINAL;")
+    assert query.wait_for_records(2, 120), query.failure
+    time.sleep(3)  # [42, 42] stays open: nothing more comes
+    assert _sessions(broker, sink, 3) == [("k1", 0, 14, {"N": 5}, 14), ("k1", 29, 30, {"N": 2}, 30)]
+    log = ksql.processing_log(query=query.id)
+    assert list(log.MESSAGE) == [
+        f"Skipping record for expired window. topic=[{topic}] partition=[0] offset=[7] timestamp=[{T0 + 17}] "
+        f"window=[{T0 + 17},{T0 + 17}] expiration=[{T0 + 19}] streamTime=[{T0 + 30}]"]
+
+
+def test_a_session_query_resumes_its_sessions_after_a_restart(broker, spark, registry, tmp_path):
+    """The sessions live in the query's checkpoint: a record after the restart bridging two
+    sessions from before it merges them, and both are retracted."""
+    service, state = f"svc{uuid.uuid4().hex[:6]}", str(tmp_path / "state")
+
+    def connect():
+        return ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
+                          timeout=90, state_dir=state, service_id=service)
+
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic, sink = f"R_{tag}", f"r-{tag.lower()}", f"RS_{tag}"
+    first = connect()
+    try:
+        first.sql("SET 'auto.offset.reset'='earliest';")
+        first.sql(f"CREATE STREAM {src} (K STRING KEY, V BIGINT) WITH (kafka_topic='{topic}', value_format='JSON', "
+                  "partitions=1);")
+        _produce(broker, topic, [("a", 1, 0), ("a", 2, 5_000), ("a", 3, 22_000)])
+        query = first.sql(f"CREATE TABLE {sink} AS SELECT K, COUNT(*) AS N, SUM(V) AS S FROM {src} {WINDOW} "
+                          "GROUP BY K;")
+        assert query.wait_for_records(2, 120), query.failure
+        committed = os.path.join(state, query.id, "commits", "0")  # else the batch in flight runs again
+        deadline = time.monotonic() + 60
+        while not os.path.exists(committed) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert os.path.exists(committed)
+    finally:
+        first.stop()
+    before = len(_sessions(broker, sink, 10))
+    _produce(broker, topic, [("a", 4, 14_000)])  # within the gap of [0, 5] and of [22, 22]
+    second = connect()  # restores the query from the command topic and resumes it from its checkpoint
+    try:
+        query = next(iter(second.persistent.queries.values()))
+        assert query.wait_for_records(3, 120), query.failure
+    finally:
+        second.stop()
+    after = _sessions(broker, sink, before + 3)[before:]
+    assert after == [("a", 0, 5_000, None, 5_000), ("a", 22_000, 22_000, None, 22_000),
+                     ("a", 0, 22_000, {"N": 4, "S": 10}, 22_000)]

@@ -148,7 +148,6 @@ PHASE_MODULES_WITH_SPARK = {
     "engine/build/expressions.py",
     "engine/build/join_key.py", "engine/build/jsonb.py", "engine/build/lambdas.py",
     "engine/build/order.py", "engine/build/query.py",
-    "engine/build/sessions.py",
 }
 
 

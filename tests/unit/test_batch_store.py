@@ -3,9 +3,23 @@ without rows carry only their facts)."""
 
 import os
 
-from kafkasql_magic.engine.build.batch_store import MARKER, BatchStore
+from kafkasql_magic.engine.build.batch_store import MARKER, BatchState, BatchStore
 from kafkasql_magic.engine.table_aggregate.batch_spark import TableState
-from kafkasql_magic.engine.window.windowed_spark import NO_TIME, WindowState
+
+
+class Clock(BatchState):
+    """A state of one fact (a stream time) carried from batch to batch."""
+
+    def __init__(self, store):
+        super().__init__(store)
+        self.stream_time = None
+
+    def restore(self, facts: dict, rows) -> None:
+        self.stream_time = facts.get("stream_time")
+
+    def advance(self, batch_id: int, stream_time: int) -> None:
+        self.stream_time = stream_time
+        self.keep(batch_id, {"stream_time": stream_time}, None)
 
 
 def test_a_batch_starts_from_the_snapshot_of_the_batch_before_it(tmp_path):
@@ -30,17 +44,17 @@ def test_an_unfinished_snapshot_is_ignored_and_cleared(tmp_path):
 
 def test_a_state_reads_the_store_only_when_a_batch_does_not_follow_the_one_in_memory(tmp_path):
     store = BatchStore(str(tmp_path))
-    first = WindowState(store)
+    first = Clock(store)
     first.resume(None, 0)
-    assert first.stream_time == NO_TIME
-    first.advance(0, 100, None)
-    first.advance(1, 250, None)
+    assert first.stream_time is None
+    first.advance(0, 100)
+    first.advance(1, 250)
     first.stream_time = 999  # what memory holds is used while batches follow each other
     first.resume(None, 2)
     assert first.stream_time == 999
     first.resume(None, 1)  # Spark runs batch 1 again: it meets what batch 0 left
     assert first.stream_time == 100
-    restarted = WindowState(store)  # a new process resumes at batch 2
+    restarted = Clock(store)  # a new process resumes at batch 2
     restarted.resume(None, 2)
     assert (restarted.stream_time, restarted.batch) == (250, 1)
     table = TableState(store)  # without a snapshot before batch 0: no rows

@@ -105,3 +105,18 @@ def test_sparks_own_state_refusals_are_recognised():
                       "state value schema.")
     assert layout.spark_mismatch(spark) == "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"
     assert layout.spark_mismatch(Exception("Python worker failed to connect back")) is None
+
+
+def test_session_windows_keep_open_sessions_per_key_now_and_members_per_micro_batch_before():
+    from test_analysis import plan_of
+
+    plan = plan_of("SELECT item, COUNT(*) FROM orders WINDOW SESSION (30 SECONDS) GROUP BY item EMIT CHANGES;")
+    now, before = both(plan)
+    assert now == {"hash buckets": {"session windows": "open sessions per group key"}, "batch state": False}
+    assert before == {"hash buckets": {}, "batch state": True}  # what such a checkpoint recorded, too
+    assert layout.differences(before, now) == [
+        "session windows: no such step in the checkpoint, open sessions per group key now",
+        "state kept per micro-batch: yes in the checkpoint, no now"]
+    tumbling = plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 30 SECONDS) GROUP BY item "
+                       "EMIT CHANGES;")
+    assert both(tumbling) == ({"hash buckets": {}, "batch state": False},) * 2

@@ -6,7 +6,8 @@ A state is a tuple of plain Python values, one per field; `Accumulator.fields` n
 field's kind so the keyed state can declare its schema: `long` (a count), `result` (a value of
 the aggregate's result type), `sum` (a running sum of the argument, for AVG), `args` (a list of
 argument values). NULL arguments are skipped as ksqlDB's UDAFs skip them, except by COLLECT_LIST
-and COLLECT_SET, which keep them. Pure: no Spark here.
+and COLLECT_SET, which keep them. `merge` joins two states as ksqlDB's UDAFs merge the aggregates
+of two SESSION windows a record bridges. Pure: no Spark here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Accumulator:
     #: (state, a retracted record's arguments) -> the state without that record; None: the
     #: aggregate cannot take a record back (ksqlDB's UDAFs without `undo`).
     subtract: Callable[[State, tuple], State] | None = None
+    #: (state, a later session's state, the bridging record's arguments) -> the merged state, as
+    #: ksqlDB's UDAF `merge` (the first state's values first); None: no merge (LATEST_BY_OFFSET and
+    #: EARLIEST_BY_OFFSET pick by processing order, which a state does not hold).
+    merge: Callable[[State, State, tuple], State] | None = None
 
 
 def wrapped(value: int, bits: int | None) -> int:
@@ -37,30 +42,35 @@ def wrapped(value: int, bits: int | None) -> int:
     return (value + half) % (1 << bits) - half
 
 
+def _plus(s, other, a):
+    return tuple(x + y for x, y in zip(s, other))
+
+
 def _count(nargs: int, bits: int | None) -> Accumulator:
     if nargs == 0:  # COUNT(*) and COUNT(): every record
-        return Accumulator(("long",), (0,), lambda s, a: (s[0] + 1,), lambda s: s[0])
-    return Accumulator(("long",), (0,), lambda s, a: s if a[0] is None else (s[0] + 1,), lambda s: s[0])
+        return Accumulator(("long",), (0,), lambda s, a: (s[0] + 1,), lambda s: s[0], merge=_plus)
+    return Accumulator(("long",), (0,), lambda s, a: s if a[0] is None else (s[0] + 1,), lambda s: s[0], merge=_plus)
 
 
 def _sum(nargs: int, bits: int | None) -> Accumulator:
     """ksqlDB's SUM starts at 0 and skips NULLs; of INT it stays INT (wrapping on overflow)."""
     return Accumulator(("result",), (0,), lambda s, a: s if a[0] is None else (wrapped(s[0] + a[0], bits),),
-                       lambda s: s[0])
+                       lambda s: s[0], merge=lambda s, o, a: (wrapped(s[0] + o[0], bits),))
 
 
 def _avg(nargs: int, bits: int | None) -> Accumulator:
     """ksqlDB's AVERAGE: a sum and a count of the non-NULL values; 0 when there are none."""
     return Accumulator(("sum", "long"), (0, 0),
                        lambda s, a: s if a[0] is None else (wrapped(s[0] + a[0], bits), s[1] + 1),
-                       lambda s: s[0] / s[1] if s[1] else 0)
+                       lambda s: s[0] / s[1] if s[1] else 0,
+                       merge=lambda s, o, a: (wrapped(s[0] + o[0], bits), s[1] + o[1]))
 
 
 def _extreme(better: Callable[[Any, Any], bool]) -> Callable[[int, int | None], Accumulator]:
     def make(nargs: int, bits: int | None) -> Accumulator:
         def add(s, a):
             return s if a[0] is None or (s[0] is not None and not better(a[0], s[0])) else (a[0],)
-        return Accumulator(("result",), (None,), add, lambda s: s[0])
+        return Accumulator(("result",), (None,), add, lambda s: s[0], merge=lambda s, o, a: add(s, o))
     return make
 
 
@@ -70,7 +80,10 @@ def _collect(distinct: bool) -> Callable[[int, int | None], Accumulator]:
     def make(nargs: int, bits: int | None) -> Accumulator:
         def add(s, a):
             return s if distinct and a[0] in s[0] else ([*s[0], a[0]],)
-        return Accumulator(("args",), ([],), add, lambda s: list(s[0]))
+
+        def merge(s, other, a):
+            return ([*s[0], *(v for v in other[0] if not (distinct and v in s[0]))],)
+        return Accumulator(("args",), ([],), add, lambda s: list(s[0]), merge=merge)
     return make
 
 
@@ -78,7 +91,8 @@ def _count_distinct(nargs: int, bits: int | None) -> Accumulator:
     """COUNT_DISTINCT: the distinct non-NULL values seen."""
     def add(s, a):
         return s if a[0] is None or a[0] in s[0] else ([*s[0], a[0]],)
-    return Accumulator(("args",), ([],), add, lambda s: len(s[0]))
+    return Accumulator(("args",), ([],), add, lambda s: len(s[0]),
+                       merge=lambda s, other, a: ([*s[0], *(v for v in other[0] if v not in s[0])],))
 
 
 def _by_offset(latest: bool) -> Callable[[int, int | None], Accumulator]:
@@ -157,7 +171,11 @@ def _top(distinct: bool) -> Callable[[int, int | None], Accumulator]:
             if a[0] is None or (distinct and a[0] in s[0]):
                 return s
             return (sorted([*s[0], a[0]], reverse=True)[:a[1]],)
-        return Accumulator(("args",), ([],), add, lambda s: list(s[0]))
+
+        def merge(s, other, a):
+            merged = sorted([*s[0], *(v for v in other[0] if not (distinct and v in s[0]))], reverse=True)
+            return (merged[:a[1]],)
+        return Accumulator(("args",), ([],), add, lambda s: list(s[0]), merge=merge)
     return make
 
 

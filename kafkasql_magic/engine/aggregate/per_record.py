@@ -1,6 +1,6 @@
 """When an aggregation writes one change per input record, as ksqlDB does with its record cache
 off (`cache.max.bytes.buffering` = 0, the setting its query-validation tests run with): a
-GROUP BY over one STREAM (no join; no window, or a TUMBLING or HOPPING one without EMIT FINAL),
+GROUP BY over one STREAM (no join; no window, or a window without EMIT FINAL),
 in a push or persistent query, whose aggregate functions all have an incremental accumulator
 (`accumulators.py`), or over one TABLE whose aggregate functions can all take a row back
 (engine/table_aggregate). Otherwise, and by default
@@ -33,7 +33,7 @@ def per_record(plan: QueryPlan, settings: dict) -> bool:
     if plan.retracts:  # over a TABLE: each change of a group (engine/table_aggregate)
         return plan.push and not plan.per_batch
     first = plan.inputs[0]
-    windows = grouping.window is None or (grouping.window.kind != "SESSION" and not plan.statement.emit_final)
+    windows = grouping.window is None or not plan.statement.emit_final
     return (plan.push and windows and first.kind == STREAM and not plan.statement.joins
             and not plan.retracts and plan.changes is None and not plan.per_batch
             and all(has_accumulator(call.name, len(call.args)) for call in grouping.calls))

@@ -87,7 +87,7 @@ class QueryPlan:
     #: its group (retracted), so the plan runs per micro-batch with the table's rows as state.
     retracts: bool = False
     #: A windowed push aggregation tracking stream time, so late records are dropped and EMIT FINAL knows when a window
-    #: closes: TUMBLING/HOPPING in keyed state (engine/window), SESSION per micro-batch with its sessions as state.
+    #: closes: in keyed state (engine/window), a group's open windows or sessions.
     tracks_time: bool = False
     dialect: Dialect = KSQL  # the query's (its functions and casts)
     #: The keys a pull query on a table looks up (its WHERE pins the key to constants), else None.

@@ -66,10 +66,9 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
     looks_up = looks_up_table(stmt, inputs, diffs)
-    sessions = tracks_time and stmt.window.kind == "SESSION"  # the others' windows are keyed state
-    per_batch = (retracts and not keyed(call.name for call in grouping.calls)) or sessions or (stmt.emit_changes and bool(stmt.joins) and not aggregating
-                                            and all(i.kind == TABLE for i in inputs[1:]) and table_join is None
-                                            and not diffs and not looks_up)
+    per_batch = (retracts and not keyed(call.name for call in grouping.calls)) or (
+        stmt.emit_changes and bool(stmt.joins) and not aggregating and all(i.kind == TABLE for i in inputs[1:])
+        and table_join is None and not diffs and not looks_up)
     observed = tuple((f"__errors_{i}", side.name) for i, side in enumerate(inputs)) if stmt.joins else ()
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
@@ -86,7 +85,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         capture=_capture(observed, per_batch, stmt.emit_changes),
         seek=seek_of(stmt.where) if seekable else Seek(), retracts=retracts, dialect=dialect,
         tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
-        table_join=table_join, join_key=join, diffs=diffs, looks_up=looks_up and not sessions)
+        table_join=table_join, join_key=join, diffs=diffs, looks_up=looks_up)
     checked = check_types(plan, dialect, text)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)

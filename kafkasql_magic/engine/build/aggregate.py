@@ -28,7 +28,7 @@ from ..subscribe.frame_spark import IDENTITY, group_identity
 
 #: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as
 #: in ksqlDB): after a stream-stream join, and to resolve a plan's columns before its stream
-#: starts; push queries run windowed.py and sessions.py per micro-batch.
+#: starts; push queries keep their windows in keyed state (engine/window).
 WINDOWS: dict[str, Callable[[ast.Window], Column]] = {
     "TUMBLING": lambda w: F.window("__ts", f"{w.size} milliseconds"),
     "HOPPING": lambda w: F.window("__ts", f"{w.size} milliseconds", f"{w.advance} milliseconds"),

@@ -32,8 +32,8 @@ from ..lookup_join.state_spark import looked_up
 from ..stream_join.join_spark import stream_stream_joined
 from ..table_join.build_spark import table_joined, tombstoned
 from ..table_join.kinds import join_sides
-from .sessions import sessions
-from ..window.windowed_spark import WindowState, keyed_windowed
+from ..window.sessions_spark import keyed_sessions
+from ..window.windowed_spark import keyed_windowed
 from .decode import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from .expressions import Compiler, JoinScope, Scope, quoted
@@ -89,13 +89,12 @@ class _Captures:
 
 
 def build(plan: QueryPlan, raw: DataFrame, read: RawReader, *, check_only: bool = False,
-          state: TableState | WindowState | None = None, changelog: bool = False,
+          state: TableState | None = None, changelog: bool = False,
           batch_id: int | None = None, deletes_rejected: bool = False, per_record: bool = False) -> Built:
     """The frames of `plan` over `raw` (the FROM source's records; `read` reads a joined
     source's). `check_only` builds without capturing errors, so that Spark resolves every
     column of a per-batch plan before its stream starts (nothing runs). A retracting plan
-    carries its table's rows from batch to batch in `state`, a plan that tracks stream time its
-    open windows. `changelog` (a persistent query's output) makes a group that fails HAVING a
+    carries its table's rows from batch to batch in `state`. `changelog` (a persistent query's output) makes a group that fails HAVING a
     tombstone rather than no row. `batch_id` numbers a per-batch plan's micro-batch (Spark's id).
     `deletes_rejected` (a Materialize sink over a changelog): a row a view's WHERE clause rejects
     is a delete of its key, as in a SUBSCRIBE's changelog. `per_record`: the aggregation writes one
@@ -114,7 +113,7 @@ class _Context:
     raw: DataFrame
     read: RawReader
     captures: _Captures
-    state: TableState | WindowState | None = None
+    state: TableState | None = None
     changelog: bool = False
     batch_id: int | None = None
 
@@ -291,11 +290,10 @@ def _window_aggregate(node: n.WindowAggregate, context: _Context) -> DataFrame:
 
 
 def _session_aggregate(node: n.SessionAggregate, context: _Context) -> DataFrame:
-    if not isinstance(context.state, WindowState):  # resolving a per-batch plan's columns
-        return _aggregate(node, context)
+    """SESSION windows in keyed state (engine/window)."""
     rows = _input_rows(node, context)
-    return sessions(context.plan, rows.frame, rows.scope, rows.error, context.state, context.captures.without_errors,
-                    context.batch_id)
+    return keyed_sessions(context.plan, rows.frame, rows.scope, rows.error, context.captures.without_errors,
+                          each=isinstance(node, n.RecordSessionAggregate))
 
 
 def _retracting_aggregate(node: n.RetractingAggregate, context: _Context) -> DataFrame:
@@ -366,6 +364,7 @@ RESULTS: dict[type, Callable[[n.Node, _Context], DataFrame]] = {
     n.WindowAggregate: _window_aggregate,
     n.RecordWindowAggregate: _window_aggregate,
     n.SessionAggregate: _session_aggregate,
+    n.RecordSessionAggregate: _session_aggregate,
     n.RetractingAggregate: _retracting_aggregate,
     n.RecordRetractingAggregate: _retracting_aggregate,
     n.BatchRetractingAggregate: _retracting_aggregate,

@@ -116,7 +116,9 @@ LABELS: dict[type, Callable] = {
     n.WindowAggregate: _aggregate("WindowAggregate (open windows as keyed state)"),
     n.RecordWindowAggregate: _aggregate("RecordWindowAggregate (a change per input record; open windows as keyed "
                                         "state)"),
-    n.SessionAggregate: _aggregate("SessionAggregate (sessions as state)"),
+    n.SessionAggregate: _aggregate("SessionAggregate (open sessions as keyed state)"),
+    n.RecordSessionAggregate: _aggregate("RecordSessionAggregate (a change per input record; open sessions as "
+                                         "keyed state)"),
     n.RetractingAggregate: _aggregate("RetractingAggregate (rows and groups as keyed state)"),
     n.RecordRetractingAggregate: _aggregate("RecordRetractingAggregate (a change per group change; keyed state)"),
     n.BatchRetractingAggregate: _aggregate("BatchRetractingAggregate (the table's rows as state, per micro-batch)"),

@@ -174,8 +174,14 @@ class RecordWindowAggregate(WindowAggregate):
 
 @dataclass(frozen=True)
 class SessionAggregate(Aggregate):
-    """SESSION windows with their members as state: sessions re-formed per batch, a replaced
-    session retracted."""
+    """SESSION windows with each group's open sessions in keyed state: a record bridging sessions
+    merges them, the merged ones retracted; late records dropped after GRACE PERIOD, EMIT FINAL
+    once a session closes."""
+
+
+@dataclass(frozen=True)
+class RecordSessionAggregate(SessionAggregate):
+    """SESSION windows writing the changes of each input record (ksqlDB's record cache off)."""
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ def tree_of(plan: QueryPlan, deletes_rejected: bool = False, per_record: bool = 
     `per_record`: its aggregation writes one change per input record (engine.aggregate.per_record
     says when it can; the session's `cache.max.bytes.buffering` asks for it)."""
     root = _tree(plan, deletes=deletes_rejected or plan.changes == CHANGELOG)
-    if per_record and type(root) in (n.Aggregate, n.WindowAggregate):
-        kind = n.RecordAggregate if type(root) is n.Aggregate else n.RecordWindowAggregate
-        root = kind(root.child, root.grouping, root.keys, root.partition_by, root.order_by)
+    each = {n.Aggregate: n.RecordAggregate, n.WindowAggregate: n.RecordWindowAggregate,
+            n.SessionAggregate: n.RecordSessionAggregate}
+    if per_record and type(root) in each:
+        root = each[type(root)](root.child, root.grouping, root.keys, root.partition_by, root.order_by)
     elif per_record and type(root) is n.RetractingAggregate:
         root = n.RecordRetractingAggregate(root.child, root.grouping, root.keys, root.partition_by, root.order_by)
     return n.Subscribe(root, plan.changes) if plan.changes is not None else root

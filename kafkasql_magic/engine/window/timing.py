@@ -20,10 +20,7 @@ WINDOW_STORE = "Aggregate-Aggregate-Materialize"
 
 EMIT_FINAL_NEEDS_WINDOW = "EMIT FINAL is only supported for windowed aggregations."
 
-SESSION_AFTER_STREAM_JOIN = ("SESSION windows after a stream-stream join are not supported yet by kafkasql_magic: "
-                             "sessions are formed per micro-batch, which a stream-stream join does not run.")
-
-SESSION_EMIT_FINAL = "EMIT FINAL over SESSION windows is not supported yet by kafkasql_magic: use EMIT CHANGES."
+SESSION_AFTER_STREAM_JOIN = "SESSION windows after a stream-stream join are not supported yet by kafkasql_magic."
 
 
 @dataclass(frozen=True)
@@ -49,8 +46,6 @@ def check_window_timing(stmt: ast.Select, aggregating: bool) -> None:
     if stmt.emit_final and not (aggregating and stmt.group_by and stmt.window is not None):
         raise StatementError(EMIT_FINAL_NEEDS_WINDOW)
     window = stmt.window
-    if stmt.emit_final and window.kind == "SESSION":
-        raise StatementError(SESSION_EMIT_FINAL)
     if window is None or window.retention is None or window.kind == "SESSION":
         return
     timing = timing_of(window)

@@ -75,3 +75,31 @@ def test_topk_keeps_the_k_greatest_non_null_values_greatest_first():
         state, kept = acc.add(state, (value, 3)), distinct.add(kept, (value, 3))
     assert acc.result(state) == [5, 4, 3] and distinct.result(kept) == [5, 4, 3]
     assert acc.result(acc.add(state, (3, 4))) == [5, 4, 3, 3]
+
+
+@pytest.mark.parametrize("name,nargs,first,second,args,result", [
+    ("COUNT", 0, [(), ()], [()], (), 3),
+    ("SUM", 1, [(1,), (2,)], [(None,), (4,)], (0,), 7),
+    ("AVG", 1, [(1,), (2,)], [(6,)], (0,), 3),
+    ("MIN", 1, [(5,), (2,)], [(3,)], (9,), 2),
+    ("MAX", 1, [(5,)], [(None,), (8,)], (1,), 8),
+    ("COLLECT_LIST", 1, [(1,), (None,)], [(1,), (3,)], (0,), [1, None, 1, 3]),  # the first session's first
+    ("COLLECT_SET", 1, [(2,), (1,)], [(1,), (3,)], (0,), [2, 1, 3]),
+    ("COUNT_DISTINCT", 1, [(2,), (1,)], [(1,), (None,)], (0,), 2),
+    ("TOPK", 2, [(5, 2), (1, 2)], [(7, 2), (2, 2)], (0, 2), [7, 5]),
+    ("TOPKDISTINCT", 2, [(5, 2)], [(5, 2), (4, 2)], (0, 2), [5, 4]),
+])
+def test_merge_joins_two_sessions_states_as_ksqldb_udafs_merge(name, nargs, first, second, args, result):
+    acc = accumulator(name, nargs, 32)
+
+    def fold(rows):
+        state = acc.initial
+        for row in rows:
+            state = acc.add(state, row)
+        return state
+    assert acc.result(acc.merge(fold(first), fold(second), args)) == result
+
+
+def test_by_offset_accumulators_do_not_merge_their_states():
+    """Which value is latest depends on when each session's records came, which a state does not hold."""
+    assert accumulator("LATEST_BY_OFFSET", 1).merge is None and accumulator("EARLIEST_BY_OFFSET", 1).merge is None

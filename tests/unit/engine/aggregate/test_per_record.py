@@ -40,7 +40,8 @@ def plan_of(text: str):
     ("SELECT item, SUM(qty) FROM orders WINDOW HOPPING (SIZE 2 SECONDS, ADVANCE BY 1 SECOND) GROUP BY item "
      "EMIT CHANGES;", True),
     ("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY item EMIT FINAL;", False),
-    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (1 SECOND) GROUP BY item EMIT CHANGES;", False),
+    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (1 SECOND) GROUP BY item EMIT CHANGES;", True),
+    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (1 SECOND) GROUP BY item EMIT FINAL;", False),
     ("SELECT item, TOPK(qty, 2) FROM orders GROUP BY item EMIT CHANGES;", True),
     ("SELECT item, TOPK(qty, item, 2) FROM orders GROUP BY item EMIT CHANGES;", False),
     ("SELECT item, COUNT(*) FROM items GROUP BY item EMIT CHANGES;", True),  # a change per group change, retracting

@@ -70,8 +70,6 @@ def test_ksqldb_messages(text, message):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("SELECT item, COUNT(*) FROM orders WINDOW SESSION (30 SECONDS) GROUP BY item EMIT FINAL;",
-     "EMIT FINAL over SESSION windows is not supported yet by kafkasql_magic: use EMIT CHANGES."),
     ("SELECT o.item, COUNT(*) FROM orders o JOIN clicks c WITHIN 1 MINUTE GRACE PERIOD 1 SECOND ON o.id = c.id "
      "WINDOW SESSION (30 SECONDS) GROUP BY o.item EMIT CHANGES;",
      "SESSION windows after a stream-stream join are not supported yet by kafkasql_magic"),
@@ -105,9 +103,14 @@ def test_retention_equal_to_size_plus_grace_is_accepted():
 def test_push_windowed_aggregations_track_stream_time(text, tracks):
     plan = plan_of(text)
     assert plan.tracks_time is tracks
-    if tracks:  # TUMBLING and HOPPING windows in keyed state, SESSION windows per micro-batch
-        session = plan.grouping.window.kind == "SESSION"
-        assert plan.per_batch is session and plan.capture == ("frames" if session else "metrics")
+    if tracks:  # every window in keyed state, SESSION windows too
+        assert not plan.per_batch and plan.capture == "metrics"
+
+
+def test_emit_final_over_session_windows_is_planned_as_ksqldb_does():
+    plan = plan_of("SELECT item, COUNT(*) FROM orders WINDOW SESSION (5 MILLISECONDS, GRACE PERIOD 6 MILLISECONDS) "
+                   "GROUP BY item EMIT FINAL;")
+    assert plan.tracks_time and plan.statement.emit_final and not plan.per_batch
 
 
 def test_within_takes_a_grace_period():
