@@ -288,6 +288,10 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def map_literal(self, meta, *entries):
         return mz_ast.MapLiteral(tuple(e for e in entries if e is not None), **_pos(meta))
 
+    def list_literal(self, meta, *items):
+        """LIST[a, b]: a list, which is ksqlDB's ARRAY here."""
+        return ast.FunctionCall("ARRAY", tuple(i for i in items if i is not None), **_pos(meta))
+
     def map_entry(self, meta, key, value):
         return key, value
 
@@ -314,7 +318,7 @@ class MaterializeDialect(Dialect):
     name_rules = ("identifier", "alias_name")
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
-    opening_terminals = frozenset({"_MAP_OPEN"})
+    opening_terminals = frozenset({"_MAP_OPEN", "_LIST_OPEN"})
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
     statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP INSERT UPDATE DELETE"
     syntax_headline = None  # Materialize puts the reason on the first line

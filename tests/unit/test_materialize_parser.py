@@ -550,3 +550,10 @@ def test_joins_parse_without_within():
     assert got.joins == (ast.Join("LEFT", SourceRef("other", "b"),
                                   BinaryOp("=", ColumnRef("id", "a"), ColumnRef("id", "b"))),)
     assert 'Expected ON, found number "5"' == syntax_error("SELECT * FROM a JOIN b WITHIN 5 SECONDS ON a.x = b.x").reason
+
+
+def test_a_list_literal_is_a_list_and_unnest_a_function_over_it():
+    stmt = parse_statement("SELECT unnest(LIST[1, 2]), list [3] FROM t", dialect="materialize")
+    unnest, bare = (item.expr for item in stmt.items)
+    assert unnest == ast.FunctionCall("UNNEST", (ast.FunctionCall("ARRAY", (L(1), L(2))),))
+    assert bare == ast.FunctionCall("ARRAY", (L(3),))  # LIST[...] is a list, as in Materialize
