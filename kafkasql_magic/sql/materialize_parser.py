@@ -261,6 +261,18 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def subquery(self, meta, query, alias):
         return mz_ast.Subquery(query, alias, **_pos(meta))
 
+    def table_function(self, meta, name, *rest):
+        """`unnest(list) [AS u]` in FROM: the subquery `(SELECT unnest(list) AS u) AS u` over
+        one row; its column is named as the alias, else `unnest` (PostgreSQL's rule)."""
+        *arguments, alias = rest
+        if name.upper() != "UNNEST" or len(arguments) != 1:
+            raise Invalid(f"table function {name} is not supported: only unnest(list) may stand in FROM",
+                          meta.line, meta.column)
+        call = ast.FunctionCall("UNNEST", tuple(arguments), **_pos(meta))
+        inner = ast.Select(items=(ast.SelectItem(call, alias or "unnest"),),
+                           source=ast.SourceRef(tables.ONE_ROW, **_pos(meta)))
+        return mz_ast.Subquery(inner, alias, **_pos(meta))
+
     def subquery_alias(self, meta, name):
         return name
 

@@ -17,6 +17,12 @@ def test_unnest_a_list_literal(session):
     assert sorted(rows["unnest"].tolist()) == [1, 2, 3]
 
 
+def test_unnest_in_from_names_its_column_as_its_alias(session):
+    assert sorted(session.sql("SELECT * FROM unnest(LIST[1, 2])", **MZ)["unnest"].tolist()) == [1, 2]
+    rows = session.sql("SELECT u * 10 AS t FROM unnest(LIST[1, 2, 3]) AS u WHERE u > 1", **MZ)
+    assert sorted(rows["t"].tolist()) == [20, 30]
+
+
 def test_unnest_a_sources_headers_a_row_per_header(session, broker):
     topic = f"mzu_{uuid.uuid4().hex[:8]}"
     produce(broker.bootstrap_servers, topic, [
