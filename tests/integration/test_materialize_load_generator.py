@@ -4,6 +4,7 @@ values fall due one per tick, read by snapshots, views, SUBSCRIBE and CREATE SIN
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 import uuid
 from collections import Counter
@@ -16,6 +17,23 @@ from kafkasql_magic.kafka.peek import fetch_records
 from mz_diffs import consolidated, rows_until
 
 MZ = {"dialect": "materialize"}
+
+
+CLUSTER_SCRIPT = textwrap.dedent("""
+    import json, struct, time
+    from kafkasql_magic.loadgen.counter import Counter
+    options = {**Counter(tick_us=1_000, epoch_us=time.time_ns() // 1_000 - 10_000_000, up_to=500).options(),
+               "topic": "c"}
+    def values(rows):
+        return sorted(struct.unpack(">q", r.value)[0] for r in rows)
+    read = values(spark.read.format("kafkasql_loadgen").options(**options).load().collect())
+    query = (spark.readStream.format("kafkasql_loadgen").options(**options, startingOffsets="earliest",
+                                                                 maxRecordsPerTrigger="120").load()
+             .writeStream.format("memory").queryName("counted").trigger(availableNow=True).start())
+    query.awaitTermination(180)
+    streamed = values(spark.table("counted").collect())
+    print("RESULT " + json.dumps({"read": read, "streamed": streamed, "batches": len(query.recentProgress)}))
+""")
 
 
 def tag() -> str:
@@ -91,3 +109,14 @@ def test_a_sink_writes_each_value_once_as_it_falls_due(session, broker):
 def test_what_create_refuses(session, text, message):
     with pytest.raises(ks.StatementError, match=message):
         session.sql(text, **MZ)
+
+
+@pytest.mark.cluster
+def test_the_counter_is_made_on_executor_jvms(executor_cluster):
+    """The driver plans ranges; executors make their rows from the range alone (batch and stream)."""
+    out = executor_cluster(CLUSTER_SCRIPT, timeout=300)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, f"no result (rc={out.returncode})\n{out.stderr[-3000:]}"
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["read"] == list(range(1, 501)) and result["streamed"] == list(range(1, 501))
+    assert result["batches"] >= 5  # maxRecordsPerTrigger = 120: admission control
