@@ -24,6 +24,7 @@ from .errors import KStreamError, SqlSyntaxError, StatementError
 from .kafka import outage
 from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
+from .loadgen.counter import FORMAT as LOADGEN_SOURCE
 from .results import ProcessingLog
 from .runtime import PushQuery
 from .sinks.command_log import Command, CommandLog, logged
@@ -224,6 +225,8 @@ class Session:
         """The raw Kafka records `read` describes: a stream, or a bounded read of the topic as it
         is now (a table joined to a stream is read so, afresh for every micro-batch)."""
         reader = self.spark.readStream if read.streaming else self.spark.read
+        if read.generator is not None:  # a load generator's records, made by its own source
+            return reader.format(LOADGEN_SOURCE).options(**read.options()).load()
         return reader.format(RAW_SOURCE).options(**self.source_options(read)).load()
 
     def source_options(self, read: TopicRead) -> dict[str, str]:

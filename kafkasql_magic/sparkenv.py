@@ -127,7 +127,9 @@ def running() -> bool:
 
 
 def prepare(spark):
-    """Apply the SQL settings ksql semantics need and register the Kafka source and sink."""
+    """Apply the SQL settings ksql semantics need and register the Kafka source and sink and
+    the load generators' source."""
+    from . import loadgen
     from .kafka import writer
     from .kafka.source import register
 
@@ -135,4 +137,5 @@ def prepare(spark):
         spark.conf.set(key, value)
     register(spark)
     writer.register(spark)
+    loadgen.register(spark)
     return spark

@@ -52,7 +52,9 @@ class Materialize(Dialect):
         from ..engine.functions import postgres_spark as pg_functions
 
         fn = pg_functions.FUNCTIONS.get(name.upper()) or FUNCTIONS.get(name.upper())
-        if fn is None or nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args):
+        takes = pg_functions.TAKES.get(name.upper())
+        if (fn is None or nargs < fn.min_args or (fn.max_args is not None and nargs > fn.max_args)
+                or (takes is not None and not takes(arg_types()))):
             shown = [pg_types.materialize_type_name(t) if t is not None else "unknown" for t in arg_types()]
             raise StatementError(pg_functions.missing_function_message(name, shown))
         return fn

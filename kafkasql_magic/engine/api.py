@@ -11,6 +11,7 @@ from ..kafka import reads
 from ..kafka.key_partitions import lookup_partitions
 from ..kafka.source_options import ReadShape
 from ..kafka.start_position import START_PROPERTY
+from ..loadgen.counter import counter_of
 from ..sql import ast
 from .analysis import QueryPlan, analyse
 from .analysis.lookup import KeyLookup
@@ -91,6 +92,13 @@ def prepare(session, stmt: ast.Select, reset: str | None = None, *, keep_headers
         headers = needs.headers
         start = source.properties.get(START_PROPERTY)
         shape = read_shape(source, needs, switches.decode_in_reader)
+        counter = counter_of(source)
+        if counter is not None:  # no topic: nothing to seek or look up, one partition
+            read = (reads.bounded(bootstrap, source.topic, include_headers=headers.needed, shape=shape) if not streaming
+                    else reads.push(bootstrap, source.topic, reset=reset, seek=Seek(),
+                                    max_per_trigger=_per_trigger(session, plan, persistent),
+                                    include_headers=headers.needed, shape=shape))
+            return replace(read, generator=counter)
         if not streaming:
             partitions = lookup_partitions(bootstrap, source, lookup.values) if lookup is not None else None
             return reads.bounded(bootstrap, source.topic, include_headers=headers.needed, header_keys=headers.keys,

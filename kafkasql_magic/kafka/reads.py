@@ -42,6 +42,8 @@ class TopicRead:
     #: What the records carry besides key, value and headers: the worker's decoding and the metadata
     #: columns (kafka.source_options.ReadShape, or a bare WorkerDecoding), or None.
     shape: object | None = None
+    #: A load generator's counter (loadgen/counter.py) read in place of a topic, or None.
+    generator: object | None = None
 
     def options(self) -> dict[str, str]:
         """The `kafkasql` source options of this read."""
@@ -59,6 +61,8 @@ class TopicRead:
             options["headerKeys"] = json.dumps(list(self.header_keys))
         if self.shape:
             options.update(self.shape.options())
+        if self.generator is not None:
+            options.update(self.generator.options())
         return options
 
     @property
@@ -76,6 +80,9 @@ class TopicRead:
             where = "partition" + ("s " if len(self.partitions) > 1 else " ") + ", ".join(map(str, self.partitions))
             return (f"{where} only, where Kafka's default partitioner puts the keys looked up "
                     f"({', '.join(map(repr, self.keys))}), up to the end offsets now")
+        if self.generator is not None:
+            return "the counter's values due now" if not self.streaming else \
+                f"the counter's values from the {_offsets_text(self.starting)} one on, as they fall due"
         if not self.streaming:
             return "the whole topic, as it is now"
         return f"all partitions from the {_offsets_text(self.starting)} offsets"
@@ -88,7 +95,7 @@ class TopicRead:
             what = f"all {partition_count} partition{'' if partition_count == 1 else 's'}{what[len('all partitions'):]}"
         if self.streaming and self.starting == "latest" and not self.seek.narrows:
             what += " (new records only)"
-        return f"topic {self.topic}: {what}"
+        return f"{'load generator' if self.generator is not None else 'topic'} {self.topic}: {what}"
 
     def ranges(self) -> str | None:
         """The offset ranges of a read with an end (EXPLAIN), else None."""

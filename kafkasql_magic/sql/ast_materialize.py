@@ -44,6 +44,20 @@ class CreateConnection(Statement):
     validate: bool = True
 
 
+# ---------------------------------------------------------------- CREATE SOURCE ... FROM LOAD GENERATOR
+@dataclass(frozen=True)
+class CreateLoadGenerator(Statement):
+    """CREATE SOURCE [IF NOT EXISTS] name FROM LOAD GENERATOR generator [(options)]: a source
+    that makes its own records (loadgen/). `generator` upper case as written (COUNTER);
+    `tick_interval` the TICK INTERVAL text as written, `up_to` UP TO's count."""
+
+    name: str
+    generator: str
+    tick_interval: str | None = None
+    up_to: int | None = None
+    if_not_exists: bool = False
+
+
 # ---------------------------------------------------------------- CREATE TABLE ... FROM SOURCE
 @dataclass(frozen=True)
 class CreateSourceTable(Statement):

@@ -24,6 +24,8 @@ def split_formats(formats) -> tuple:
     return tuple(chosen) if kind == "key_value" else (None, None, chosen[0])
 
 
+#: The load generator's options as Materialize names them in its messages.
+_LOAD_GENERATOR_OPTION_WORDS = {"tick_interval": "TICK INTERVAL", "up_to": "UP TO"}
 #: The sink's connection options as Materialize names them in its messages.
 _SINK_OPTION_WORDS = {"compression": "COMPRESSION TYPE", "partition_count": "TOPIC PARTITION COUNT",
                       "replication_factor": "TOPIC REPLICATION FACTOR", "config": "TOPIC CONFIG",
@@ -81,6 +83,23 @@ class MaterializeDdlRules(Builder):
 
     def minus(self, meta):
         return True
+
+    # ---- CREATE SOURCE ... FROM LOAD GENERATOR
+    def create_load_generator(self, meta, if_not_exists, name, generator, *options):
+        """Each option once, as Materialize checks (which generator takes which: loadgen/)."""
+        found = {}
+        for (key, value), (line, column) in (o for o in options if o is not None):
+            if key in found:
+                raise Invalid(f"{_LOAD_GENERATOR_OPTION_WORDS[key]} specified more than once", line, column)
+            found[key] = value
+        return mz_ast.CreateLoadGenerator(name, generator.upper(), if_not_exists=bool(if_not_exists), **found,
+                                          **_pos(meta))
+
+    def tick_interval_option(self, meta, interval):
+        return ("tick_interval", _unquote(interval)), (meta.line, meta.column)
+
+    def up_to_option(self, meta, count):
+        return ("up_to", int(count)), (meta.line, meta.column)
 
     # ---- CREATE TABLE ... FROM SOURCE
     def create_source_table(self, meta, if_not_exists, name, columns, source, reference,

@@ -261,6 +261,18 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def subquery(self, meta, query, alias):
         return mz_ast.Subquery(query, alias, **_pos(meta))
 
+    def table_function(self, meta, name, *rest):
+        """`unnest(list) [AS u]` in FROM: the subquery `(SELECT unnest(list) AS u) AS u` over
+        one row; its column is named as the alias, else `unnest` (PostgreSQL's rule)."""
+        *arguments, alias = rest
+        if name.upper() != "UNNEST" or len(arguments) != 1:
+            raise Invalid(f"table function {name} is not supported: only unnest(list) may stand in FROM",
+                          meta.line, meta.column)
+        call = ast.FunctionCall("UNNEST", tuple(arguments), **_pos(meta))
+        inner = ast.Select(items=(ast.SelectItem(call, alias or "unnest"),),
+                           source=ast.SourceRef(tables.ONE_ROW, **_pos(meta)))
+        return mz_ast.Subquery(inner, alias, **_pos(meta))
+
     def subquery_alias(self, meta, name):
         return name
 
@@ -288,6 +300,10 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def map_literal(self, meta, *entries):
         return mz_ast.MapLiteral(tuple(e for e in entries if e is not None), **_pos(meta))
 
+    def list_literal(self, meta, *items):
+        """LIST[a, b]: a list, which is ksqlDB's ARRAY here."""
+        return ast.FunctionCall("ARRAY", tuple(i for i in items if i is not None), **_pos(meta))
+
     def map_entry(self, meta, key, value):
         return key, value
 
@@ -314,7 +330,7 @@ class MaterializeDialect(Dialect):
     name_rules = ("identifier", "alias_name")
     expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
-    opening_terminals = frozenset({"_MAP_OPEN"})
+    opening_terminals = frozenset({"_MAP_OPEN", "_LIST_OPEN"})
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"
     statement_words = "SELECT CREATE SUBSCRIBE SHOW DROP INSERT UPDATE DELETE"
     syntax_headline = None  # Materialize puts the reason on the first line

@@ -88,6 +88,13 @@ def _create_source(w, s: ast.CreateKafkaSource) -> str:
             f"{_formats(w, s)}{_includes_and_envelope(w, s)}")
 
 
+def _create_load_generator(w, s: mz.CreateLoadGenerator) -> str:
+    options = ([f"TICK INTERVAL {quoted(s.tick_interval)}"] if s.tick_interval is not None else []) + (
+        [f"UP TO {s.up_to}"] if s.up_to is not None else [])
+    return (f"CREATE SOURCE {if_not_exists(s)}{w.ident(s.name)} FROM LOAD GENERATOR {s.generator}"
+            + (f" ({', '.join(options)})" if options else ""))
+
+
 def _create_source_table(w, s: mz.CreateSourceTable) -> str:
     reference = f" (REFERENCE {w.ident(s.reference)})" if s.reference is not None else ""
     return (f"CREATE TABLE {if_not_exists(s)}{w.ident(s.name)}{_names(w, s.columns)} FROM SOURCE "
@@ -140,6 +147,7 @@ MATERIALIZE_STATEMENTS = {
     ast.Select: lambda w, s: w.select(s),
     ast.CreateKafkaSource: _create_source,
     mz.CreateSourceTable: _create_source_table,
+    mz.CreateLoadGenerator: _create_load_generator,
     mz.CreateSecret: lambda w, s: f"CREATE SECRET {if_not_exists(s)}{w.ident(s.name)} AS {quoted(redact.HIDDEN)}",
     mz.CreateConnection: _create_connection,
     ast.CreateView: _create_view,

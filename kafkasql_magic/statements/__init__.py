@@ -35,6 +35,7 @@ HANDLERS = {
     mz_ast.CreateSecret: connections.create_secret,
     mz_ast.CreateConnection: connections.create_connection,
     mz_ast.CreateSourceTable: sources.create_source_table,
+    mz_ast.CreateLoadGenerator: sources.create_load_generator,
     ast_tables.CreateTable: tables.create_table,
     ast_tables.InsertRows: tables.insert_rows,
     ast_tables.Update: tables.update_rows,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pandas as pd
@@ -20,6 +21,7 @@ from ..kafka import admin, reads
 from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
 from ..kafka.start_position import START_PROPERTY
+from ..loadgen.counter import counter_of
 from ..results import located_message, to_pandas
 from ..runtime import PushQuery, collect_bounded, stops_on_interrupt
 from ..sql import ast
@@ -77,6 +79,8 @@ def _partition_count(read: reads.TopicRead) -> int | None:
     broker cannot say now (the query itself then says why it waits)."""
     if read.partitions is not None:
         return None
+    if read.generator is not None:
+        return 1
     try:
         return len(admin.topic_partitions(read.bootstrap, read.topic))
     except KStreamError:
@@ -133,7 +137,9 @@ def snapshot_ends(session, plan: QueryPlan) -> list[dict[int, int]]:
     ends = []
     for source in _read_sources(plan):
         first = {int(p): o for p, o in (source.properties.get(START_PROPERTY) or {}).items()}  # START OFFSET
-        marks = watermarks(source.properties.get("BROKER") or session.bootstrap_servers, source.topic)
+        made = counter_of(source)
+        marks = (made.watermarks(time.time_ns() // 1_000) if made is not None
+                 else watermarks(source.properties.get("BROKER") or session.bootstrap_servers, source.topic))
         ends.append({p: high for p, (low, high) in marks.items() if high > max(low, first.get(p, 0))})
     return ends
 

@@ -22,6 +22,7 @@ from ..errors import StatementError
 from ..formats import Field
 from ..kafka import admin
 from ..kafka.reach import ensure_reachable
+from ..loadgen.counter import counter_of
 from ..sinks import mz_encode
 from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
 from ..sql import ast
@@ -85,8 +86,8 @@ def _create_topic(session, spec: SinkSpec, base, bootstrap: str) -> int:
     """The sink's topic, made as the TOPIC options say when it does not exist (else with the
     relation's topic's partition count; compacted for UPSERT); its partition count."""
     options = spec.topic_options
-    partitions = options.partition_count or len(
-        admin.topic_partitions(base.properties.get("BROKER") or session.bootstrap_servers, base.topic))
+    partitions = options.partition_count or (1 if counter_of(base) is not None else len(
+        admin.topic_partitions(base.properties.get("BROKER") or session.bootstrap_servers, base.topic)))
     config = {"cleanup.policy": "compact"} if spec.envelope == "UPSERT" else {}
     admin.create_topic(bootstrap, spec.topic, partitions, replication_factor=options.replication_factor or 1,
                        config={**config, **dict(options.config)} or None, exist_ok=True)

@@ -17,6 +17,7 @@ from ..kafka.offsets import watermarks
 from ..kafka.reach import ensure_reachable
 from ..kafka.start_position import START_PROPERTY, start_offsets
 from ..kafka.time_index import first_offsets_at_or_after
+from ..loadgen import counter
 from ..sinks.schemas import delete_subjects
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
@@ -65,6 +66,14 @@ def create_kafka_source(session, stmt: ast.CreateKafkaSource, text, timeout):
     if first is not None:
         source = replace(source, properties={**source.properties, START_PROPERTY: first})
     session.catalog.add(source)
+    return None
+
+
+def create_load_generator(session, stmt: mz_ast.CreateLoadGenerator, text, timeout):
+    """Materialize's CREATE SOURCE ... FROM LOAD GENERATOR: a source of no topic, whose values
+    count from now (loadgen/counter.py)."""
+    source = counter.define(stmt, time.time_ns() // 1_000, text)
+    session.catalog.add(source, if_not_exists=stmt.if_not_exists)
     return None
 
 

@@ -148,8 +148,9 @@ class Checker:
     # ------------------------------------------------------------ functions
     def _FunctionCall(self, e: ast.FunctionCall) -> ast.Type | None:
         if e.name.upper() in self.untyped:  # the dialect's own, over ksql's of the same name (PostgreSQL's
-            for a in e.args:             # encode is not ksqlDB's): the build resolves it, its arguments
-                self.type_of(a)          # are still checked
+            args = [self.type_of(a) for a in e.args]  # encode is not ksqlDB's): the build resolves it,
+            if e.name.upper() == "UNNEST" and args and args[0] is not None and args[0].name == "ARRAY":
+                return args[0].element   # its arguments are still checked; unnest's rows are its elements
             return None
         if lambdas.is_lambda_function(e.name):
             return lambdas.type_call(self, e)

@@ -550,3 +550,22 @@ def test_joins_parse_without_within():
     assert got.joins == (ast.Join("LEFT", SourceRef("other", "b"),
                                   BinaryOp("=", ColumnRef("id", "a"), ColumnRef("id", "b"))),)
     assert 'Expected ON, found number "5"' == syntax_error("SELECT * FROM a JOIN b WITHIN 5 SECONDS ON a.x = b.x").reason
+
+
+def test_a_list_literal_is_a_list_and_unnest_a_function_over_it():
+    stmt = parse_statement("SELECT unnest(LIST[1, 2]), list [3] FROM t", dialect="materialize")
+    unnest, bare = (item.expr for item in stmt.items)
+    assert unnest == ast.FunctionCall("UNNEST", (ast.FunctionCall("ARRAY", (L(1), L(2))),))
+    assert bare == ast.FunctionCall("ARRAY", (L(3),))  # LIST[...] is a list, as in Materialize
+
+
+def test_unnest_in_from_is_a_subquery_of_one_row_named_as_its_alias():
+    stmt = parse_statement("SELECT u * 10 FROM unnest(LIST[1, 2]) AS u", dialect="materialize")
+    assert stmt.source.alias == "u"
+    (item,) = stmt.source.query.items
+    assert (item.expr.name, item.alias, stmt.source.query.source.name) == ("UNNEST", "u", "__one_row")
+    bare = parse_statement("SELECT * FROM unnest(LIST[1])", dialect="materialize").source
+    assert (bare.alias, bare.query.items[0].alias) == (None, "unnest")
+    for text in ("SELECT * FROM generate_series(1, 3)", "SELECT * FROM unnest(LIST[1], LIST[2])"):
+        with pytest.raises(SqlSyntaxError, match="line 1:15: table function .* is not supported: only unnest"):
+            parse_statement(text, dialect="materialize")

@@ -295,3 +295,12 @@ def test_an_unknown_column_error_suggests_the_nearest_names():
     with pytest.raises(ExpressionTypeError) as info:
         checker.type_of(ast.ColumnRef("ZZZ"))
     assert info.value.hint is None
+
+
+def test_unnest_is_typed_as_its_lists_elements():
+    from kafkasql_magic.sql import parse_statement
+    from kafkasql_magic.typecheck.checker import Checker
+
+    stmt = parse_statement("SELECT unnest(LIST[1, 2]) * 10, unnest(LIST['a']) || 'b'", dialect="materialize")
+    checker = Checker({}, "materialize", None, None, frozenset({"UNNEST"}))
+    assert [checker.type_of(item.expr).name for item in stmt.items] == ["INT", "STRING"]

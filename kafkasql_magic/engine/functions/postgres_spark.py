@@ -147,6 +147,9 @@ def _kafka_murmur2(ctx, args, exprs) -> Column:
 FUNCTIONS: dict[str, Function] = {
     "KAFKA_MURMUR2": Function(_kafka_murmur2, 1, 1),
     "LIST_LENGTH": Function(_list_length, 1, 1),
+    # a row per element (a list's or an array's; none for an empty or NULL one), as PostgreSQL's
+    # unnest in a SELECT list (Spark's generator: one per SELECT, not inside an expression)
+    "UNNEST": Function(simple(F.explode), 1, 1),
     "MAP_BUILD": Function(_map_build, 1, 1),
     "ENCODE": Function(_encode, 2, 2),
     "DECODE": Function(_decode, 2, 2),
@@ -158,6 +161,10 @@ FUNCTIONS: dict[str, Function] = {
     "SUBSTRING": Function(_substring, 2, 3),
     "SUBSTR": Function(_substring, 2, 3),
 }
+
+
+#: Functions taking only some types of argument: which (argument types, None where unknown).
+TAKES = {"UNNEST": lambda types: types[0] is None or types[0].name == "ARRAY"}
 
 
 def lookup(name: str, arg_types: Sequence[str]) -> Function:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...sql import ast
+from ...loadgen.counter import counter_of
 from ...sql.render_statements import writer_of
 from ..analysis.grouping import substitute
 from . import nodes as n
@@ -29,6 +30,8 @@ def _lines(node: n.Node, render, first: str, rest: str, out: list[str]) -> None:
 def _scan(node: n.Scan, render) -> str:
     side, source = node.input, node.input.source
     named = f"{side.name}" + (f" AS {side.ref.alias}" if side.ref.alias else "")
+    if counter_of(source) is not None:
+        return f"Scan {side.kind} {named}: load generator COUNTER"
     return (f"Scan {side.kind} {named}: topic {source.topic}, key {source.key_format.name}, "
             f"value {source.value_format.name}")
 

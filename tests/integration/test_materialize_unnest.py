@@ -1,0 +1,42 @@
+"""PostgreSQL's unnest in a Materialize SELECT list: a row per element of a list (LIST[...],
+a source's headers), the other columns repeated; an empty or NULL list gives no row."""
+
+import uuid
+
+import pytest
+
+import kafkasql_magic as ks
+from kafkasql_magic.kafka.producer import produce
+
+MZ = {"dialect": "materialize"}
+
+
+def test_unnest_a_list_literal(session):
+    rows = session.sql("SELECT unnest(LIST[1, 2, 3])", **MZ)
+    assert list(rows.columns) == ["unnest"]
+    assert sorted(rows["unnest"].tolist()) == [1, 2, 3]
+
+
+def test_unnest_in_from_names_its_column_as_its_alias(session):
+    assert sorted(session.sql("SELECT * FROM unnest(LIST[1, 2])", **MZ)["unnest"].tolist()) == [1, 2]
+    rows = session.sql("SELECT u * 10 AS t FROM unnest(LIST[1, 2, 3]) AS u WHERE u > 1", **MZ)
+    assert sorted(rows["t"].tolist()) == [20, 30]
+
+
+def test_unnest_a_sources_headers_a_row_per_header(session, broker):
+    topic = f"mzu_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [
+        {"key": None, "value": b"a", "partition": 0, "headers": [("h1", b"x"), ("h2", b"y")]},
+        {"key": None, "value": b"b", "partition": 0, "headers": []},
+        {"key": None, "value": b"c", "partition": 0, "headers": [("h3", b"z")]}], create_partitions=1)
+    name = f"u_{uuid.uuid4().hex[:8]}"
+    session.sql(f"CREATE SOURCE {name} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE HEADERS", **MZ)
+    session.sql(f"CREATE VIEW {name}_h AS SELECT text, unnest(headers) AS h FROM {name}", **MZ)
+    rows = session.sql(f"SELECT text, (h).key AS k, convert_from((h).value, 'utf8') AS v FROM {name}_h "
+                       "ORDER BY text, k", **MZ)
+    assert rows.values.tolist() == [["a", "h1", "x"], ["a", "h2", "y"], ["c", "h3", "z"]]  # b: no header, no row
+
+
+def test_unnest_of_no_list_is_refused_in_materializes_words(session):
+    with pytest.raises(ks.StatementError, match=r"function unnest\(int4\) does not exist"):
+        session.sql("SELECT unnest(1)", **MZ)
