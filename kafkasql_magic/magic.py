@@ -24,7 +24,7 @@ from traitlets import Any, Bool, Float, Int, Unicode
 from . import clientconf, pyvars
 from .dialects import DIALECTS
 from .errors import KStreamError
-from .live.chart import ChartError, parse_chart
+from .live.chart import ChartError
 from .live.feedback import CellFeedback
 from .live.result import result_frame
 from .magic_line import LineError, split_line
@@ -59,20 +59,16 @@ def usage(doc: str) -> str:
     return textwrap.dedent(line) + blank + rest
 
 
-def _display_live(query):
-    """Show a push query's live widget and, beside it, its saved copy: the latest state as static
-    HTML, refreshed every few seconds, which a notebook saved while the query runs keeps (the
-    widget hides it while on the page). When the query ends, its final state takes the widget's
-    place and the copy goes."""
+def _display_live(query, handle):
+    """Beside a push query's live widget (on show since the query was planned, `handle` its
+    display), its saved copy: the latest state as static HTML, refreshed every few seconds, which
+    a notebook saved while the query runs keeps (the widget hides it while on the page). When the
+    query ends, its final state takes the widget's place and the copy goes."""
     from IPython.display import display
 
-    from .live.static import WIDGET_MIME, FinalState, SavedCopy
+    from .live.static import FinalState, SavedCopy
 
-    bundle = query._repr_mimebundle_()
-    bundle["text/html"] = ""  # a viewer without widgets shows the saved copy instead of stale text
-    handle = display(bundle, raw=True, display_id=True)
-    copy = SavedCopy(query.model, bundle[WIDGET_MIME]["model_id"],
-                     lambda data: saved.update(data, raw=True))
+    copy = SavedCopy(query.model, query.view.token, lambda data: saved.update(data, raw=True))
     saved = display(copy.bundle(), raw=True, display_id=True)
 
     def ended(snapshot) -> None:
@@ -86,6 +82,10 @@ def _display_live(query):
     if query.model.snapshot().terminal:  # it may have ended before we subscribed
         ended(query.model.snapshot())
     return handle
+
+
+def _running_push_query(result) -> bool:
+    return hasattr(result, "model") and result.is_active
 
 
 def _display_card(session: Session, query):
@@ -232,31 +232,29 @@ class KStreamMagics(Magics):
             self._replace_cell_query(line, cell)
             from IPython.display import display
 
-            session.feedback = feedback = CellFeedback(display)
+            # a push query's live view is on show from its plan on; a live one stays
+            session.feedback = feedback = CellFeedback(display, chart=args.chart)
+            result = handle = None
             try:
                 result = session.sql(text, timeout=args.timeout if args.timeout is not None else self.timeout,
                                      dialect=args.dialect or self.dialect, on_done=print)
             finally:
                 session.feedback = None
-                feedback.close()
+                handle = feedback.close(keep=result if _running_push_query(result) else None)
         except KStreamError as exc:  # shown as its class and message, without a traceback (errors.py)
             exc.args = (with_caret(str(exc), text),)
             raise exc from None
+        except ChartError as exc:  # refused before the query started
+            raise UsageError(str(exc)) from None
         from .sinks.runner import PersistentQuery
 
         shown = None
-        live = hasattr(result, "model") and result.is_active  # a running push query
+        live = handle is not None
         if args.chart and not live:
             print("--chart draws a live query's rows (EMIT CHANGES without LIMIT): no chart for this result")
-        if args.chart and live:
-            try:
-                result.chart = parse_chart(args.chart, result.names)
-            except ChartError as exc:
-                result.stop()
-                raise UsageError(str(exc)) from None
         if live:
             self._cell_queries[self._cell_key(line, cell)] = result
-            shown = _display_live(result)
+            shown = _display_live(result, handle)
         elif isinstance(result, PersistentQuery):
             shown = _display_card(session, result)
         formats = getattr(result, "attrs", {})

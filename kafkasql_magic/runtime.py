@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame
 
 from .errors import KafkaError, KStreamError, QueryStopped, QueryTimeout
 from .live import LiveModel
+from .live.render import PREPARING
 from .engine.analysis.plan import CAPTURE_METRICS, QueryPlan
 from .engine.api import Built
 from .engine.columns import result_column
@@ -40,22 +41,22 @@ UNSEEN_START_WAIT = 10.0
 class PushQuery:
     """A running push query (`SELECT ... EMIT CHANGES`): a handle with rows, progress and stop()."""
 
-    def __init__(self, plan: QueryPlan, frame: DataFrame, *, query_id: str, sql: str,
-                 log: ProcessingLog, build_batch=None, max_rows: int = 20, buffer_rows: int = 10_000,
+    def __init__(self, plan: QueryPlan, frame: DataFrame, model: LiveModel, *, query_id: str, sql: str,
+                 log: ProcessingLog, build_batch=None, buffer_rows: int = 10_000,
                  trigger_interval: str = "0.5 seconds", ending_offsets: dict[str, int] | None = None,
-                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None,
-                 reading: str | None = None):
+                 fail_on: frozenset[str] = frozenset(), changes: ChangeTracker | None = None):
         """`frame` is the built frame, or (a per-batch plan) the raw stream that `build_batch`
-        turns into a Built per micro-batch. A bad record of a source in `fail_on` (Materialize's
+        turns into a Built per micro-batch. `model` (`live_model`, made as the statement was
+        planned) gets its rows and progress. A bad record of a source in `fail_on` (Materialize's
         rule) fails the query, naming the record, after logging it; others are logged only.
-        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs. `reading` says
-        what it reads (the topic, partitions and offsets), for its status line."""
+        `changes` (a SUBSCRIBE) turns each batch's rows into Materialize's diffs."""
         self.id = query_id
         self.sql = sql
         self.bootstrap: str | None = None  # the broker it reads, for `waiting_for` (set by the session)
         self.chart = None  # a live.chart.ChartSpec its widget draws (the magic's --chart), or None
+        self.view = None  # the live.LiveView that shows it: the cell's (live.feedback), else made when displayed
         self.plan = plan
-        self.names = changes.names(plan.names) if changes is not None else plan.names
+        self.names = list(model.columns)
         self.limit = plan.limit
         self._log = log
         self._errors = 0
@@ -78,9 +79,7 @@ class PushQuery:
         self._observed_through = -1  # the last batch whose failed records were logged
         self._tally = ProgressTally()
         self._changes = changes
-        keyed = plan.kind == "TABLE" and plan.key_names and changes is None  # diffs are rows, never replaced
-        self.model = LiveModel(self.names, max_rows=max_rows, key_columns=plan.key_names if keyed else None,
-                               title=sql, reading=reading, blocking=self.limit is not None)
+        self.model = model
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "PushQuery":
@@ -92,6 +91,7 @@ class PushQuery:
         except KeyboardInterrupt:  # the notebook's Interrupt cut the call, not Spark's start
             self._stop_unseen()
             raise
+        self.model.set_phase(None)  # started: now it waits for records
         threading.Thread(target=self._watch, name=f"{self.id}-watch", daemon=True).start()
         return self
 
@@ -317,13 +317,27 @@ class PushQuery:
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         from .live.view import LiveView
 
-        if not hasattr(self, "_view"):
-            self._view = LiveView(self.model, on_stop=lambda: threading.Thread(target=self.stop, daemon=True).start(),
-                                  chart=self.chart)
-        return self._view._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
+        if self.view is None:
+            self.view = LiveView(self.model, on_stop=self.stop_soon, chart=self.chart)
+        return self.view._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
+
+    def stop_soon(self) -> None:
+        """Stop it on a thread of its own: a widget's Stop click returns at once."""
+        threading.Thread(target=self.stop, daemon=True).start()
 
     def __repr__(self) -> str:
         return f"<PushQuery {self.id} {self.state}: {self._rows_total} rows>"
+
+
+def live_model(plan: QueryPlan, names: list[str], *, sql: str, max_rows: int) -> LiveModel:
+    """The model a push query's rows and progress go to, made from its plan before Spark prepares
+    the query, so the cell shows the columns and status at once. A table's changelog keeps the
+    latest row per key (diffs are rows, never replaced)."""
+    keyed = plan.kind == "TABLE" and plan.key_names and not plan.changes
+    model = LiveModel(names, max_rows=max_rows, key_columns=plan.key_names if keyed else None, title=sql,
+                      blocking=plan.limit is not None)
+    model.set_phase(PREPARING)
+    return model
 
 
 def failure_message(exc: BaseException) -> str:

@@ -83,9 +83,10 @@ class Session:
         self._spark = spark
         #: In a Jupyter kernel, Spark's own start-up and log lines go to `spark_logs.log_path()` unless True.
         self.show_spark_logs = False
-        #: What the notebook shows while a statement waits (set by the magic for one cell, else None):
-        #: `spark_starting(since, background=)` before the Spark session is up, `query_waiting(query)`
-        #: when a push query with LIMIT starts and the cell waits for its rows.
+        #: What the notebook shows while a statement runs (set by the magic for one cell, else None):
+        #: `query_starting(model)` once a push query is planned (its live model), `spark_starting(since,
+        #: background=)` before the Spark session is up and `spark_started()` after, `query_started(query)`
+        #: when the push query is about to start.
         self.feedback = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -104,6 +105,8 @@ class Session:
                 wait_for_background_start()
                 with starting_spark(show=self.show_spark_logs):  # in a notebook, Spark's logs go to a file
                     self._spark = local_spark()
+                if self.feedback is not None:
+                    self.feedback.spark_started()
             else:
                 from .sparkenv import prepare as prepare_spark
 

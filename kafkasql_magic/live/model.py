@@ -48,6 +48,7 @@ class Snapshot:
     reading: str | None = None  # what the query reads: topic, partitions, from which offsets
     blocking: bool = False  # the cell waits for the query (LIMIT): Interrupt stops it, not a Stop button
     keys_dropped: int = 0  # a table's keys dropped from view (past max_rows, least recently updated first)
+    phase: str | None = None  # what the query does before it reads: being prepared, Spark starting
 
     @property
     def rows_dropped(self) -> bool:
@@ -74,7 +75,9 @@ class LiveModel:
     Without `key_columns` it keeps the last `max_rows` rows (a stream). With them it reads a
     TABLE changelog: the latest row per key, at most `max_rows` keys, most recently updated last.
     `reading` says what the query reads (shown while it waits for rows); `blocking`: the cell
-    waits for the query's rows (a LIMIT), so Interrupt, not Stop, ends it.
+    waits for the query's rows (a LIMIT), so Interrupt, not Stop, ends it. A model is made as its
+    statement is planned, so the cell shows it at once; until the query reads, its `phase` says
+    what goes on (`set_phase`).
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class LiveModel:
         self.title = title
         self.reading = reading
         self.blocking = blocking
+        self._phase: str | Callable[[], str] | None = None
         self._lock = threading.Lock()
         self._rows: collections.deque | collections.OrderedDict
         if self._key_index:
@@ -146,6 +150,21 @@ class LiveModel:
             if self._state in TERMINAL_STATES or message == self._message:
                 return
             self._message = message
+            changed = self._changed()
+        self._notify(changed)
+
+    def set_phase(self, phase: str | Callable[[], str] | None) -> None:
+        """What the query does before it reads (None once it reads): a text, or a function giving
+        the current text (seconds that tick), asked at every snapshot."""
+        with self._lock:
+            self._phase = phase
+            changed = self._changed()
+        self._notify(changed)
+
+    def set_reading(self, reading: str | None) -> None:
+        """What the query reads, once its read is planned."""
+        with self._lock:
+            self.reading = reading
             changed = self._changed()
         self._notify(changed)
 
@@ -278,6 +297,7 @@ class LiveModel:
             reading=self.reading,
             blocking=self.blocking,
             keys_dropped=self._keys_dropped,
+            phase=self._phase() if callable(self._phase) else self._phase,
         )
 
 

@@ -162,10 +162,13 @@ def status_text(snap) -> str:
 
 def waiting_line(snap) -> str | None:
     """What a running query waits for, while it has no rows yet (or the cell waits for more):
-    the records it reads and how to end it; None once rows flow in a live widget or it ended."""
+    what it does before it reads (its phase), the records it reads and how to end it; None once
+    rows flow in a live widget or it ended."""
     if snap.terminal or (snap.rows_total and not snap.blocking):
         return None
-    if snap.rows_total:
+    if snap.phase:
+        parts = [snap.phase]
+    elif snap.rows_total:
         parts = ["waiting for more rows…"]
     elif snap.input_rows_total:
         parts = [f"waiting for matching rows… {snap.input_rows_total:,} records read"]
@@ -175,6 +178,10 @@ def waiting_line(snap) -> str | None:
         parts.append(f"reads {snap.reading}")
     parts.append("Interrupt (■) stops the query" if snap.blocking else "Stop ends it")
     return " · ".join(parts)
+
+
+#: the phase of a query from its plan until its stream started (Spark builds and starts it)
+PREPARING = "preparing the query…"
 
 
 def starting_text(elapsed: float, *, background: bool) -> str:

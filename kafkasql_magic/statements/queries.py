@@ -23,7 +23,7 @@ from ..kafka.reach import ensure_reachable
 from ..kafka.start_position import START_PROPERTY
 from ..loadgen.counter import counter_of
 from ..results import located_message, to_pandas
-from ..runtime import PushQuery, collect_bounded, stops_on_interrupt
+from ..runtime import PushQuery, collect_bounded, live_model, stops_on_interrupt
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
 
@@ -45,6 +45,12 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
     plan = subscribed(plan) if subscription is not None else plan
     envelope = KeyedEnvelope([n for n, _ in plan.outputs], *subscription.envelope) if (
         subscription is not None and subscription.envelope) else None
+    model = None
+    if stmt.emit_changes:  # its columns and status are on show at once, while Spark prepares and starts it
+        model = live_model(plan, envelope.names if envelope is not None else plan.names, sql=text,
+                           max_rows=session.max_rows)
+        if session.feedback is not None:
+            session.feedback.query_starting(model)
     ensure_reachable(source.properties.get("BROKER") or session.bootstrap_servers, session.timeout_of(timeout))
     changes = ChangeTracker(snapshot_ends=snapshot_ends(session, plan), emit_snapshot=emits_snapshot(subscription),
                             envelope=envelope) if plan.changes else None
@@ -58,16 +64,16 @@ def select(session, stmt: ast.Select, text, timeout, reset: str | None = None,
             _fail_on_bad_records(session, query_id, plan)
         return rows
     frame = prepared.raw if plan.per_batch else prepared.built.frame
-    query = PushQuery(plan, frame, build_batch=prepared.build_batch, query_id=query_id, sql=text, log=session.log,
-                      max_rows=session.max_rows, trigger_interval=session.trigger_interval,
-                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan), changes=changes,
-                      reading=prepared.read.reading(_partition_count(prepared.read)))
+    model.set_reading(prepared.read.reading(_partition_count(prepared.read)))
+    query = PushQuery(plan, frame, model, build_batch=prepared.build_batch, query_id=query_id, sql=text,
+                      log=session.log, trigger_interval=session.trigger_interval,
+                      ending_offsets=prepared.read.ending_offsets, fail_on=failing_sources(plan), changes=changes)
     query.bootstrap = prepared.read.bootstrap
+    if session.feedback is not None:
+        session.feedback.query_started(query)
     session.queries[query_id] = query.start()
     if plan.limit is None:
         return query
-    if session.feedback is not None:  # the cell waits: its display shows the query's status meanwhile
-        session.feedback.query_waiting(query)
     try:
         return query.result(session.timeout_of(timeout))
     finally:

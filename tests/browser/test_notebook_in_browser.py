@@ -170,6 +170,30 @@ def _saved_while_running(page, base, token, workdir, name):
         _shut_down(base, token, "reopened.ipynb")
 
 
+# Timed in the page: when the cell's prompt turns to [*] (the kernel runs it) and when its status
+# line first shows (window.kstreamRunning, window.kstreamShown: performance.now(); window.kstreamStatus its text).
+TIME_STATUS = """cell => {
+  window.kstreamRunning = window.kstreamShown = window.kstreamStatus = null;
+  const prompt = cell.querySelector(".jp-InputPrompt");
+  const check = () => {
+    const now = performance.now();
+    if (window.kstreamRunning === null && prompt.textContent.includes("*")) window.kstreamRunning = now;
+    const line = cell.querySelector(".kstream-waiting");
+    if (window.kstreamRunning !== null && window.kstreamShown === null && line && line.offsetParent !== null
+        && line.textContent.trim()) {
+      window.kstreamShown = now;
+      window.kstreamStatus = line.textContent;
+    }
+  };
+  new MutationObserver(check).observe(cell, {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+
+def _status_delay(page) -> float:
+    """Seconds from the cell's [*] to its status line, as the page saw them."""
+    return (page.evaluate("window.kstreamShown") - page.evaluate("window.kstreamRunning")) / 1000
+
+
 def _shut_down(base: str, token: str, path: str) -> None:
     """End a notebook's kernel, so later steps see only the kernels they started."""
     sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5).read())
@@ -179,10 +203,12 @@ def _shut_down(base: str, token: str, path: str) -> None:
             urllib.request.urlopen(request, timeout=10)
 
 
-def _kernel_ready(base: str, token: str) -> bool:
-    """The page runs nothing before its kernel is connected (cells run then stay `[ ]`)."""
+def _kernel_ready(base: str, token: str, path: str | None = None) -> bool:
+    """The page runs nothing before its kernel is connected (cells run then stay `[ ]`); `path`:
+    the kernel of that notebook (an earlier test's kernel may still be up)."""
     sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5).read())
-    return any(s["kernel"]["execution_state"] == "idle" and s["kernel"]["connections"] for s in sessions)
+    return any(s["kernel"]["execution_state"] == "idle" and s["kernel"]["connections"]
+               and path in (None, s["path"]) for s in sessions)
 
 
 def _status(page) -> dict[str, str]:
@@ -203,7 +229,13 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
 
     # A live query: the widget shows the rows, newest on top, and nothing from Spark's logs.
     page.evaluate(WATCH_SAVED_COPY)
-    _run(page, LIVE)
+    _cell(page, LIVE).evaluate(TIME_STATUS)
+    _run(page, LIVE, wait=False)
+    said = _until(lambda: page.evaluate("window.kstreamStatus"), 60, "the first query's status line")
+    print(f"the first query's status line, {_status_delay(page):.2f} s after the cell began running: {said!r}")
+    _cell(page, LIVE).scroll_into_view_if_needed()
+    _shot(page, "first-query-status")
+    _wait_done(page, LIVE)
     rows = _cell(page, LIVE).locator(".kstream-live:visible tbody tr")
     _until(lambda: rows.count() == 3, 120, "the first three rows")
     points = _cell(page, LIVE).locator(".kstream-chart:visible circle")
@@ -215,8 +247,16 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _until(lambda: float(_status(page).get("rows/s", "0").replace(",", "")) > 0, 60, "a rows/s rate above zero")
     _until(lambda: float(_status(page).get("records in/s", "0").replace(",", "")) > 0, 30,
            "a records in/s rate above zero")
-    _until(lambda: int(_status(page)["rows"].replace(",", "")) >= 40, 90, "rows from the other process")
+    drawn = [points.count()]
+
+    def grown_to_40() -> bool:
+        if points.count() != drawn[-1]:
+            drawn.append(points.count())
+        return int(_status(page)["rows"].replace(",", "")) >= 40
+
+    _until(grown_to_40, 90, "rows from the other process")
     assert points.count() == 20  # the chart grew with the rows, to the 20 the widget holds
+    assert drawn == sorted(drawn) and len(drawn) >= 3, drawn  # point by point as they came, never fewer
     _cell(page, LIVE).scroll_into_view_if_needed()
     _shot(page, "live")
     top = int(rows.first.locator("td").nth(1).inner_text())
@@ -239,13 +279,14 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
 
     # A waiting LIMIT query shows its columns and a status line saying what it waits for and reads,
     # its time ticking; Interrupt ends it: its Spark query ends, the broker lives on.
+    _cell(page, WAIT_FOREVER).evaluate(TIME_STATUS)
     _run(page, WAIT_FOREVER, wait=False)
-    _until(lambda: _cell(page, WAIT_FOREVER).locator(".jp-InputPrompt").inner_text().strip() == "[*]:", 30,
-           "the LIMIT query to run")
-    running = time.monotonic()
+    said = _until(lambda: page.evaluate("window.kstreamStatus"), 30, "the waiting query's status line")
+    delay = _status_delay(page)
+    print(f"the waiting query's status line, {delay:.2f} s after the cell began running: {said!r}")
+    assert delay < 1.0, f"the status line came {delay:.2f} s after the cell began running: {said!r}"
     waiting = _cell(page, WAIT_FOREVER).locator(".kstream-waiting:visible")
-    _until(lambda: waiting.count() and "waiting for" in waiting.inner_text(), 60, "the waiting query's status line")
-    print(f"waiting status line shown {time.monotonic() - running:.1f} s after the cell began running")
+    _until(lambda: "waiting for" in waiting.inner_text(), 60, "the query to wait for records")  # the same line
     assert "reads topic clicks: all 1 partition from the earliest offsets" in waiting.inner_text()
     assert "Interrupt" in waiting.inner_text()
     headers = _cell(page, WAIT_FOREVER).locator(".kstream-live:visible th")
@@ -262,8 +303,10 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     page.keyboard.press("i")
     page.keyboard.press("i")
     _wait_done(page, WAIT_FOREVER, 60)
-    interrupted = _cell(page, WAIT_FOREVER).inner_text()
-    assert "Query stopped." in interrupted and "Traceback" not in interrupted and "File " not in interrupted
+    said = _cell(page, WAIT_FOREVER).locator(".jp-Cell-outputArea").inner_text().strip()
+    assert said == "Query stopped.", said  # one line: no traceback, and the status line is gone
+    _cell(page, WAIT_FOREVER).scroll_into_view_if_needed()
+    _shot(page, "interrupted")
     _run(page, AFTER_INTERRUPT)
     assert "active spark queries: 0" in _cell(page, AFTER_INTERRUPT).inner_text()
 
@@ -343,3 +386,37 @@ def test_persistent_query_card_counts_and_terminates(lab, page):
     _shot(page, "query-card-terminated")
     _run(page, LIVE + 1)
     assert "No persistent query is running." in _cell(page, LIVE + 1).inner_text()
+
+
+LONG_ALIAS = "share_of_clicks_" + "x" * 108
+#: the processing-log message of a division by zero in that column: 200 characters
+LONG_MESSAGE = f"Error computing expression (N / (N - N)) for column {LONG_ALIAS.upper()} with index 0: / by zero"
+
+
+def test_a_long_processing_log_message_is_shown_whole(lab, page):
+    """A 200-character processing-log message is shown whole in the processing log's table: all its
+    text, wrapped within the notebook's width, nothing cut."""
+    assert len(LONG_MESSAGE) == 200
+    base, token, workdir = lab
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS[:LIVE] + [
+        f"%%kstream\nSELECT n / (n - n) AS {LONG_ALIAS} FROM clicks;",
+        "%%kstream\nSELECT MESSAGE FROM KSQL_PROCESSING_LOG;"]]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, workdir / "log.ipynb")
+    page.goto(f"{base}/lab/workspaces/log/tree/log.ipynb?token={token}")  # no earlier test's tabs
+    page.locator(".jp-Notebook:visible .jp-Cell").first.wait_for(timeout=60_000)
+    _until(lambda: _kernel_ready(base, token, "log.ipynb"), 120, "the notebook's kernel")
+    time.sleep(1)
+    for index in range(LIVE + 2):
+        _run(page, index, timeout=180)
+    cell = _cell(page, LIVE + 1)
+    message = cell.locator("td", has_text="by zero").first
+    message.wait_for(timeout=30_000)
+    assert message.inner_text() == LONG_MESSAGE
+    assert message.evaluate("e => e.scrollWidth <= e.clientWidth")  # nothing hidden inside the cell
+    box, area = message.bounding_box(), cell.locator(".jp-OutputArea").bounding_box()
+    assert box["x"] + box["width"] <= area["x"] + area["width"]  # wrapped within the notebook's width
+    cell.scroll_into_view_if_needed()
+    _shot(page, "processing-log-message")
+    _shut_down(base, token, "log.ipynb")

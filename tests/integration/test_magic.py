@@ -71,8 +71,8 @@ def test_push_query_returns_at_once_with_a_live_widget_and_stop_button(shell, st
             time.sleep(0.1)
         assert handle.model.snapshot().input_rows_total == 3
         assert handle.model.snapshot().input_rows_per_second > 0
-        assert "k2" in handle._view.table.value
-        handle._view.button.click()
+        assert "k2" in handle.view.table.value
+        handle.view.button.click()
         assert handle.wait(60) and handle.state == "STOPPED"
     first, copy = shown.outputs[0].data, shown.outputs[1].data
     assert "application/vnd.jupyter.widget-view+json" in first and "text/plain" in first
@@ -92,11 +92,11 @@ def test_a_chart_option_draws_the_live_rows_above_the_table_and_a_wrong_column_i
         handle = shell.user_ns["charted"]
         try:
             deadline = time.monotonic() + 60
-            while handle._view.chart.value.count("<rect") < 3 and time.monotonic() < deadline:
+            while handle.view.chart.value.count("<rect") < 3 and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert handle._view.chart.value.count("<rect") == 3  # a bar per row, drawn as they came
-            assert handle._view.widget.children.index(handle._view.chart) < \
-                handle._view.widget.children.index(handle._view.table)
+            assert handle.view.chart.value.count("<rect") == 3  # a bar per row, drawn as they came
+            assert handle.view.widget.children.index(handle.view.chart) < \
+                handle.view.widget.children.index(handle.view.table)
         finally:
             handle.stop()
     with pytest.raises(UsageError, match=r"no column 'price' in the result \(columns: K, N\)"):
@@ -219,17 +219,45 @@ def test_terminate_matches_query_ids_case_insensitively(shell, stream):
     assert not q.is_active
 
 
-def test_a_limit_query_shows_its_columns_and_status_while_the_cell_waits(shell, stream):
+def test_a_limit_query_shows_its_columns_and_status_at_once_while_the_cell_waits(shell, stream, monkeypatch):
+    """Its view is on show within a second of the cell starting, before Spark prepared and started
+    the query (seconds, even with Spark up); the query then fills in that same view."""
+    import threading
+
     from IPython.utils.capture import capture_output
 
+    from kafkasql_magic.live.feedback import CellFeedback
+
+    real_starting = CellFeedback.query_starting
+
+    def query_starting(self, model):
+        real_starting(self, model)
+        threading.Thread(target=watch, args=(self._shown,), daemon=True).start()
+
+    said = set()  # what its status line said while the cell waited
+
+    def watch(view):
+        while not view.model.snapshot().terminal:
+            said.add(view.status.value)
+            time.sleep(0.1)
+
+    monkeypatch.setattr(CellFeedback, "query_starting", query_starting)
+    shown_after = []
     with capture_output() as out, pytest.raises(QueryTimeout):
+        publisher = shell.display_pub
+        publish = publisher.publish
+        monkeypatch.setattr(publisher, "publish",
+                            lambda data, *a, **k: (shown_after.append(time.monotonic() - started), publish(data, *a, **k)))
+        started = time.monotonic()
         shell.run_cell_magic("kstream", "--timeout 4", f"SELECT k, n FROM {stream} WHERE n < 0 EMIT CHANGES LIMIT 5;")
-    waiting = out.outputs[0].data["text/plain"]  # shown as the query started, before any batch
-    assert "| K | N |" in waiting and "rows: 0" in waiting
-    assert f"waiting for records… · reads topic {stream.lower()}: all 1 partition from the earliest offsets" \
-           " · Interrupt (■) stops the query" in waiting
+    print(f"the status was shown {shown_after[0]:.3f} s after the cell started")
+    assert shown_after[0] < 1.0
+    waiting = out.outputs[0].data["text/plain"]
+    assert "| K | N |" in waiting and "rows: 0" in waiting and "preparing the query…" in waiting
     assert "application/vnd.jupyter.widget-view+json" in out.outputs[0].data
-    assert out.outputs[-1].data == {}  # cleared when the cell ends: the error is what stays
+    assert any(f"waiting for records… · reads topic {stream.lower()}: all 1 partition from the earliest offsets"
+               " · Interrupt (■) stops the query" in value for value in said)  # the same widget, once the query started
+    assert len(out.outputs) == 2 and out.outputs[-1].data == {}  # one display, cleared when the cell ends
 
 
 def test_interrupting_a_limit_query_stops_its_spark_query(shell, stream, spark):

@@ -3,13 +3,15 @@ far), and the Spark session starting. Pure Python: models, renderings, widgets, 
 
 from __future__ import annotations
 
+import time
+
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from kafkasql_magic.engine.analysis.seek import Seek
 from kafkasql_magic.kafka.reads import TopicRead
 from kafkasql_magic.live import LiveModel
-from kafkasql_magic.live.render import format_elapsed, status_text, waiting_line
+from kafkasql_magic.live.render import PREPARING, format_elapsed, status_text, waiting_line
 from kafkasql_magic.live.view import LiveView, StartingView
 
 
@@ -89,14 +91,72 @@ def test_what_a_read_says_it_reads():
 
 
 class FakeQuery:
-    def __init__(self):
-        self.model = LiveModel(["ID"], blocking=True)
+    def __init__(self, model):
+        self.model = model
+        self.view = self.chart = None
+        self.stopped = 0
 
-    def stop(self):
-        pass
+    def stop_soon(self):
+        self.stopped += 1
 
 
-def test_the_cell_shows_spark_starting_then_the_query_then_clears_both():
+def _shows(view, text: str) -> bool:
+    """The view renders at most every quarter second: whether `text` is in its status line within a second."""
+    deadline = time.monotonic() + 1
+    while text not in view.status.value and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return text in view.status.value
+
+
+def test_a_query_shows_its_columns_and_status_from_its_plan_on_spark_starting_in_the_same_line():
+    """One display per cell: the query's view, shown as its statement is planned, says what goes on
+    before it reads (preparing, Spark starting with its seconds) in its own status line."""
+    from IPython.display import display
+
+    from kafkasql_magic.live.feedback import CellFeedback
+
+    InteractiveShell.instance()
+    model = LiveModel(["ID"], blocking=True)
+    model.set_phase(PREPARING)
+    with capture_output() as out:
+        feedback = CellFeedback(display)
+        feedback.query_starting(model)
+        assert "| ID |" in out.outputs[0].data["text/plain"] and "preparing the query…" in out.outputs[0].data["text/plain"]
+        view = feedback._shown
+        feedback.spark_starting(time.monotonic() - 12, background=False)
+        assert _shows(view, "Spark is starting · 12 s") and "<th" in view.table.value
+        feedback.spark_started()
+        assert _shows(view, "preparing the query…")
+        query = FakeQuery(model)
+        feedback.query_started(query)
+        model.set_reading(READING)
+        model.set_phase(None)  # started
+        assert _shows(view, f"waiting for records… · reads {READING}") and query.view is view
+        feedback.close()
+    assert len(out.outputs) == 2 and out.outputs[-1].data == {}  # one display, cleared: the result is what stays
+    assert "application/vnd.jupyter.widget-view+json" in out.outputs[0].data
+
+
+def test_a_live_query_keeps_its_view_and_its_stop_button_stops_it():
+    from IPython.display import display
+
+    from kafkasql_magic.live.feedback import CellFeedback
+
+    InteractiveShell.instance()
+    model = LiveModel(["ID"])
+    with capture_output() as out:
+        feedback = CellFeedback(display, chart="bar x=ID y=ID")
+        feedback.query_starting(model)
+        query = FakeQuery(model)
+        feedback.query_started(query)
+        assert feedback.close(keep=query) is not None
+    assert len(out.outputs) == 1 and query.view.chart is not None and query.chart.kind == "bar"
+    query.view.button.click()
+    assert query.stopped == 1
+    query.view.close()
+
+
+def test_without_a_query_the_cell_says_spark_is_starting_then_clears_it():
     from IPython.display import display
 
     from kafkasql_magic.live.feedback import CellFeedback
@@ -105,8 +165,5 @@ def test_the_cell_shows_spark_starting_then_the_query_then_clears_both():
     with capture_output() as out:
         feedback = CellFeedback(display)
         feedback.spark_starting(0.0, background=False)
-        feedback.query_waiting(FakeQuery())
         feedback.close()
-    texts = [o.data.get("text/plain", "") for o in out.outputs]
-    assert texts[0].startswith("Spark is starting") and "waiting for records…" in texts[1]
-    assert out.outputs[-1].data == {}  # cleared: the result or the error is what stays
+    assert out.outputs[0].data["text/plain"].startswith("Spark is starting") and out.outputs[-1].data == {}

@@ -37,6 +37,9 @@ class Feedback:
     def spark_starting(self, since, *, background):
         self.said.append((since, background))
 
+    def spark_started(self):
+        self.said.append("started")
+
 
 def test_the_first_query_waits_for_the_background_start_and_says_so(slow_spark):
     release, calls = slow_spark
@@ -52,7 +55,7 @@ def test_the_first_query_waits_for_the_background_start_and_says_so(slow_spark):
     assert waiter.is_alive() and session.feedback.said == [(since, True)]  # still starting: it says since when
     release.set()
     waiter.join(10)
-    assert got == ["spark"] and sparkenv.background_start() is None
+    assert got == ["spark"] and sparkenv.background_start() is None and session.feedback.said[-1] == "started"
     assert calls[0] == "kafkasql-spark-start"  # the foreground's call found the background's session
 
 
@@ -62,7 +65,7 @@ def test_without_a_background_start_the_first_query_says_spark_is_starting(slow_
     session = Session("127.0.0.1:9")
     session.feedback = Feedback()
     assert session.spark == "spark"
-    assert [background for _, background in session.feedback.said] == [False]
+    assert session.feedback.said[1:] == ["started"] and session.feedback.said[0][1] is False
 
 
 def test_a_failed_background_start_leaves_the_foreground_to_start_and_raise(monkeypatch, slow_spark):
