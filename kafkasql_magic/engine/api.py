@@ -149,7 +149,7 @@ def row_expression(expr: ast.Expr, row, frame, dialect):
     """`expr` as a Spark column over the fields of one struct column `row` of `frame`, named as
     the relation's columns (a sink's PARTITION BY over the row it writes or deletes). A value
     that fails to compute is NULL."""
-    from .build.expressions import Compiler, Scope
+    from .expressions.compile_spark import Compiler, Scope
 
     class RowScope(Scope):
         def column(self, ref: ast.ColumnRef):

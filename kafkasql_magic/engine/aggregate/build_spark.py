@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from ..analysis.plan import QueryPlan
 from ..build.aggregate import accumulator_specs, finished, stage
-from ..build.expressions import Scope
+from ..expressions.compile_spark import Scope
 from ..columns import OFFSET, PARTITION
 from .keyed_spark import PerRecord
 

@@ -23,7 +23,7 @@ from .. import aggregates
 from ..analysis.plan import QueryPlan
 from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        TOMBSTONE, TOPIC, result_column)
-from .expressions import Compiler, Scope
+from ..expressions.compile_spark import Compiler, Scope
 from ..subscribe.frame_spark import IDENTITY, group_identity
 
 #: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as

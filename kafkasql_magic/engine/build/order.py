@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from ...errors import StatementError
 from ...sql import ast
 from ..columns import result_column
-from .expressions import Compiler
+from ..expressions.compile_spark import Compiler
 
 #: (descending, nulls_first) -> how Spark sorts on a column.
 DIRECTIONS = {

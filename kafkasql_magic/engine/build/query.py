@@ -36,7 +36,7 @@ from .sessions import sessions
 from ..window.windowed_spark import WindowState, keyed_windowed
 from .decode import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
-from .expressions import Compiler, JoinScope, Scope, quoted
+from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
 from ..subscribe.frame_spark import IDENTITY, changelog_identity, for_driver
 from ..subscribe.rules import CHANGELOG

@@ -24,7 +24,7 @@ from ..analysis.plan import QueryPlan
 from ..window.timing import timing_of
 from ..columns import ERROR, ORIGIN, PARTITION
 from .aggregate import aggregate_columns, finished, record_columns, stage
-from .expressions import Scope
+from ..expressions.compile_spark import Scope
 from ..window.windowed_spark import NO_TIME, WindowState, expired_message
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from ..analysis.plan import QueryPlan
 from ..build.aggregate import aggregate_columns, computing_error, finished, stage
-from ..build.expressions import Compiler, Scope
+from ..expressions.compile_spark import Compiler, Scope
 from ..columns import ERROR, OFFSET, PARTITION, RAW_KEY, TOMBSTONE
 from .keyed_spark import SIGN, STEP_ORDER, GroupChanges, TableRows
 

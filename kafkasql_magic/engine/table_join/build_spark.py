@@ -39,7 +39,7 @@ from .state_spark import BUCKETS, CHANGE_COLUMNS, FOREIGN_STATE, PrimaryKeyJoin,
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOMBSTONE,
                        TOPIC, result_column)
 from ..build.decode import logical_frame
-from ..build.expressions import Compiler, JoinScope, Scope, quoted
+from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
 from ..build.join_key import JOIN_KEY
 
 

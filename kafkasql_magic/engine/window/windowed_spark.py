@@ -27,7 +27,7 @@ from ..aggregate.accumulators import has_accumulator
 from ..analysis.plan import QueryPlan
 from ..build.aggregate import accumulator_specs, finished, stage
 from ..build.batch_store import BatchState, BatchStore
-from ..build.expressions import Scope
+from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
 from .keyed_spark import StreamTime, WindowAggregates
 from .timing import timing_of

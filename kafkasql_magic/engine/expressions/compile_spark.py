@@ -18,8 +18,8 @@ from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.time_units import time_unit
 from .. import aggregates
-from . import jsonb
-from .lambdas import LAMBDA_FUNCTIONS
+from . import jsonb_spark as jsonb
+from .lambdas_spark import LAMBDA_FUNCTIONS
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
