@@ -13,7 +13,7 @@ the time ratio to the size ratio: about 1 for linear growth, about 2 for quadrat
 
 Beside the shapes, the build of a plain query over a source whose records the reader's worker
 decodes (JSON value; JSON key + value): the first build over the source, which makes its
-decoding expressions (engine.build.decode's recipes), and a build after it, which reuses them;
+decoding expressions (engine.decode.rows_spark's recipes), and a build after it, which reuses them;
 seconds (best of `--repeat`) and py4j calls, each a round trip to Spark's JVM.
 """
 

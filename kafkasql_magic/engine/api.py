@@ -20,7 +20,7 @@ from .build.batch_store import BatchStore
 from .build.query import Built, analysed, build, select_over_frame
 from .table_aggregate.batch_spark import TableState
 from .window.windowed_spark import WindowState
-from .build.decode import worker_decoding
+from .decode.rows_spark import worker_decoding
 from .tree import tree_of
 from .tree.reads import ReadNeeds, read_needs
 

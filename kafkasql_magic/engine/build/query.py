@@ -34,7 +34,7 @@ from ..table_join.build_spark import table_joined, tombstoned
 from ..table_join.kinds import join_sides
 from .sessions import sessions
 from ..window.windowed_spark import WindowState, keyed_windowed
-from .decode import current_rows, logical_frame
+from ..decode.rows_spark import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
 from .join_key import keyed_outputs, with_join_key
