@@ -231,7 +231,7 @@ def test_declared_types_are_checked():
 
 def test_every_function_has_a_signature_and_unknown_ones_say_so():
     functions = pytest.importorskip("kafkasql_magic.engine.functions.catalogue_spark", reason="functions need pyspark")
-    aggregates = pytest.importorskip("kafkasql_magic.engine.aggregates", reason="aggregates need pyspark")
+    aggregates = pytest.importorskip("kafkasql_magic.engine.aggregate.functions_spark", reason="aggregates need pyspark")
     assert set(functions.FUNCTIONS) == set(signatures.SCALAR)
     assert set(aggregates.AGGREGATES) == set(signatures.AGGREGATE)
 

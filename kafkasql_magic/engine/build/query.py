@@ -22,7 +22,7 @@ from ..analysis.select import side_of
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
-from .aggregate import aggregated, computing_error
+from ..aggregate.group_by_spark import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
 from . import order
 from ..window import keys_spark as window_keys

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from ..analysis.plan import QueryPlan
 from ..window.timing import timing_of
 from ..columns import ERROR, ORIGIN, PARTITION
-from .aggregate import aggregate_columns, finished, record_columns, stage
+from ..aggregate.group_by_spark import aggregate_columns, finished, record_columns, stage
 from ..expressions.compile_spark import Scope
 from ..window.windowed_spark import NO_TIME, WindowState, expired_message
 

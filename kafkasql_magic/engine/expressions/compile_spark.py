@@ -17,7 +17,7 @@ from ...sql import ast, text_array
 from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.time_units import time_unit
-from .. import aggregates
+from ..aggregate import functions_spark as aggregates
 from . import jsonb_spark as jsonb
 from .lambdas_spark import LAMBDA_FUNCTIONS
 

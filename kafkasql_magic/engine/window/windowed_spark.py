@@ -2,7 +2,7 @@
 keyed state (`keyed_spark.py`), and the driver-side state SESSION windows still carry
 (`WindowState`, `expired_message`: engine/build/sessions.py).
 
-The staged records (`engine/build/aggregate.py`'s `stage`) get an event-time watermark that is
+The staged records (`engine/aggregate/group_by_spark.py`'s `stage`) get an event-time watermark that is
 exactly the largest record time of the batches before: the watermark column is the record time
 shifted forward by the watermark's delay (`LATE_MARGIN`), so the watermark is the largest record
 time itself and Spark never drops a record as late (a record older than stream time by less than
@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 from ...errors import StatementError
 from ..aggregate.accumulators import has_accumulator
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import accumulator_specs, finished, stage
+from ..aggregate.group_by_spark import accumulator_specs, finished, stage
 from ..build.batch_store import BatchState, BatchStore
 from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from kafkasql_magic.engine import aggregates
+from kafkasql_magic.engine.aggregate import functions_spark as aggregates
 from kafkasql_magic.engine.aggregate.accumulators import ACCUMULATORS, accumulator, wrapped
 
 

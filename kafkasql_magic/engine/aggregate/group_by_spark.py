@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from ...sql import ast
 from ...sql.render import render
-from .. import aggregates
+from . import functions_spark as aggregates
 from ..analysis.plan import QueryPlan
 from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        TOMBSTONE, TOPIC, result_column)
@@ -104,7 +104,7 @@ def aggregate_columns(staged: Staged) -> list[Column]:
 
 def empty_aggregates(staged: Staged, types_: dict[str, T.DataType]) -> list[Column]:
     """`aggregate_columns` of a group without rows (`types_`: each column's type): each
-    aggregate's value over nothing (engine.aggregates: a count of 0, NULL for MIN)."""
+    aggregate's value over nothing (engine.aggregate.functions_spark: a count of 0, NULL for MIN)."""
     if not staged.builders:
         return [F.lit(0).cast(types_["__n"]).alias("__n")]
     return [(aggregate.empty(types_[f"__agg{i}"]) if aggregate.empty is not None
