@@ -37,7 +37,7 @@ from ..window.windowed_spark import WindowState, keyed_windowed
 from ..decode.rows_spark import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
-from .join_key import keyed_outputs, with_join_key
+from ..join_key.column_spark import keyed_outputs, with_join_key
 from ..subscribe.frame_spark import IDENTITY, changelog_identity, for_driver
 from ..subscribe.rules import CHANGELOG
 from ..analysis.row_ids import keyed_by_row_id
@@ -251,7 +251,7 @@ def _diff_join(node: n.DiffJoin, context: _Context) -> _Rows:
 
 
 def _keyed(context: _Context, frame: DataFrame, scope) -> _Rows:
-    """A join's rows with its key as a column (`engine.build.join_key`)."""
+    """A join's rows with its key as a column (`engine.join_key.column_spark`)."""
     frame, scope = with_join_key(context.plan, frame, scope)
     return _Rows(frame, scope)
 

@@ -40,7 +40,7 @@ from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW
                        TOPIC, result_column)
 from ..decode.rows_spark import logical_frame
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
-from ..build.join_key import JOIN_KEY
+from ..join_key.column_spark import JOIN_KEY
 
 
 def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple[DataFrame, JoinScope]:
