@@ -24,7 +24,7 @@ from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, R
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from ..aggregate.group_by_spark import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
-from . import order
+from ..order import sort_spark as order
 from ..window import keys_spark as window_keys
 from ..table_aggregate.batch_spark import TableState, retracted
 from ..table_aggregate.build_spark import table_aggregated
