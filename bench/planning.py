@@ -81,7 +81,7 @@ def run(repeat: int, spark=None) -> dict:
             analyse_s, plan = best(lambda: analyse(stmt, catalog), repeat)
             row = {"size": n, "chars": len(text), "parse_s": round(parse_s, 4), "analyse_s": round(analyse_s, 4)}
             if raw is not None:
-                from kafkasql_magic.engine.build.query import build
+                from kafkasql_magic.engine.build.query_spark import build
 
                 build_s, _ = best(lambda: build(plan, raw, lambda *a: raw).frame.schema, repeat)
                 row["build_s"] = round(build_s, 4)
@@ -127,7 +127,7 @@ def decoded_source_builds(repeat: int, spark) -> dict:
     from pyspark.sql.types import StructType
 
     from kafkasql_magic.engine.build import decode
-    from kafkasql_magic.engine.build.query import build
+    from kafkasql_magic.engine.build.query_spark import build
     from kafkasql_magic.kafka.source import SCHEMA
 
     report = {}

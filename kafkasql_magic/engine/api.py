@@ -17,7 +17,7 @@ from .analysis.lookup import KeyLookup
 from .aggregate.per_record import per_record
 from .analysis.seek import Seek
 from .build.batch_store import BatchStore
-from .build.query import Built, analysed, build, select_over_frame
+from .build.query_spark import Built, analysed, build, select_over_frame
 from .table_aggregate.batch_spark import TableState
 from .window.windowed_spark import WindowState
 from .decode.rows_spark import worker_decoding
