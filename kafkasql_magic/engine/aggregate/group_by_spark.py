@@ -75,7 +75,7 @@ def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, 
         staged.append(F.timestamp_millis(Compiler(scope).compile(grouping.rowtime)).alias("__ts"))
     builders = []
     for index, call in enumerate(grouping.calls):
-        aggregate = aggregates.lookup(call.name, len(call.args), call.star)
+        aggregate = aggregates.AGGREGATES[call.name]  # its call checked by the analysis (calls.lookup)
         compiler = Compiler(scope)
         args = [compiler.compile(a) for a in call.args]
         staged += [a.alias(f"__a{index}_{n}") for n, a in enumerate(args)]
