@@ -95,7 +95,7 @@ def run_size(spark, n: int, parts: int, cases: dict, repeat: int) -> dict:
 
     import kafkasql_magic as ks
     from ingest import SqlCases, every_column, make_records
-    from kafkasql_magic.engine.build.decode import worker_decoding
+    from kafkasql_magic.engine.decode.rows_spark import worker_decoding
     from kafkasql_magic.kafka import json_columns
     from kafkasql_magic.local import LocalStack, produce
     from kafkasql_magic.sql import parse_statement

@@ -13,7 +13,7 @@ the time ratio to the size ratio: about 1 for linear growth, about 2 for quadrat
 
 Beside the shapes, the build of a plain query over a source whose records the reader's worker
 decodes (JSON value; JSON key + value): the first build over the source, which makes its
-decoding expressions (engine.build.decode's recipes), and a build after it, which reuses them;
+decoding expressions (engine.decode.rows_spark's recipes), and a build after it, which reuses them;
 seconds (best of `--repeat`) and py4j calls, each a round trip to Spark's JVM.
 """
 
@@ -81,7 +81,7 @@ def run(repeat: int, spark=None) -> dict:
             analyse_s, plan = best(lambda: analyse(stmt, catalog), repeat)
             row = {"size": n, "chars": len(text), "parse_s": round(parse_s, 4), "analyse_s": round(analyse_s, 4)}
             if raw is not None:
-                from kafkasql_magic.engine.build.query import build
+                from kafkasql_magic.engine.build.query_spark import build
 
                 build_s, _ = best(lambda: build(plan, raw, lambda *a: raw).frame.schema, repeat)
                 row["build_s"] = round(build_s, 4)
@@ -126,8 +126,8 @@ class _Py4jCalls:
 def decoded_source_builds(repeat: int, spark) -> dict:
     from pyspark.sql.types import StructType
 
-    from kafkasql_magic.engine.build import decode
-    from kafkasql_magic.engine.build.query import build
+    from kafkasql_magic.engine.decode import rows_spark as decode
+    from kafkasql_magic.engine.build.query_spark import build
     from kafkasql_magic.kafka.source import SCHEMA
 
     report = {}

@@ -2,12 +2,12 @@
 baseline: push queries over the whole bench topic, timed until every record was processed.
 
   windowed_aggregation   SELECT ... WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 1 HOUR)
-                         GROUP BY tags EMIT CHANGES (per micro-batch, stream time and open
-                         windows as state: engine/build/windowed.py)
+                         GROUP BY tags EMIT CHANGES (stream time and open windows in Spark's
+                         keyed state: engine/window)
   windowed_default_grace the same without GRACE PERIOD: ksqlDB's 24 hours, so every record of
                          the run stays in the open windows' state
   session_aggregation    SELECT ... WINDOW SESSION (1 SECOND) GROUP BY tags EMIT CHANGES
-                         (engine/build/sessions.py: sessions re-formed per micro-batch)
+                         (open sessions in Spark's keyed state: engine/window)
   stream_table_join      SELECT ... FROM bench JOIN bench_tags ON ... EMIT CHANGES (the table
                          as keyed state: engine/lookup_join)
   stream_table_group_by  the same join feeding GROUP BY

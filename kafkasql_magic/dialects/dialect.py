@@ -70,7 +70,7 @@ class Dialect:
     skips_empty_records = False
     #: A NULL value (tombstone) on a stream with value columns is skipped by push and pull queries
     #: (ksqlDB's transient-query queue drops them), aggregations, joins and WHERE clauses; a
-    #: persistent query's projection passes it on (engine/build/query.py); a stream of only key and
+    #: persistent query's projection passes it on (engine/build/query_spark.py); a stream of only key and
     #: header columns has nothing to decode from the value and keeps every record. Tables treat it
     #: as a delete.
     skips_stream_tombstones = True

@@ -18,9 +18,9 @@ from .analysis.lookup import KeyLookup
 from .aggregate.per_record import per_record
 from .analysis.seek import Seek
 from .build.batch_store import BatchStore
-from .build.query import Built, analysed, build, select_over_frame
+from .build.query_spark import Built, analysed, build, select_over_frame
 from .table_aggregate.batch_spark import TableState
-from .build.decode import worker_decoding
+from .decode.rows_spark import worker_decoding
 from .tree import tree_of
 from .tree.reads import ReadNeeds, read_needs
 
@@ -156,7 +156,7 @@ def row_expression(expr: ast.Expr, row, frame, dialect):
     """`expr` as a Spark column over the fields of one struct column `row` of `frame`, named as
     the relation's columns (a sink's PARTITION BY over the row it writes or deletes). A value
     that fails to compute is NULL."""
-    from .build.expressions import Compiler, Scope
+    from .expressions.compile_spark import Compiler, Scope
 
     class RowScope(Scope):
         def column(self, ref: ast.ColumnRef):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..engine.build.expressions import Compiler, Scope
+from ..engine.expressions.compile_spark import Compiler, Scope
 from ..errors import StatementError
 from ..sql import ast
 from ..typecheck.checker import check_expression

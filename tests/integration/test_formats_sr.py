@@ -25,7 +25,7 @@ from kafkasql_magic.formats import avro_decode as avro_format
 from kafkasql_magic.formats import schema_registry as sr
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.build.query import build
+from kafkasql_magic.engine.build.query_spark import build
 from kafkasql_magic.kafka.source import SCHEMA as RAW_SCHEMA
 from kafkasql_magic.sql import ast, parse_statement
 

@@ -105,7 +105,7 @@ def test_text_forms(spark):
 
 
 def test_list_agg_and_map_agg(spark):
-    from kafkasql_magic.engine.aggregates import AGGREGATES, SortKey, Sorting
+    from kafkasql_magic.engine.aggregate.functions_spark import AGGREGATES, SortKey, Sorting
 
     df = spark.createDataFrame(
         [("g", 1, "a", "x"), ("g", 3, "a", "z"), ("g", 2, None, "y"), ("g", 4, "b", None), ("h", 1, "c", "w")],

@@ -11,7 +11,7 @@ from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.catalog import Catalog
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.engine.analysis import analyse
-from kafkasql_magic.engine.build.query import build
+from kafkasql_magic.engine.build.query_spark import build
 from kafkasql_magic.kafka.source import SCHEMA as RAW_SCHEMA
 from kafkasql_magic.results import split_batch
 from kafkasql_magic.sql import parse_statement

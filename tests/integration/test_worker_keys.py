@@ -10,7 +10,7 @@ import json
 import pandas as pd
 from pyspark.sql import functions as F
 
-from kafkasql_magic.engine.build.decode import worker_decoding
+from kafkasql_magic.engine.decode.rows_spark import worker_decoding
 from kafkasql_magic.kafka.producer import produce
 from kafkasql_magic.engine import api
 

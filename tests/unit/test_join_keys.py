@@ -157,7 +157,7 @@ def test_a_rowkey_column_of_a_source_moves_the_synthetic_key_in_the_message():
 
 
 def test_the_build_fills_only_the_key_columns_the_plan_names():
-    from kafkasql_magic.engine.build.join_key import JOIN_KEY, keyed_outputs
+    from kafkasql_magic.engine.join_key.column_spark import JOIN_KEY, keyed_outputs
 
     plan = plan_of("SELECT tl.id, v0, v1 FROM tl RIGHT JOIN tr ON tl.id = tr.id EMIT CHANGES;", cat=sources())
     outputs = keyed_outputs(plan, plan.outputs)
@@ -351,7 +351,7 @@ def test_a_persistent_join_may_copy_its_key_into_the_value(text):
 
 
 def test_a_chains_key_column_takes_the_last_joins_key_where_its_side_is_missing():
-    from kafkasql_magic.engine.build.join_key import JOIN_KEY, keyed_outputs
+    from kafkasql_magic.engine.join_key.column_spark import JOIN_KEY, keyed_outputs
 
     plan = plan_of("SELECT t2.id, s1.v0 FROM s1 LEFT JOIN t2 ON s1.id = t2.id LEFT JOIN t3 ON t3.id = s1.id "
                    "EMIT CHANGES;", cat=sources(*CHAIN_SOURCES))

@@ -1,4 +1,4 @@
-"""logical_frame's recipes (engine.build.decode): built once per source and read columns, rebuilt
+"""logical_frame's recipes (engine.decode.rows_spark): built once per source and read columns, rebuilt
 when anything of the source differs (format options too, which FormatSpec's equality ignores)
 or when the JVM that built them is gone."""
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 from pyspark import SparkContext
 
 from kafkasql_magic.catalog import KEY, Column, SourceDef
-from kafkasql_magic.engine.build.decode import _Recipes
+from kafkasql_magic.engine.decode.rows_spark import _Recipes
 from kafkasql_magic.formats import FormatSpec
 from kafkasql_magic.sql import ast
 

@@ -1,6 +1,6 @@
 """GROUP BY with one change per input record (`per_record.py` says when), in Spark's keyed state.
 
-The records staged as for the per-batch aggregation (`engine/build/aggregate.py`'s `stage`:
+The records staged as for the per-batch aggregation (`engine/aggregate/group_by_spark.py`'s `stage`:
 group keys `__g{i}`, aggregate arguments `__a{i}_{n}`) go to `transformWithState` keyed by the
 group key, where `keyed_spark.PerRecord` emits each record's change; the per-batch path's
 `finished` then applies SELECT and HAVING to every emitted row.
@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import accumulator_specs, finished, stage
-from ..build.expressions import Scope
+from .group_by_spark import accumulator_specs, finished, stage
+from ..expressions.compile_spark import Scope
 from ..columns import OFFSET, PARTITION
 from .keyed_spark import PerRecord
 

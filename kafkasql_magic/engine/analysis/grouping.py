@@ -9,7 +9,7 @@ from ...errors import StatementError
 from ...sql import ast
 from ...sql.ast_materialize import OrderedCall
 from ...sql.render import render
-from .. import aggregates
+from ..aggregate import calls as aggregates
 from ..columns import ROWTIME, WINDOWEND, WINDOWSTART
 from .plan import Grouping
 

@@ -14,7 +14,7 @@ is equivalent to (`ON ABS(l.id) = ABS(r.id)`) — the result gets a synthetic ke
 or `ROWKEY_1`, `ROWKEY_2`, ... when a source already has a column of that name. Its value is the
 first non-NULL of the last join's two operands (`COALESCE(left, right)`), as is the value of a key
 column of an outer join whose own side is missing (a RIGHT join's right-only row is keyed by the
-right side's value). Pure: no Spark; the build (`engine/build/join_key.py`) computes the value.
+right side's value). Pure: no Spark; the build (`engine/join_key/column_spark.py`) computes the value.
 """
 
 from __future__ import annotations

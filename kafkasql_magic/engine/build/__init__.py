@@ -1,4 +1,4 @@
-"""Build: a QueryPlan -> Spark frames (decoding, expressions, joins, aggregation). `query.py`
-builds a plan's operator tree through the families' steps; the other modules are the helpers
-those steps share. Nothing is imported here, so that a family's step, importing a helper of
+"""Build: a QueryPlan -> Spark frames. `query_spark.py` builds a plan's operator tree node by
+node through the families' steps (`engine/decode/`, `engine/expressions/`, `engine/aggregate/`,
+the join folders, ...). Nothing is imported here, so that a family's step, importing a module of
 this package, does not import the builder that imports it."""

@@ -28,7 +28,7 @@ from .state_spark import CHANGE, RESULT, JoinedRows, RecordKeyRows
 from ..analysis.plan import TABLE, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP,
                        RAW_VALUE, TOMBSTONE, TOPIC, result_column)
-from ..build.expressions import Compiler, JoinScope, Scope, quoted
+from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
 
 #: The joined frame's columns for the change's time (epoch ms) and multiplicity.
 MZ_TIMESTAMP, MZ_DIFF = "__mz_timestamp", "__mz_diff"

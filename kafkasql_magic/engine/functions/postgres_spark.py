@@ -2,7 +2,7 @@
 
 Same builder signature as catalogue_spark.FUNCTIONS (context, argument columns, argument ASTs), so
 the Materialize dialect registers these over ksql's table (its aggregates, list_agg, map_agg,
-array_agg and string_agg, are in engine.aggregates with ksql's). A value a function cannot take
+array_agg and string_agg, are in engine.aggregate.functions_spark with ksql's). A value a function cannot take
 (bad hex, bytes that are not UTF-8) is reported with `ctx.fail` in PostgreSQL's words and
 gives NULL, as the ksql functions do. Also here: PostgreSQL's text form of a value
 (`bytea::text` is `\\x6d65...`, a list `{a,b}`, a record `(a,b)`), and the message for a

@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from ..analysis.plan import Input, QueryPlan
 from .rules import CHANGELOG, JOIN
 from ..columns import BOOKKEEPING, DROP, OFFSET, PARTITION, RAW_KEY, RAW_TIMESTAMP, TOMBSTONE, result_column
-from ..build.expressions import quoted
+from ..expressions.compile_spark import quoted
 from .state_spark import LastRow
 
 #: The column that carries a row's identity through the projection.

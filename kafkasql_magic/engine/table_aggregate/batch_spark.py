@@ -23,9 +23,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import aggregate_columns, empty_aggregates, finished, record_columns
+from ..aggregate.group_by_spark import aggregate_columns, empty_aggregates, finished, record_columns
 from ..build.batch_store import BatchState, BatchStore
-from ..build.expressions import Scope
+from ..expressions.compile_spark import Scope
 from ..columns import ERROR
 from .build_spark import staged_versions
 

@@ -1,5 +1,5 @@
 """An aggregation over a TABLE's changelog in Spark's keyed state (`rules.keyed` says when): the
-changes staged as for a stream's aggregation (engine/build/aggregate.py's `stage`: group keys
+changes staged as for a stream's aggregation (engine/aggregate/group_by_spark.py's `stage`: group keys
 `__g{i}`, aggregate arguments `__a{i}_{n}`), then two `transformWithState` steps in one streaming
 query, `keyed_spark.TableRows` grouped by the table's key and `keyed_spark.GroupChanges` by the
 group key; the per-batch path's `finished` applies SELECT and HAVING to what they emit.
@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import aggregate_columns, computing_error, finished, stage
-from ..build.expressions import Compiler, Scope
+from ..aggregate.group_by_spark import aggregate_columns, computing_error, finished, stage
+from ..expressions.compile_spark import Compiler, Scope
 from ..columns import ERROR, OFFSET, PARTITION, RAW_KEY, TOMBSTONE
 from .keyed_spark import SIGN, STEP_ORDER, GroupChanges, TableRows
 

@@ -38,9 +38,9 @@ from .kinds import FOREIGN_KEY, join_sides
 from .state_spark import BUCKETS, CHANGE_COLUMNS, FOREIGN_STATE, PrimaryKeyJoin, foreign_key_step, row_columns
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOMBSTONE,
                        TOPIC, result_column)
-from ..build.decode import logical_frame
-from ..build.expressions import Compiler, JoinScope, Scope, quoted
-from ..build.join_key import JOIN_KEY
+from ..decode.rows_spark import logical_frame
+from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
+from ..join_key.column_spark import JOIN_KEY
 
 
 def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple[DataFrame, JoinScope]:

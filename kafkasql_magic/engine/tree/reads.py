@@ -37,7 +37,7 @@ from ..analysis.windowed_source import window_of
 from ..columns import ROWTIME
 from . import nodes as n
 
-#: Expression nodes that never record a failure (engine.build.expressions.Compiler.fail).
+#: Expression nodes that never record a failure (engine.expressions.compile_spark.Compiler.fail).
 SAFE_NODES = (ast.Literal, ast.ColumnRef, ast.Dereference, ast.Subscript, ast.UnaryOp, ast.And, ast.Or, ast.Not,
               ast.IsNull, ast.Like, ast.InList, ast.Between, ast.Case, ast.StructConstructor, ast.Type, SortKey)
 FAILING_OPERATORS = ("/", "%")

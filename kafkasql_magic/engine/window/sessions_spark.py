@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import finished
-from ..build.expressions import Scope
+from ..aggregate.group_by_spark import finished
+from ..expressions.compile_spark import Scope
 from .session_keyed_spark import SessionAggregates
 from .timing import timing_of
 from .windowed_spark import timed

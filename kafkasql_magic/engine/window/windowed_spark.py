@@ -1,7 +1,7 @@
 """A push aggregation over TUMBLING or HOPPING windows, with ksqlDB's grace period, in Spark's
 keyed state (`keyed_spark.py`); `timed` is the first step SESSION windows share (`sessions_spark.py`).
 
-The staged records (`engine/build/aggregate.py`'s `stage`) get an event-time watermark that is
+The staged records (`engine/aggregate/group_by_spark.py`'s `stage`) get an event-time watermark that is
 exactly the largest record time of the batches before: the watermark column is the record time
 shifted forward by the watermark's delay (`LATE_MARGIN`), so the watermark is the largest record
 time itself and Spark never drops a record as late (a record older than stream time by less than
@@ -25,8 +25,8 @@ from pyspark.sql import types as T
 from ...errors import StatementError
 from ..aggregate.accumulators import has_accumulator
 from ..analysis.plan import QueryPlan
-from ..build.aggregate import accumulator_specs, finished, stage
-from ..build.expressions import Scope
+from ..aggregate.group_by_spark import accumulator_specs, finished, stage
+from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
 from .keyed_spark import StreamTime, WindowAggregates
 from .timing import timing_of

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from kafkasql_magic.engine import aggregates
+from kafkasql_magic.engine.aggregate.calls import SIGNATURES
 from kafkasql_magic.engine.aggregate.accumulators import ACCUMULATORS, accumulator, wrapped
 
 
@@ -65,7 +65,7 @@ def test_wrapped(value, bits, expected):
 
 
 def test_every_accumulator_is_an_aggregate_function():
-    assert set(ACCUMULATORS) <= set(aggregates.AGGREGATES)
+    assert set(ACCUMULATORS) <= set(SIGNATURES)
 
 
 def test_topk_keeps_the_k_greatest_non_null_values_greatest_first():

@@ -17,9 +17,9 @@ from ...sql import ast, text_array
 from ...sql.names import match
 from ...sql.render import render
 from ...typecheck.time_units import time_unit
-from .. import aggregates
-from . import jsonb
-from .lambdas import LAMBDA_FUNCTIONS
+from ..aggregate.calls import is_aggregate
+from . import jsonb_spark as jsonb
+from .lambdas_spark import LAMBDA_FUNCTIONS
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -228,7 +228,7 @@ class Compiler:
         return self._FunctionCall(e.call)  # an aggregate: refused where the build did not replace it
 
     def _FunctionCall(self, e: ast.FunctionCall) -> Column:
-        if aggregates.is_aggregate(e.name):  # the build replaces those the analysis allows by columns
+        if is_aggregate(e.name):  # the build replaces those the analysis allows by columns
             raise StatementError(f"line {e.line}:{e.column}: Aggregate function {e.name} cannot be used here: "
                                  "only in the SELECT list and HAVING clause, and not inside another aggregate.")
         if e.name in LAMBDA_FUNCTIONS:

@@ -1,7 +1,6 @@
-"""Materialize's ORDER BY in snapshot queries: the rows sorted before LIMIT takes the first n.
-
-A key names a result column (by name, or by position as an integer literal, 1-based), or is
-any expression over the FROM columns (not after GROUP BY: there only result columns exist).
+"""Materialize's ORDER BY in snapshot queries on Spark: the rows sorted before LIMIT takes the
+first n. A key names a result column (`keys.output_index`) or is any expression over the FROM
+columns (not after GROUP BY: there only result columns exist).
 """
 
 from __future__ import annotations
@@ -12,7 +11,8 @@ from pyspark.sql import functions as F
 from ...errors import StatementError
 from ...sql import ast
 from ..columns import result_column
-from .expressions import Compiler
+from ..expressions.compile_spark import Compiler
+from .keys import output_index
 
 #: (descending, nulls_first) -> how Spark sorts on a column.
 DIRECTIONS = {
@@ -21,27 +21,12 @@ DIRECTIONS = {
 }
 
 
-def _output_index(key, outputs) -> int | None:
-    """The result column a sort key names, or None when it is an expression of its own."""
-    expr = key.expr
-    if isinstance(expr, ast.Literal) and expr.kind in ("INT", "BIGINT"):
-        if not 1 <= expr.value <= len(outputs):
-            raise StatementError(f"line {expr.line}:{expr.column}: ORDER BY position {expr.value} is not in select list")
-        return expr.value - 1
-    if isinstance(expr, ast.ColumnRef) and expr.qualifier is None:
-        named = [i for i, (name, _) in enumerate(outputs) if name.lower() == expr.name.lower()]
-        if len(named) == 1:
-            return named[0]
-    same = [i for i, (_, e) in enumerate(outputs) if e == expr]
-    return same[0] if same else None
-
-
 def sort_keys(stmt: ast.Select, outputs, scope) -> tuple[list[tuple[str, Column]], list[Column]]:
     """(extra columns to carry through the projection, the sort order) for `stmt.order_by`;
     `scope` is None after GROUP BY (only result columns can be named there)."""
     extra, order = [], []
     for i, key in enumerate(stmt.order_by):
-        index = _output_index(key, outputs)
+        index = output_index(key, outputs)
         if index is not None:
             column = F.col(result_column(index))
         elif scope is None:

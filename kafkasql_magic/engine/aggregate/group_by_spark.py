@@ -19,11 +19,11 @@ from pyspark.sql import types as T
 
 from ...sql import ast
 from ...sql.render import render
-from .. import aggregates
+from . import functions_spark as aggregates
 from ..analysis.plan import QueryPlan
 from ..columns import (DROP, ERROR, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        TOMBSTONE, TOPIC, result_column)
-from .expressions import Compiler, Scope
+from ..expressions.compile_spark import Compiler, Scope
 from ..subscribe.frame_spark import IDENTITY, group_identity
 
 #: Window kind -> Spark's grouping window over the staged record time `__ts` (epoch-aligned, as
@@ -75,7 +75,7 @@ def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, 
         staged.append(F.timestamp_millis(Compiler(scope).compile(grouping.rowtime)).alias("__ts"))
     builders = []
     for index, call in enumerate(grouping.calls):
-        aggregate = aggregates.lookup(call.name, len(call.args), call.star)
+        aggregate = aggregates.AGGREGATES[call.name]  # its call checked by the analysis (calls.lookup)
         compiler = Compiler(scope)
         args = [compiler.compile(a) for a in call.args]
         staged += [a.alias(f"__a{index}_{n}") for n, a in enumerate(args)]
@@ -104,7 +104,7 @@ def aggregate_columns(staged: Staged) -> list[Column]:
 
 def empty_aggregates(staged: Staged, types_: dict[str, T.DataType]) -> list[Column]:
     """`aggregate_columns` of a group without rows (`types_`: each column's type): each
-    aggregate's value over nothing (engine.aggregates: a count of 0, NULL for MIN)."""
+    aggregate's value over nothing (engine.aggregate.functions_spark: a count of 0, NULL for MIN)."""
     if not staged.builders:
         return [F.lit(0).cast(types_["__n"]).alias("__n")]
     return [(aggregate.empty(types_[f"__agg{i}"]) if aggregate.empty is not None

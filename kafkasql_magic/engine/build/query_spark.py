@@ -22,9 +22,9 @@ from ..analysis.select import side_of
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
 from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
                        RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
-from .aggregate import aggregated, computing_error
+from ..aggregate.group_by_spark import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
-from . import order
+from ..order import sort_spark as order
 from ..window import keys_spark as window_keys
 from ..table_aggregate.batch_spark import TableState, retracted
 from ..table_aggregate.build_spark import table_aggregated
@@ -34,10 +34,10 @@ from ..table_join.build_spark import table_joined, tombstoned
 from ..table_join.kinds import join_sides
 from ..window.sessions_spark import keyed_sessions
 from ..window.windowed_spark import keyed_windowed
-from .decode import current_rows, logical_frame
+from ..decode.rows_spark import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
-from .expressions import Compiler, JoinScope, Scope, quoted
-from .join_key import keyed_outputs, with_join_key
+from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
+from ..join_key.column_spark import keyed_outputs, with_join_key
 from ..subscribe.frame_spark import IDENTITY, changelog_identity, for_driver
 from ..subscribe.rules import CHANGELOG
 from ..analysis.row_ids import keyed_by_row_id
@@ -250,7 +250,7 @@ def _diff_join(node: n.DiffJoin, context: _Context) -> _Rows:
 
 
 def _keyed(context: _Context, frame: DataFrame, scope) -> _Rows:
-    """A join's rows with its key as a column (`engine.build.join_key`)."""
+    """A join's rows with its key as a column (`engine.join_key.column_spark`)."""
     frame, scope = with_join_key(context.plan, frame, scope)
     return _Rows(frame, scope)
 

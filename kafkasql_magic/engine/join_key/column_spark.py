@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ...sql import ast
 from ..analysis.plan import QueryPlan
-from .expressions import Compiler, JoinScope
+from ..expressions.compile_spark import Compiler, JoinScope
 
 #: The joined frame's column holding the join key.
 JOIN_KEY = "__join_key"

@@ -1,4 +1,5 @@
-"""Aggregate functions (GROUP BY), as a table: ksql name -> how Spark computes it.
+"""Aggregate functions (GROUP BY), as a table: ksql name -> how Spark computes it (the calls
+each takes: `calls.py`).
 
 Every builder gets the compiled arguments, their Spark types and the record's arrival
 order (partition offset), which the *_BY_OFFSET functions rank by. An aggregate whose
@@ -17,17 +18,12 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import StatementError
-
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
 @dataclass(frozen=True)
 class Aggregate:
     build: Callable[[list[Column], list[T.DataType], Column], Column]
-    args: int = 1
-    variadic: bool = False  # takes `args` or more (TOPK's columns carried beside its sort column)
-    star: bool = False  # COUNT(*)
     in_order: bool = False  # built over a Sorting (ORDER BY keys, then arrival) rather than arrival order
     #: The value over no rows, of the result's type (ksqlDB's initial value, mapped: what its
     #: subtractor leaves a table aggregation's emptied group); None: NULL.
@@ -141,7 +137,7 @@ def _topk(args, types_, order):
 
 
 AGGREGATES: dict[str, Aggregate] = {
-    "COUNT": Aggregate(lambda a, t, o: F.count(a[0]) if a else F.count(F.lit(1)), star=True, empty=_zero),
+    "COUNT": Aggregate(lambda a, t, o: F.count(a[0]) if a else F.count(F.lit(1)), empty=_zero),
     "SUM": Aggregate(_sum, empty=_zero),
     "AVG": Aggregate(lambda a, t, o: F.avg(a[0]), empty=_zero),  # ksqlDB's average of no rows: 0.0
     "MIN": Aggregate(lambda a, t, o: F.min(a[0])),
@@ -150,25 +146,11 @@ AGGREGATES: dict[str, Aggregate] = {
     "COLLECT_LIST": Aggregate(lambda a, t, o: F.collect_list(a[0]), empty=_no_elements),
     "ARRAY_AGG": Aggregate(_list_agg, in_order=True),
     "LIST_AGG": Aggregate(_list_agg, in_order=True),
-    "MAP_AGG": Aggregate(_map_agg, args=2, in_order=True),
-    "STRING_AGG": Aggregate(_string_agg, args=2, in_order=True),
+    "MAP_AGG": Aggregate(_map_agg, in_order=True),
+    "STRING_AGG": Aggregate(_string_agg, in_order=True),
     "COLLECT_SET": Aggregate(lambda a, t, o: F.collect_set(a[0]), empty=_no_elements),
     "LATEST_BY_OFFSET": Aggregate(_by_offset(F.max_by)),
     "EARLIEST_BY_OFFSET": Aggregate(_by_offset(F.min_by)),
-    "TOPK": Aggregate(_topk, args=2, variadic=True, empty=_no_elements),
-    "TOPKDISTINCT": Aggregate(_top(True), args=2, empty=_no_elements),
+    "TOPK": Aggregate(_topk, empty=_no_elements),
+    "TOPKDISTINCT": Aggregate(_top(True), empty=_no_elements),
 }
-
-
-def lookup(name: str, nargs: int, star: bool) -> Aggregate:
-    aggregate = AGGREGATES[name]
-    if star and not aggregate.star:
-        raise StatementError(f"Function '{name}' does not accept '*'.")
-    counts_rows = aggregate.star and nargs == 0  # ksqlDB's COUNT() counts rows, as COUNT(*) does
-    if not star and not counts_rows and nargs != aggregate.args and not (aggregate.variadic and nargs > aggregate.args):
-        raise StatementError(f"Function '{name}' does not accept {nargs} argument(s).")
-    return aggregate
-
-
-def is_aggregate(name: str) -> bool:
-    return name in AGGREGATES
