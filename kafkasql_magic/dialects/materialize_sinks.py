@@ -69,6 +69,8 @@ class SinkSpec:
     relation_key: tuple[str, ...] = ()
     #: The connection options after TOPIC (compression, topic creation, PARTITION BY), checked.
     topic_options: SinkTopicOptions = SinkTopicOptions()
+    #: WITH (SNAPSHOT = false): the relation's rows at creation are not written, only later changes.
+    snapshot: bool = True
 
     @property
     def compression(self) -> str:
@@ -218,4 +220,4 @@ def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[
     _check_fits(value_format, columns, "value")
     relation_key = tuple(unique_keys[0]) if unique_keys else ()
     return SinkSpec(stmt.name, stmt.relation, stmt.topic, stmt.broker, stmt.envelope, tuple(columns), key,
-                    headers, key_format, value_format, relation_key, options)
+                    headers, key_format, value_format, relation_key, options, stmt.snapshot)

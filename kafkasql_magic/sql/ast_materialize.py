@@ -172,6 +172,7 @@ class CreateSink(Statement):
     format: SourceFormat | None = None
     if_not_exists: bool = False
     topic_options: SinkTopicOptions | None = None  # None: none given
+    snapshot: bool = True  # WITH (SNAPSHOT = false): only the changes after the sink is created
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,20 @@ def _topic_options(options) -> mz_ast.SinkTopicOptions | None:
     return mz_ast.SinkTopicOptions(**found) if found else None
 
 
+def _snapshot(options) -> bool:
+    """WITH (SNAPSHOT [= true | false]): whether the sink starts with the relation's current rows
+    (Materialize's default) or writes only the changes after it is created."""
+    snapshot, seen = True, set()
+    for option in options:
+        if option.name != "SNAPSHOT":
+            raise Invalid(f'Expected SNAPSHOT, found identifier "{option.name.lower()}"', option.line, option.column)
+        if option.name in seen:
+            raise Invalid(f"{option.name} specified more than once", option.line, option.column)
+        seen.add(option.name)
+        snapshot = option.value.value
+    return snapshot
+
+
 @v_args(meta=True, inline=True)
 class MaterializeDdlRules(Builder):
     """The ksql builder plus the rules of materialize.lark for connections, secrets and source
@@ -145,7 +159,7 @@ class MaterializeDdlRules(Builder):
         return None, name
 
     # ---- CREATE SINK
-    def create_sink(self, meta, if_not_exists, name, relation, target, key, headers, formats, envelope):
+    def create_sink(self, meta, if_not_exists, name, relation, target, key, headers, formats, envelope, options):
         """Materialize requires the ENVELOPE clause; it is optional in the grammar so that
         leaving it out gets Materialize's message rather than a parse error."""
         if envelope is None:
@@ -155,7 +169,7 @@ class MaterializeDdlRules(Builder):
         return mz_ast.CreateSink(
             name, relation, target["topic"], envelope, target.get("broker"), target.get("connection"),
             tuple(columns), not_enforced, headers, key_format, value_format, format_, bool(if_not_exists),
-            target["options"], **_pos(meta))
+            target["options"], _snapshot(options or ()), **_pos(meta))
 
     def sink_broker(self, meta, broker, topic, *options):
         return {"broker": _unquote(broker), "topic": _unquote(topic), "options": _topic_options(options)}

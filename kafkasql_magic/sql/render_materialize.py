@@ -116,7 +116,7 @@ def _create_sink(w, s: mz.CreateSink) -> str:
     headers = f" HEADERS {w.ident(s.headers)}" if s.headers is not None else ""
     return (f"CREATE SINK {if_not_exists(s)}{w.ident(s.name)} FROM {w.ident(s.relation)} INTO KAFKA {target} "
             f"(TOPIC {quoted(s.topic)}{_topic_options(w, s.topic_options)}){key}{headers}{_formats(w, s)} "
-            f"ENVELOPE {s.envelope}")
+            f"ENVELOPE {s.envelope}" + ("" if s.snapshot else " WITH (SNAPSHOT = false)"))
 
 
 def _topic_options(w, o: mz.SinkTopicOptions | None) -> str:

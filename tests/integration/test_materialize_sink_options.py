@@ -119,3 +119,25 @@ def test_topic_options_make_the_topic_and_bad_options_are_refused_in_materialize
     assert placed(broker, out, 1)[0][1] == {"a": 1, "b": 2, "d": "2024-01-01"}
     shown = mz.sql(f"SHOW CREATE SINK s_{t}")
     assert "TOPIC PARTITION COUNT 3" in shown["create_sql"][0] and "COMPRESSION TYPE 'gzip'" in shown["create_sql"][0]
+
+
+def test_snapshot_false_writes_only_the_changes_after_the_sink_is_created(mz, broker):
+    t, bootstrap = f"n_{tag()}", broker.bootstrap_servers
+    mz.sql(f"CREATE TABLE {t} (k int, v text); INSERT INTO {t} VALUES (1, 'before'), (2, 'kept')")
+    upsert, debezium = f"nosnap-{tag()}", f"nosnap-dbz-{tag()}"
+    sinks = [mz.sql(f"CREATE SINK s{i}_{t} FROM {t} INTO KAFKA BROKER '{bootstrap}' (TOPIC '{out}') "
+                    f"KEY (k) NOT ENFORCED FORMAT JSON ENVELOPE {envelope} WITH (SNAPSHOT = false)")
+             for i, (out, envelope) in enumerate([(upsert, "UPSERT"), (debezium, "DEBEZIUM")])]
+    mz.sql(f"INSERT INTO {t} VALUES (3, 'after'); UPDATE {t} SET v = 'changed' WHERE k = 1")
+    for sink in sinks:
+        assert sink.wait_for_records(2, 120), sink.failure
+    assert placed(broker, upsert, 2) == sorted([({"k": 1}, {"k": 1, "v": "changed"}, 0),
+                                                ({"k": 3}, {"k": 3, "v": "after"}, 0)], key=repr)
+    # the row held before the sink is the update's `before`: read, not written
+    assert placed(broker, debezium, 2) == sorted([
+        ({"k": 1}, {"before": {"k": 1, "v": "before"}, "after": {"k": 1, "v": "changed"}}, 0),
+        ({"k": 3}, {"before": None, "after": {"k": 3, "v": "after"}}, 0)], key=repr)
+    assert "WITH (SNAPSHOT = false)" in mz.sql(f"SHOW CREATE SINK s0_{t}")["create_sql"][0]
+    with pytest.raises(ks.KStreamError, match='Expected SNAPSHOT, found identifier "size"'):
+        mz.sql(f"CREATE SINK bad_{t} FROM {t} INTO KAFKA BROKER '{bootstrap}' (TOPIC 'x') "
+               "KEY (k) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT WITH (SIZE = true)")

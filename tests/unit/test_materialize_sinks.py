@@ -137,3 +137,24 @@ def test_an_offset_is_materializes_uint8_in_avro_an_8_byte_big_endian_fixed():
     assert payload[:5] == b"\0\0\0\0\x07"
     read = fastavro.schemaless_reader(io.BytesIO(payload[5:]), fastavro.parse_schema(value))
     assert read == {"before": None, "after": {"id": 1, "o": b"\0\0\0\0\0\0\x01\x02", "o2": None}}  # big-endian
+
+
+def test_with_snapshot_false_is_kept_and_other_with_options_are_refused():
+    assert planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SNAPSHOT = false)").snapshot is False
+    assert planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SNAPSHOT = true)").snapshot is True
+    assert planned("KEY (id) FORMAT JSON ENVELOPE UPSERT").snapshot is True
+    with pytest.raises(SqlSyntaxError, match='Expected SNAPSHOT, found identifier "size"'):
+        planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SIZE = true)")
+    with pytest.raises(SqlSyntaxError, match="SNAPSHOT specified more than once"):
+        planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SNAPSHOT = false, SNAPSHOT)")
+
+
+def test_a_sink_without_its_snapshot_writes_the_batches_that_start_past_the_rows_held_at_creation():
+    from kafkasql_magic.sinks.snapshot import started_after
+
+    ends = [{0: 3, 1: 5}]
+    assert not started_after(ends, None)  # the first batch reads from the start
+    assert not started_after(ends, [{0: 3, 1: 4}])
+    assert started_after(ends, [{0: 3, 1: 5}])
+    assert started_after([{}], None)  # nothing held at creation: every batch is written
+    assert not started_after([{}, {0: 1}], [{0: 9}, {}])
