@@ -16,11 +16,16 @@ _OPTION_WORDS = {"topic": "TOPIC", "start_offsets": "START OFFSET", "start_times
                  "group_id_prefix": "GROUP ID PREFIX"}
 
 
-def split_formats(formats) -> tuple:
-    """(key format, value format, bare format) from the formats rule (None: no format)."""
+def split_formats(formats, sink: bool = False) -> tuple:
+    """(key format, value format, bare format) from the formats rule (None: no format). The
+    registry's schema options (FULLNAME, NULL DEFAULTS, DOC ON) are a sink's only."""
     if formats is None:
         return None, None, None
     kind, *chosen = formats
+    for f in chosen:
+        if not sink and f is not None and f.avro_options is not None:
+            raise Invalid("AVRO KEY FULLNAME, AVRO VALUE FULLNAME, NULL DEFAULTS and DOC ON shape the Avro schemas "
+                          "a sink registers: a source takes none of them", f.avro_options.line, f.avro_options.column)
     return tuple(chosen) if kind == "key_value" else (None, None, chosen[0])
 
 
@@ -164,7 +169,7 @@ class MaterializeDdlRules(Builder):
         leaving it out gets Materialize's message rather than a parse error."""
         if envelope is None:
             raise Invalid("ENVELOPE clause is required", meta.end_line, meta.end_column)
-        key_format, value_format, format_ = split_formats(formats)
+        key_format, value_format, format_ = split_formats(formats, sink=True)
         columns, not_enforced = key or ((), False)
         return mz_ast.CreateSink(
             name, relation, target["topic"], envelope, target.get("broker"), target.get("connection"),

@@ -41,7 +41,8 @@ def _format(w, f: ast.SourceFormat) -> str:
         return f"AVRO USING SCHEMA {quoted(f.avro_schema)}" + (
             "" if f.confluent_wire_format else " (CONFLUENT WIRE FORMAT = false)")
     if f.name == "AVRO" and f.registry_connection is not None:
-        return f"AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION {w.ident(f.registry_connection)}"
+        return f"AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION {w.ident(f.registry_connection)}" + _avro_options(
+            w, f.avro_options)
     if f.name == "AVRO":
         return f"AVRO USING CONFLUENT SCHEMA REGISTRY {quoted(redact.url(f.registry_url))}"
     return f.name
@@ -53,6 +54,17 @@ def _formats(w, s) -> str:
     if s.key_format is not None:
         return f" KEY FORMAT {_format(w, s.key_format)} VALUE FORMAT {_format(w, s.value_format)}"
     return ""
+
+
+def _avro_options(w, o: ast.AvroSchemaOptions | None) -> str:
+    if o is None:
+        return ""
+    given = [f"AVRO KEY FULLNAME {quoted(o.key_fullname)}"] if o.key_fullname is not None else []
+    given += [f"AVRO VALUE FULLNAME {quoted(o.value_fullname)}"] if o.value_fullname is not None else []
+    given += ["NULL DEFAULTS"] if o.null_defaults else []
+    given += [(f"{d.schema} " if d.schema else "") + f"DOC ON {d.kind} {'.'.join(w.ident(n) for n in d.name)} = "
+              f"{quoted(d.text)}" for d in o.docs]
+    return f" ({', '.join(given)})"
 
 
 def _include(w, i: ast.Include) -> str:

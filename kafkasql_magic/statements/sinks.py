@@ -74,13 +74,15 @@ def _changelog(plan) -> bool:
 def _writers(spec: SinkSpec):
     """Register the Avro schemas (key and value) before any record is written."""
     key_writer = value_writer = None
+    shape = spec.avro
     if spec.key and spec.key_format is not None and spec.key_format.name == "AVRO":
-        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key",
-                                             mz_encode.row_schema(spec.key, mz_encode.KEY_RECORD), "row", spec.key)
+        schema = mz_encode.row_schema(spec.key, shape.key_name, shape.key_doc, dict(shape.key_field_docs),
+                                      shape.null_defaults)
+        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key", schema, "row", spec.key)
     if spec.value_format.name == "AVRO":
         debezium = spec.envelope == "DEBEZIUM"
-        schema = (mz_encode.debezium_schema(spec.columns) if debezium
-                  else mz_encode.row_schema(spec.columns, mz_encode.VALUE_RECORD))
+        schema = (mz_encode.debezium_schema if debezium else mz_encode.row_schema)(
+            spec.columns, shape.value_name, shape.value_doc, dict(shape.value_field_docs), shape.null_defaults)
         value_writer = mz_encode.register_avro(spec.value_format.registry_url, spec.topic, "value", schema,
                                                "debezium" if debezium else "row", spec.columns)
     return key_writer, value_writer
