@@ -32,7 +32,8 @@ def split_formats(formats, sink: bool = False) -> tuple:
 #: The sink's connection options as Materialize names them in its messages.
 _SINK_OPTION_WORDS = {"compression": "COMPRESSION TYPE", "partition_count": "TOPIC PARTITION COUNT",
                       "replication_factor": "TOPIC REPLICATION FACTOR", "config": "TOPIC CONFIG",
-                      "partition_by": "PARTITION BY"}
+                      "partition_by": "PARTITION BY", "transactional_id_prefix": "TRANSACTIONAL ID PREFIX",
+                      "progress_group_id_prefix": "PROGRESS GROUP ID PREFIX"}
 
 
 def _text(expr) -> str | None:
@@ -204,6 +205,12 @@ class MaterializeDdlRules(Builder):
 
     def sink_partition_by(self, meta, expr):
         return "partition_by", expr, (meta.line, meta.column)
+
+    def sink_transactional_id_prefix(self, meta, prefix):
+        return "transactional_id_prefix", _unquote(prefix), (meta.line, meta.column)
+
+    def sink_progress_group_id_prefix(self, meta, prefix):
+        return "progress_group_id_prefix", _unquote(prefix), (meta.line, meta.column)
 
     def sink_key(self, meta, columns, not_enforced):
         return columns, bool(not_enforced)

@@ -139,7 +139,9 @@ def _topic_options(w, o: mz.SinkTopicOptions | None) -> str:
              (o.replication_factor, lambda: f"TOPIC REPLICATION FACTOR {o.replication_factor}"),
              (o.config or None, lambda: "TOPIC CONFIG MAP[" + ", ".join(
                  f"{quoted(k)} => {quoted(v)}" for k, v in o.config) + "]"),
-             (o.partition_by, lambda: f"PARTITION BY = {w(o.partition_by)}")]
+             (o.partition_by, lambda: f"PARTITION BY = {w(o.partition_by)}"),
+             (o.transactional_id_prefix, lambda: f"TRANSACTIONAL ID PREFIX {quoted(o.transactional_id_prefix)}"),
+             (o.progress_group_id_prefix, lambda: f"PROGRESS GROUP ID PREFIX {quoted(o.progress_group_id_prefix)}")]
     return "".join(f", {text()}" for value, text in given if value is not None)
 
 

@@ -197,3 +197,15 @@ def test_the_schemas_carry_the_names_docs_and_null_defaults():
             {"name": "name", "type": ["null", "string"], "default": None}]}
     value = debezium_schema(fields, "a.V", "top")
     assert (value["name"], value["doc"], value["fields"][0]["type"][1]["name"]) == ("a.V", "top", "row")
+
+
+def test_the_exactly_once_prefixes_are_kept_as_written_once_each():
+    options = planned("KEY (id) FORMAT JSON ENVELOPE UPSERT").topic_options
+    assert (options.transactional_id_prefix, options.progress_group_id_prefix) == (None, None)
+    stmt = sink("CREATE SINK s FROM src INTO KAFKA BROKER 'b:9092' (TOPIC 'out', TRANSACTIONAL ID PREFIX 'tx', "
+                "PROGRESS GROUP ID PREFIX 'pg') KEY (id) FORMAT JSON ENVELOPE UPSERT")
+    assert (stmt.topic_options.transactional_id_prefix, stmt.topic_options.progress_group_id_prefix) == ("tx", "pg")
+    with pytest.raises(SqlSyntaxError, match="TRANSACTIONAL ID PREFIX specified more than once"):
+        sink("CREATE SINK s FROM src INTO KAFKA BROKER 'b:9092' (TOPIC 'out', TRANSACTIONAL ID PREFIX 'a', "
+             "TRANSACTIONAL ID PREFIX 'b') KEY (id) FORMAT JSON ENVELOPE UPSERT")
+    assert parse_statement("SUBSCRIBE t WITH (PROGRESS)", dialect="materialize").options[0].name == "PROGRESS"
