@@ -50,6 +50,21 @@ class SinkFormat:
 
 
 @dataclass(frozen=True)
+class AvroShape:
+    """How a sink's generated Avro schemas are named and documented (the registry format's
+    options): each record's fullname, the docs of the key's and the value's records and of their
+    fields (by column), and whether nullable fields default to null."""
+
+    key_name: str = "row"
+    value_name: str = "envelope"
+    null_defaults: bool = False
+    key_doc: str | None = None
+    value_doc: str | None = None
+    key_field_docs: tuple[tuple[str, str], ...] = ()
+    value_field_docs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class SinkSpec:
     """A checked sink: the relation's columns (all of them go in the value, as in
     Materialize), the KEY columns, the HEADERS column, formats and envelope."""
@@ -69,6 +84,9 @@ class SinkSpec:
     relation_key: tuple[str, ...] = ()
     #: The connection options after TOPIC (compression, topic creation, PARTITION BY), checked.
     topic_options: SinkTopicOptions = SinkTopicOptions()
+    #: WITH (SNAPSHOT = false): the relation's rows at creation are not written, only later changes.
+    snapshot: bool = True
+    avro: AvroShape = AvroShape()
 
     @property
     def compression(self) -> str:
@@ -149,6 +167,35 @@ def _headers(stmt: CreateSink, columns: dict[str, Field]) -> str | None:
     return column.name
 
 
+def _avro_shape(stmt: CreateSink, columns: dict[str, Field]) -> AvroShape:
+    """The registry format's schema options, checked with Materialize's messages. A doc names
+    the sink's relation (TYPE) or one of its columns (COLUMN); without KEY or VALUE it is for
+    both schemas, and a KEY or VALUE doc wins over it."""
+    formats = [f for f in (stmt.format, stmt.value_format, stmt.key_format) if f is not None]
+    options = next((f.avro_options for f in formats if f.avro_options is not None), None)
+    if options is None:
+        return AvroShape()
+    if not stmt.key and options.key_fullname is not None:
+        raise StatementError("Cannot specify AVRO KEY FULLNAME without a corresponding KEY field")
+    if stmt.key and (options.key_fullname is None) != (options.value_fullname is None):
+        raise StatementError("Must specify both AVRO KEY FULLNAME and AVRO VALUE FULLNAME when specifying "
+                             "generated schema names")
+    docs: dict[tuple[str, str | None], str] = {}  # (KEY | VALUE, column or None for the record) -> text
+    for doc in sorted(options.docs, key=lambda d: d.schema != ""):  # KEY / VALUE docs after (over) the shared ones
+        *relation, column = doc.name if doc.kind == "COLUMN" else (*doc.name, None)
+        if not relation or relation[-1].lower() != stmt.relation.lower():
+            raise StatementError(f"DOC ON {doc.kind} names {'.'.join(doc.name)}: here a doc is for the sink's "
+                                 f"relation {stmt.relation} (DOC ON TYPE {stmt.relation}) or its columns")
+        if column is not None and column not in columns:
+            raise StatementError(f'column "{".".join(doc.name)}" does not exist')
+        for schema in ((doc.schema,) if doc.schema else ("KEY", "VALUE")):
+            docs[(schema, column)] = doc.text
+    return AvroShape(options.key_fullname or "row", options.value_fullname or "envelope", options.null_defaults,
+                     docs.get(("KEY", None)), docs.get(("VALUE", None)),
+                     tuple((c, t) for (s, c), t in docs.items() if s == "KEY" and c is not None),
+                     tuple((c, t) for (s, c), t in docs.items() if s == "VALUE" and c is not None))
+
+
 def with_endpoints(stmt: CreateSink, endpoint: Callable[[str, str], str]) -> CreateSink:
     """`stmt` with its connections replaced by the broker and registry URLs they name;
     `endpoint(name, kind)` is the catalog's lookup (an unknown or wrong-kind name fails there)."""
@@ -218,4 +265,4 @@ def plan_sink(stmt: CreateSink, columns: Sequence[Field], unique_keys: Sequence[
     _check_fits(value_format, columns, "value")
     relation_key = tuple(unique_keys[0]) if unique_keys else ()
     return SinkSpec(stmt.name, stmt.relation, stmt.topic, stmt.broker, stmt.envelope, tuple(columns), key,
-                    headers, key_format, value_format, relation_key, options)
+                    headers, key_format, value_format, relation_key, options, stmt.snapshot, _avro_shape(stmt, by_name))

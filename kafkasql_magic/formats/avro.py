@@ -32,6 +32,7 @@ from . import avro_types
 from . import schema_registry as sr
 from .avro_decode import ERROR_FIELD, Layout, decode_batch
 from .base import Decoded, Field, Format, deserialization_error
+from .json_errors import decode_error_text
 
 #: FormatSpec option: one writer schema for every record (Materialize's AVRO USING SCHEMA).
 INLINE_SCHEMA = "AVRO_SCHEMA"
@@ -187,3 +188,36 @@ def avro_value(value, t: ast.Type):
     if t.name == "DOUBLE":
         return float(value)
     return value
+
+
+def avro_error_text(raw: bytes, reason: str) -> str:
+    """A Confluent-framed Avro value's decoding error (`reason`, ours) in Materialize's words:
+    `avro deserialization error: ` and what its decoder checks first (the 5-byte header, then
+    the magic byte, in decimal), else the schema id with our reason for the body; then the
+    record, as Materialize's DecodeError shows it."""
+    if reason is None:  # decoded (Spark runs the UDF ahead of the CASE that guards it)
+        return None
+    if raw is None:  # not read again past the reader (kafka.worker_decoding): ours
+        return reason
+    if len(raw) < sr.HEADER_SIZE:
+        message = f"Confluent-style avro datum is too few bytes: expected at least 5 bytes, got {len(raw)}"
+    elif raw[0] != sr.MAGIC_BYTE:
+        message = f"wrong Confluent-style avro serialization magic: expected 0, got {raw[0]}"
+    else:
+        schema_id = int.from_bytes(raw[1:5], "big", signed=True)
+        detail = reason.removeprefix("Failed to deserialize value: ")
+        if "not found in the schema registry" in detail or "Cannot fetch schema id" in detail:
+            message = f"failed to resolve Avro schema (id = {schema_id}): {detail}"
+        else:
+            message = f"unable to decode row (Avro schema id = {schema_id}): " + detail.removeprefix(
+                f"Error deserializing AVRO message for id {schema_id}: ")
+    return decode_error_text(f"avro deserialization error: {message}", raw)
+
+
+def materialize_decode_error(spec, raw: Column, error: Column) -> Column:
+    """`error` (set where a value did not decode) in Materialize's words for a Confluent-framed
+    Avro value (`avro_error_text`); an unframed one (an inline schema without the wire format)
+    keeps ours."""
+    if spec.options.get(INLINE_SCHEMA) is not None and spec.options.get(WIRE_FORMAT, True) is False:
+        return error
+    return F.coalesce(F.when(error.isNotNull(), F.udf(avro_error_text, "string")(raw, error)), error)

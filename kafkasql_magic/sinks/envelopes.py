@@ -34,6 +34,7 @@ from ..engine.columns import RAW_KEY, RAW_TIMESTAMP, TOMBSTONE, result_column
 from ..formats import FormatSpec
 from . import diff_rows, mz_encode
 from .mz_encode import AvroWriter
+from .snapshot import LeftOutSnapshot
 
 _BEFORE, _AFTER = diff_rows.BEFORE, diff_rows.AFTER
 _SEQ, _RANK = "__seq", "__rank"
@@ -146,6 +147,10 @@ class MaterializeSinkWrite:
     partitions: int | None = None
     #: The dialect a PARTITION BY expression compiles in (its functions).
     dialect: object = None
+    #: WITH (SNAPSHOT = false): the micro-batches reading the rows held at creation write nothing.
+    left_out: LeftOutSnapshot | None = None
+    #: Whether the running micro-batch's records are written (set by `at_batch`).
+    writes_batch: bool = True
 
     def __post_init__(self):
         if self.row_ids and self.state is None:
@@ -158,7 +163,9 @@ class MaterializeSinkWrite:
             self.state = DebeziumState(self.spec.relation_key)
 
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
-        """Before a micro-batch's records: the Debezium state as of the batch before it."""
+        """Before a micro-batch's records: the Debezium state as of the batch before it, and
+        whether its records are written (not when it reads the snapshot a sink leaves out)."""
+        self.writes_batch = self.left_out is None or self.left_out.writes(checkpoint, batch_id)
         if self.state is not None:
             self.state.at_batch(spark, os.path.join(checkpoint, "debezium_rows"), batch_id)
 

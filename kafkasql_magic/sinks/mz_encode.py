@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -94,7 +94,11 @@ def single(row: Column, fields: Sequence[Field], fmt: SinkFormat) -> Column:
 AVRO_SQL_TYPES = {"uint8": {"type": "fixed", "size": 8, "name": "com.materialize.sink.uint8"}}
 
 
-def row_schema(fields: Sequence[Field], name: str) -> dict:
+def row_schema(fields: Sequence[Field], name: str, doc: str | None = None, field_docs: Mapping[str, str] = {},
+               null_defaults: bool = False) -> dict:
+    """The record of `fields` named `name` (Materialize's `row`, `envelope` or an AVRO ... FULLNAME),
+    with its `doc` and its fields' docs (by column); with `null_defaults` (NULL DEFAULTS) each
+    nullable field defaults to null."""
     from ..formats.avro_types import from_ksql
 
     record = from_ksql(ast.Type("STRUCT", fields=tuple((f.name, f.type) for f in fields)), name)
@@ -104,6 +108,12 @@ def row_schema(fields: Sequence[Field], name: str) -> dict:
         if own is not None:
             field["type"] = ["null", own["name"] if own["name"] in defined else dict(own)]
             defined.add(own["name"])
+        if f.name in field_docs:
+            field["doc"] = field_docs[f.name]
+        if null_defaults and isinstance(field["type"], list) and field["type"][0] == "null":
+            field["default"] = None
+    if doc is not None:
+        record["doc"] = doc
     return record
 
 
@@ -116,11 +126,15 @@ def _avro_field(value, f: Field):
     return avro_value(from_arrow(value, f.type), f.type)
 
 
-def debezium_schema(fields: Sequence[Field]) -> dict:
-    row = row_schema(fields, KEY_RECORD)
-    return {"type": "record", "name": VALUE_RECORD, "fields": [
+def debezium_schema(fields: Sequence[Field], name: str = VALUE_RECORD, doc: str | None = None,
+                    field_docs: Mapping[str, str] = {}, null_defaults: bool = False) -> dict:
+    """Debezium's record `name` of `before` and `after`, each a nullable `row` of `fields`
+    (the docs and NULL DEFAULTS as `row_schema` takes them)."""
+    row = row_schema(fields, KEY_RECORD, field_docs=field_docs, null_defaults=null_defaults)
+    record = {"type": "record", "name": name, "fields": [
         {"name": "before", "type": ["null", row], "default": None},
         {"name": "after", "type": ["null", KEY_RECORD], "default": None}]}
+    return record if doc is None else {**record, "doc": doc}
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,9 @@ class SinkWrite:
         window_bytes = 16 if self.session_end is not None else 8
         return {"partition.windowBytes": str(window_bytes), "partition.count": str(self.partitions)}
 
+    #: Every micro-batch's records are written (a Materialize sink without its snapshot skips some).
+    writes_batch = True
+
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
         """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""
 
@@ -247,7 +250,10 @@ class PersistentQuery:
                                  F.collect_list(failed).alias("errors"))
         self.write.at_batch(batch.sparkSession, self.checkpoint, batch_id)
         records = self.write.records(observed.where(~F.col(DROP)), self.plan.names)
-        records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
+        if self.write.writes_batch:
+            records.write.format("kafkasql_sink").options(**self.write.options()).mode("append").save()
+        else:  # computed (the state it leaves is kept), not written
+            records.write.format("noop").mode("overwrite").save()
         metrics = observation.get
         errors = observed_errors({"batch": metrics}, {"batch": self.plan.source.name}, self.id, base64_bytes=False)
         if built is not None:
@@ -256,7 +262,7 @@ class PersistentQuery:
         if errors:
             self._log.add(errors)
             self._errors += len(errors)
-        count = int(metrics["written"])
+        count = int(metrics["written"]) if self.write.writes_batch else 0
         self._out += count
         self._out_rate = count / max(time.monotonic() - started, 1e-3)
 

@@ -186,6 +186,7 @@ class CreateSink(Statement):
     format: SourceFormat | None = None
     if_not_exists: bool = False
     topic_options: SinkTopicOptions | None = None  # None: none given
+    snapshot: bool = True  # WITH (SNAPSHOT = false): only the changes after the sink is created
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,11 @@ class SinkTopicOptions(Node):
     replication_factor: int | None = None  # TOPIC REPLICATION FACTOR
     config: tuple[tuple[str, str], ...] = ()  # TOPIC CONFIG MAP['k' => 'v', ...]
     partition_by: Expr | None = None  # PARTITION BY: each record's partition, a hash of its row
+    # Materialize's exactly-once bookkeeping (its producer's transactional ids, its progress topic's
+    # consumer group): kept as written; this sink's producer is not transactional and keeps no
+    # progress topic, so nothing uses them (its progress is its checkpoint)
+    transactional_id_prefix: str | None = None  # TRANSACTIONAL ID PREFIX
+    progress_group_id_prefix: str | None = None  # PROGRESS GROUP ID PREFIX
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,16 @@ _OPTION_WORDS = {"topic": "TOPIC", "start_offsets": "START OFFSET", "start_times
                  "group_id_prefix": "GROUP ID PREFIX"}
 
 
-def split_formats(formats) -> tuple:
-    """(key format, value format, bare format) from the formats rule (None: no format)."""
+def split_formats(formats, sink: bool = False) -> tuple:
+    """(key format, value format, bare format) from the formats rule (None: no format). The
+    registry's schema options (FULLNAME, NULL DEFAULTS, DOC ON) are a sink's only."""
     if formats is None:
         return None, None, None
     kind, *chosen = formats
+    for f in chosen:
+        if not sink and f is not None and f.avro_options is not None:
+            raise Invalid("AVRO KEY FULLNAME, AVRO VALUE FULLNAME, NULL DEFAULTS and DOC ON shape the Avro schemas "
+                          "a sink registers: a source takes none of them", f.avro_options.line, f.avro_options.column)
     return tuple(chosen) if kind == "key_value" else (None, None, chosen[0])
 
 
@@ -29,7 +34,8 @@ _LOAD_GENERATOR_OPTION_WORDS = {"tick_interval": "TICK INTERVAL", "up_to": "UP T
 #: The sink's connection options as Materialize names them in its messages.
 _SINK_OPTION_WORDS = {"compression": "COMPRESSION TYPE", "partition_count": "TOPIC PARTITION COUNT",
                       "replication_factor": "TOPIC REPLICATION FACTOR", "config": "TOPIC CONFIG",
-                      "partition_by": "PARTITION BY"}
+                      "partition_by": "PARTITION BY", "transactional_id_prefix": "TRANSACTIONAL ID PREFIX",
+                      "progress_group_id_prefix": "PROGRESS GROUP ID PREFIX"}
 
 
 def _text(expr) -> str | None:
@@ -46,6 +52,20 @@ def _topic_options(options) -> mz_ast.SinkTopicOptions | None:
             raise Invalid(f"{_SINK_OPTION_WORDS[key]} specified more than once", line, column)
         found[key] = value
     return mz_ast.SinkTopicOptions(**found) if found else None
+
+
+def _snapshot(options) -> bool:
+    """WITH (SNAPSHOT [= true | false]): whether the sink starts with the relation's current rows
+    (Materialize's default) or writes only the changes after it is created."""
+    snapshot, seen = True, set()
+    for option in options:
+        if option.name != "SNAPSHOT":
+            raise Invalid(f'Expected SNAPSHOT, found identifier "{option.name.lower()}"', option.line, option.column)
+        if option.name in seen:
+            raise Invalid(f"{option.name} specified more than once", option.line, option.column)
+        seen.add(option.name)
+        snapshot = option.value.value
+    return snapshot
 
 
 @v_args(meta=True, inline=True)
@@ -164,17 +184,17 @@ class MaterializeDdlRules(Builder):
         return None, name
 
     # ---- CREATE SINK
-    def create_sink(self, meta, if_not_exists, name, relation, target, key, headers, formats, envelope):
+    def create_sink(self, meta, if_not_exists, name, relation, target, key, headers, formats, envelope, options):
         """Materialize requires the ENVELOPE clause; it is optional in the grammar so that
         leaving it out gets Materialize's message rather than a parse error."""
         if envelope is None:
             raise Invalid("ENVELOPE clause is required", meta.end_line, meta.end_column)
-        key_format, value_format, format_ = split_formats(formats)
+        key_format, value_format, format_ = split_formats(formats, sink=True)
         columns, not_enforced = key or ((), False)
         return mz_ast.CreateSink(
             name, relation, target["topic"], envelope, target.get("broker"), target.get("connection"),
             tuple(columns), not_enforced, headers, key_format, value_format, format_, bool(if_not_exists),
-            target["options"], **_pos(meta))
+            target["options"], _snapshot(options or ()), **_pos(meta))
 
     def sink_broker(self, meta, broker, topic, *options):
         return {"broker": _unquote(broker), "topic": _unquote(topic), "options": _topic_options(options)}
@@ -204,6 +224,12 @@ class MaterializeDdlRules(Builder):
 
     def sink_partition_by(self, meta, expr):
         return "partition_by", expr, (meta.line, meta.column)
+
+    def sink_transactional_id_prefix(self, meta, prefix):
+        return "transactional_id_prefix", _unquote(prefix), (meta.line, meta.column)
+
+    def sink_progress_group_id_prefix(self, meta, prefix):
+        return "progress_group_id_prefix", _unquote(prefix), (meta.line, meta.column)
 
     def sink_key(self, meta, columns, not_enforced):
         return columns, bool(not_enforced)

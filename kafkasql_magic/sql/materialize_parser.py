@@ -155,8 +155,41 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def avro_registry_format(self, meta, url):
         return ast.SourceFormat("AVRO", registry_url=_unquote(url), **_pos(meta))
 
-    def avro_registry_connection(self, meta, connection):
-        return ast.SourceFormat("AVRO", registry_url="", registry_connection=connection, **_pos(meta))
+    def avro_registry_connection(self, meta, connection, options):
+        return ast.SourceFormat("AVRO", registry_url="", registry_connection=connection, avro_options=options,
+                                **_pos(meta))
+
+    def csr_options(self, meta, *options):
+        """Each option once (Materialize's check), DOC ON as many as given."""
+        found, docs = {}, []
+        for option in options:
+            if isinstance(option, ast.AvroDoc):
+                docs.append(option)
+                continue
+            key, value, word, (line, column) = option
+            if key in found:
+                raise Invalid(f"{word} specified more than once", line, column)
+            found[key] = value
+        return ast.AvroSchemaOptions(**found, docs=tuple(docs), **_pos(meta))
+
+    def csr_key_fullname(self, meta, name):
+        return "key_fullname", _unquote(name), "AVRO KEY FULLNAME", (meta.line, meta.column)
+
+    def csr_value_fullname(self, meta, name):
+        return "value_fullname", _unquote(name), "AVRO VALUE FULLNAME", (meta.line, meta.column)
+
+    def csr_null_defaults(self, meta, flag):
+        return "null_defaults", True if flag is None else flag, "NULL DEFAULTS", (meta.line, meta.column)
+
+    def csr_doc_on(self, meta, schema, kind, *rest):
+        *name, text = rest
+        return ast.AvroDoc(schema or "", kind, tuple(name), _unquote(text), **_pos(meta))
+
+    def doc_schema(self, meta, token):
+        return token.upper()
+
+    def doc_kind(self, meta, token):
+        return token.upper()
 
     def includes(self, meta, *items):
         return items

@@ -41,7 +41,8 @@ def _format(w, f: ast.SourceFormat) -> str:
         return f"AVRO USING SCHEMA {quoted(f.avro_schema)}" + (
             "" if f.confluent_wire_format else " (CONFLUENT WIRE FORMAT = false)")
     if f.name == "AVRO" and f.registry_connection is not None:
-        return f"AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION {w.ident(f.registry_connection)}"
+        return f"AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION {w.ident(f.registry_connection)}" + _avro_options(
+            w, f.avro_options)
     if f.name == "AVRO":
         return f"AVRO USING CONFLUENT SCHEMA REGISTRY {quoted(redact.url(f.registry_url))}"
     return f.name
@@ -53,6 +54,17 @@ def _formats(w, s) -> str:
     if s.key_format is not None:
         return f" KEY FORMAT {_format(w, s.key_format)} VALUE FORMAT {_format(w, s.value_format)}"
     return ""
+
+
+def _avro_options(w, o: ast.AvroSchemaOptions | None) -> str:
+    if o is None:
+        return ""
+    given = [f"AVRO KEY FULLNAME {quoted(o.key_fullname)}"] if o.key_fullname is not None else []
+    given += [f"AVRO VALUE FULLNAME {quoted(o.value_fullname)}"] if o.value_fullname is not None else []
+    given += ["NULL DEFAULTS"] if o.null_defaults else []
+    given += [(f"{d.schema} " if d.schema else "") + f"DOC ON {d.kind} {'.'.join(w.ident(n) for n in d.name)} = "
+              f"{quoted(d.text)}" for d in o.docs]
+    return f" ({', '.join(given)})"
 
 
 def _include(w, i: ast.Include) -> str:
@@ -123,7 +135,7 @@ def _create_sink(w, s: mz.CreateSink) -> str:
     headers = f" HEADERS {w.ident(s.headers)}" if s.headers is not None else ""
     return (f"CREATE SINK {if_not_exists(s)}{w.ident(s.name)} FROM {w.ident(s.relation)} INTO KAFKA {target} "
             f"(TOPIC {quoted(s.topic)}{_topic_options(w, s.topic_options)}){key}{headers}{_formats(w, s)} "
-            f"ENVELOPE {s.envelope}")
+            f"ENVELOPE {s.envelope}" + ("" if s.snapshot else " WITH (SNAPSHOT = false)"))
 
 
 def _topic_options(w, o: mz.SinkTopicOptions | None) -> str:
@@ -134,7 +146,9 @@ def _topic_options(w, o: mz.SinkTopicOptions | None) -> str:
              (o.replication_factor, lambda: f"TOPIC REPLICATION FACTOR {o.replication_factor}"),
              (o.config or None, lambda: "TOPIC CONFIG MAP[" + ", ".join(
                  f"{quoted(k)} => {quoted(v)}" for k, v in o.config) + "]"),
-             (o.partition_by, lambda: f"PARTITION BY = {w(o.partition_by)}")]
+             (o.partition_by, lambda: f"PARTITION BY = {w(o.partition_by)}"),
+             (o.transactional_id_prefix, lambda: f"TRANSACTIONAL ID PREFIX {quoted(o.transactional_id_prefix)}"),
+             (o.progress_group_id_prefix, lambda: f"PROGRESS GROUP ID PREFIX {quoted(o.progress_group_id_prefix)}")]
     return "".join(f", {text()}" for value, text in given if value is not None)
 
 

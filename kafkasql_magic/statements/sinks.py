@@ -1,13 +1,16 @@
 """Materialize's CREATE SINK, DROP SINK, SHOW SINKS and SHOW CREATE SINK.
 
 A sink is a persistent query over `SELECT * FROM relation`, read from the earliest offsets
-(Materialize's default `SNAPSHOT = true`: the relation's current rows, then its changes),
+(Materialize's default `SNAPSHOT = true`: the relation's current rows, then its changes;
+`WITH (SNAPSHOT = false)` reads them too and writes only the changes, `sinks.snapshot`),
 written by `sinks.envelopes.MaterializeSinkWrite`. The session's persistent-query manager
 runs it, so SHOW QUERIES lists it and TERMINATE stops it; `session.sinks` keeps its definition.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -25,10 +28,12 @@ from ..kafka.reach import ensure_reachable
 from ..loadgen.counter import counter_of
 from ..sinks import mz_encode
 from ..sinks.envelopes import MaterializeSinkWrite, sink_entry
+from ..sinks.snapshot import LeftOutSnapshot
 from ..sql import ast
 from ..sql.ast_materialize import CreateSink, DropSink, ShowCreateSink
 from ..engine.api import prepare
 from ..engine.api import analysed
+from .queries import snapshot_ends
 
 #: Materialize's SHOW SINKS columns: a sink has no size or cluster here (NULL).
 SHOW_SINKS_COLUMNS = ["name", "type", "size", "cluster"]
@@ -70,13 +75,15 @@ def _changelog(plan) -> bool:
 def _writers(spec: SinkSpec):
     """Register the Avro schemas (key and value) before any record is written."""
     key_writer = value_writer = None
+    shape = spec.avro
     if spec.key and spec.key_format is not None and spec.key_format.name == "AVRO":
-        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key",
-                                             mz_encode.row_schema(spec.key, mz_encode.KEY_RECORD), "row", spec.key)
+        schema = mz_encode.row_schema(spec.key, shape.key_name, shape.key_doc, dict(shape.key_field_docs),
+                                      shape.null_defaults)
+        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key", schema, "row", spec.key)
     if spec.value_format.name == "AVRO":
         debezium = spec.envelope == "DEBEZIUM"
-        schema = (mz_encode.debezium_schema(spec.columns) if debezium
-                  else mz_encode.row_schema(spec.columns, mz_encode.VALUE_RECORD))
+        schema = (mz_encode.debezium_schema if debezium else mz_encode.row_schema)(
+            spec.columns, shape.value_name, shape.value_doc, dict(shape.value_field_docs), shape.null_defaults)
         value_writer = mz_encode.register_avro(spec.value_format.registry_url, spec.topic, "value", schema,
                                                "debezium" if debezium else "row", spec.columns)
     return key_writer, value_writer
@@ -115,11 +122,24 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
     key_writer, value_writer = _writers(spec)
     write = MaterializeSinkWrite(spec, sink_entry(spec, text), key_writer, value_writer, bootstrap,
                                  diffs=prepared.plan.diffs, row_ids=keyed_by_row_id(prepared.plan),
-                                 retractions=retracts, partitions=partitions, dialect=dialect)
+                                 retractions=retracts, partitions=partitions, dialect=dialect,
+                                 left_out=None if spec.snapshot else LeftOutSnapshot(snapshot_ends(session, prepared.plan)))
     running = session.persistent.start("SINK", spec.name, text, prepared, write, select,
                                        resume=resume, query_id=query_id)
+    if not spec.snapshot:
+        _first_batch_planned(running, session.timeout_of(timeout))
     session.sinks[spec.name] = Sink(spec, running.id, text)
     return running
+
+
+def _first_batch_planned(running, timeout: float) -> None:
+    """Wait until the sink's first micro-batch is planned (Spark logs its offsets), so a change
+    made once CREATE SINK returned falls in a later batch, which a sink without its snapshot
+    writes. A query that fails to start is retried by its manager: waited for too."""
+    first = os.path.join(running.checkpoint, "offsets", "0")
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(first) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def drop_sink(session, stmt: DropSink, text, timeout):

@@ -64,3 +64,32 @@ def test_subscribe_fails_on_a_bad_record_found_before_an_aggregation(session, br
     assert list(log[log.TOPIC == topic].OFFSET) == [1]  # logged once, as well
     rows = session.sql("SELECT count(*) AS n FROM agg_js;")  # the ksql dialect logs and goes on
     assert rows.values.tolist() == [[2]]
+
+
+def test_avro_value_decoding_errors_inline_in_materializes_words(session, broker, new_topic):
+    import json
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic, url = new_topic(1), broker.endpoints["schema.registry.url"]
+    schema = {"type": "record", "name": "V", "fields": [{"name": "a", "type": "long"}, {"name": "b", "type": "string"}]}
+    good = AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(schema))(
+        {"a": 1, "b": "x"}, SerializationContext(topic, MessageField.VALUE))
+    schema_id = int.from_bytes(good[1:5], "big")
+    truncated = good[:-1]
+    produce(broker.bootstrap_servers, topic, [
+        {"key": "k1", "value": good}, {"key": "k2", "value": b"not avro"}, {"key": "k3", "value": b"ab"},
+        {"key": "k4", "value": truncated}])
+    session.sql(f"CREATE SOURCE upa FROM KAFKA TOPIC '{topic}' KEY FORMAT TEXT VALUE FORMAT AVRO USING CONFLUENT "
+                f"SCHEMA REGISTRY '{url}' INCLUDE KEY ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)", **MZ)
+    rows = session.sql("SELECT key, a, (error).description AS e FROM upa ORDER BY key", **MZ)
+    assert list(rows.key) == ["k1", "k2", "k3", "k4"] and rows.a[0] == 1 and rows.a[1:].isna().all()
+    assert rows.e[0] is None
+    assert rows.e[1] == ('avro deserialization error: wrong Confluent-style avro serialization magic: expected 0, '
+                         'got 110 (original text: not avro, original bytes: "6e6f74206176726f")')
+    assert rows.e[2] == ('avro deserialization error: Confluent-style avro datum is too few bytes: expected at '
+                         'least 5 bytes, got 2 (original text: ab, original bytes: "6162")')
+    assert rows.e[3].startswith(f"avro deserialization error: unable to decode row (Avro schema id = {schema_id}): ")
+    assert rows.e[3].endswith(f'original bytes: "{truncated.hex()}")')

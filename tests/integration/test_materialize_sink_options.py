@@ -119,3 +119,59 @@ def test_topic_options_make_the_topic_and_bad_options_are_refused_in_materialize
     assert placed(broker, out, 1)[0][1] == {"a": 1, "b": 2, "d": "2024-01-01"}
     shown = mz.sql(f"SHOW CREATE SINK s_{t}")
     assert "TOPIC PARTITION COUNT 3" in shown["create_sql"][0] and "COMPRESSION TYPE 'gzip'" in shown["create_sql"][0]
+
+
+def test_snapshot_false_writes_only_the_changes_after_the_sink_is_created(mz, broker):
+    t, bootstrap = f"n_{tag()}", broker.bootstrap_servers
+    mz.sql(f"CREATE TABLE {t} (k int, v text); INSERT INTO {t} VALUES (1, 'before'), (2, 'kept')")
+    upsert, debezium = f"nosnap-{tag()}", f"nosnap-dbz-{tag()}"
+    sinks = [mz.sql(f"CREATE SINK s{i}_{t} FROM {t} INTO KAFKA BROKER '{bootstrap}' (TOPIC '{out}') "
+                    f"KEY (k) NOT ENFORCED FORMAT JSON ENVELOPE {envelope} WITH (SNAPSHOT = false)")
+             for i, (out, envelope) in enumerate([(upsert, "UPSERT"), (debezium, "DEBEZIUM")])]
+    mz.sql(f"INSERT INTO {t} VALUES (3, 'after'); UPDATE {t} SET v = 'changed' WHERE k = 1")
+    for sink in sinks:
+        assert sink.wait_for_records(2, 120), sink.failure
+    assert placed(broker, upsert, 2) == sorted([({"k": 1}, {"k": 1, "v": "changed"}, 0),
+                                                ({"k": 3}, {"k": 3, "v": "after"}, 0)], key=repr)
+    # the row held before the sink is the update's `before`: read, not written
+    assert placed(broker, debezium, 2) == sorted([
+        ({"k": 1}, {"before": {"k": 1, "v": "before"}, "after": {"k": 1, "v": "changed"}}, 0),
+        ({"k": 3}, {"before": None, "after": {"k": 3, "v": "after"}}, 0)], key=repr)
+    assert "WITH (SNAPSHOT = false)" in mz.sql(f"SHOW CREATE SINK s0_{t}")["create_sql"][0]
+    with pytest.raises(ks.KStreamError, match='Expected SNAPSHOT, found identifier "size"'):
+        mz.sql(f"CREATE SINK bad_{t} FROM {t} INTO KAFKA BROKER '{bootstrap}' (TOPIC 'x') "
+               "KEY (k) NOT ENFORCED FORMAT JSON ENVELOPE UPSERT WITH (SIZE = true)")
+
+
+def test_avro_fullnames_docs_and_null_defaults_shape_the_registered_schemas(mz, broker):
+    import io
+
+    import fastavro
+
+    from kafkasql_magic.formats import schema_registry as sr
+
+    t, out, url = f"a_{tag()}", f"named-{tag()}", broker.endpoints["schema.registry.url"]
+    mz.sql(f"CREATE CONNECTION csr_{t} TO CONFLUENT SCHEMA REGISTRY (URL '{url}');"
+           f"CREATE TABLE {t} (k int, v text); INSERT INTO {t} VALUES (1, 'one')")
+    options = ("AVRO KEY FULLNAME 'com.example.Key' AVRO VALUE FULLNAME 'com.example.Value', NULL DEFAULTS, "
+               f"DOC ON TYPE {t} = 'both records', KEY DOC ON COLUMN {t}.k = 'k in the key', "
+               f"DOC ON COLUMN {t}.k = 'k in the value', VALUE DOC ON COLUMN {t}.v = 'v'")
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC '{out}') "
+                  f"KEY (k) NOT ENFORCED FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_{t} ({options}) "
+                  "ENVELOPE UPSERT")
+    assert sink.wait_for_records(1, 120), sink.failure
+    key_schema, value_schema = (json.loads(sr.client(url).get_latest_version(f"{out}-{role}").schema.schema_str)
+                                for role in ("key", "value"))
+    assert key_schema == {"type": "record", "name": "com.example.Key", "doc": "both records", "fields": [
+        {"name": "k", "type": ["null", "int"], "doc": "k in the key", "default": None}]}
+    assert value_schema == {"type": "record", "name": "com.example.Value", "doc": "both records", "fields": [
+        {"name": "k", "type": ["null", "int"], "doc": "k in the value", "default": None},
+        {"name": "v", "type": ["null", "string"], "doc": "v", "default": None}]}
+    (record,) = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=1, timeout_s=60,
+                              until_end=False)
+    read = (lambda b, s: fastavro.schemaless_reader(io.BytesIO(b[5:]), fastavro.parse_schema(s)))
+    assert (read(record["key"], key_schema), read(record["value"], value_schema)) == ({"k": 1}, {"k": 1, "v": "one"})
+    with pytest.raises(ks.KStreamError, match="Must specify both AVRO KEY FULLNAME and AVRO VALUE FULLNAME"):
+        mz.sql(f"CREATE SINK bad_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC 'x') "
+               f"KEY (k) NOT ENFORCED FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_{t} "
+               "(AVRO VALUE FULLNAME 'v') ENVELOPE UPSERT")

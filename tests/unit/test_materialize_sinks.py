@@ -137,3 +137,75 @@ def test_an_offset_is_materializes_uint8_in_avro_an_8_byte_big_endian_fixed():
     assert payload[:5] == b"\0\0\0\0\x07"
     read = fastavro.schemaless_reader(io.BytesIO(payload[5:]), fastavro.parse_schema(value))
     assert read == {"before": None, "after": {"id": 1, "o": b"\0\0\0\0\0\0\x01\x02", "o2": None}}  # big-endian
+
+
+def test_with_snapshot_false_is_kept_and_other_with_options_are_refused():
+    assert planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SNAPSHOT = false)").snapshot is False
+    assert planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SNAPSHOT = true)").snapshot is True
+    assert planned("KEY (id) FORMAT JSON ENVELOPE UPSERT").snapshot is True
+    with pytest.raises(SqlSyntaxError, match='Expected SNAPSHOT, found identifier "size"'):
+        planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SIZE = true)")
+    with pytest.raises(SqlSyntaxError, match="SNAPSHOT specified more than once"):
+        planned("KEY (id) FORMAT JSON ENVELOPE UPSERT WITH (SNAPSHOT = false, SNAPSHOT)")
+
+
+def test_a_sink_without_its_snapshot_writes_the_batches_that_start_past_the_rows_held_at_creation():
+    from kafkasql_magic.sinks.snapshot import started_after
+
+    ends = [{0: 3, 1: 5}]
+    assert not started_after(ends, None)  # the first batch reads from the start
+    assert not started_after(ends, [{0: 3, 1: 4}])
+    assert started_after(ends, [{0: 3, 1: 5}])
+    assert started_after([{}], None)  # nothing held at creation: every batch is written
+    assert not started_after([{}, {0: 1}], [{0: 9}, {}])
+
+
+AVRO_CSR = "FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr"
+
+
+def test_the_registry_formats_options_name_and_document_the_schemas():
+    stmt = sink(f"CREATE SINK s FROM src {INTO} KEY (id) {AVRO_CSR} (AVRO KEY FULLNAME 'a.K' AVRO VALUE FULLNAME "
+                "'a.V', NULL DEFAULTS, DOC ON TYPE src = 'both', VALUE DOC ON TYPE src = 'value', "
+                "DOC ON COLUMN src.id = 'id', KEY DOC ON COLUMN src.id = 'key id') ENVELOPE UPSERT")
+    shape = plan_sink(with_endpoints(stmt, lambda name, kind: "http://r:8081"), COLUMNS, (("id",),)).avro
+    assert (shape.key_name, shape.value_name, shape.null_defaults) == ("a.K", "a.V", True)
+    assert (shape.key_doc, shape.value_doc) == ("both", "value")
+    assert (dict(shape.key_field_docs), dict(shape.value_field_docs)) == ({"id": "key id"}, {"id": "id"})
+    for options, message in [
+        ("AVRO KEY FULLNAME 'k'", "Must specify both AVRO KEY FULLNAME and AVRO VALUE FULLNAME when specifying "
+                                  "generated schema names"),
+        ("DOC ON COLUMN src.nope = 'x'", 'column "src.nope" does not exist'),
+        ("DOC ON TYPE other = 'x'", "DOC ON TYPE names other: here a doc is for the sink's relation src")]:
+        with pytest.raises(StatementError, match=message):
+            plan_sink(sink(f"CREATE SINK s FROM src {INTO} KEY (id) {AVRO_CSR} ({options}) ENVELOPE UPSERT"),
+                      COLUMNS, (("id",),))
+    with pytest.raises(StatementError, match="Cannot specify AVRO KEY FULLNAME without a corresponding KEY field"):
+        plan_sink(sink(f"CREATE SINK s FROM src {INTO} {AVRO_CSR} (AVRO KEY FULLNAME 'k', AVRO VALUE FULLNAME 'v') "
+                       "ENVELOPE DEBEZIUM"), COLUMNS, ())
+    with pytest.raises(SqlSyntaxError, match="a source takes none of them"):
+        parse_statement(f"CREATE SOURCE x FROM KAFKA CONNECTION k (TOPIC 't') {AVRO_CSR} (NULL DEFAULTS)",
+                        dialect="materialize")
+
+
+def test_the_schemas_carry_the_names_docs_and_null_defaults():
+    from kafkasql_magic.sinks.mz_encode import debezium_schema, row_schema
+
+    fields = (Field("id", INT), Field("name", TEXT))
+    assert row_schema(fields, "a.K", "top", {"id": "the id"}, null_defaults=True) == {
+        "type": "record", "name": "a.K", "doc": "top", "fields": [
+            {"name": "id", "type": ["null", "int"], "doc": "the id", "default": None},
+            {"name": "name", "type": ["null", "string"], "default": None}]}
+    value = debezium_schema(fields, "a.V", "top")
+    assert (value["name"], value["doc"], value["fields"][0]["type"][1]["name"]) == ("a.V", "top", "row")
+
+
+def test_the_exactly_once_prefixes_are_kept_as_written_once_each():
+    options = planned("KEY (id) FORMAT JSON ENVELOPE UPSERT").topic_options
+    assert (options.transactional_id_prefix, options.progress_group_id_prefix) == (None, None)
+    stmt = sink("CREATE SINK s FROM src INTO KAFKA BROKER 'b:9092' (TOPIC 'out', TRANSACTIONAL ID PREFIX 'tx', "
+                "PROGRESS GROUP ID PREFIX 'pg') KEY (id) FORMAT JSON ENVELOPE UPSERT")
+    assert (stmt.topic_options.transactional_id_prefix, stmt.topic_options.progress_group_id_prefix) == ("tx", "pg")
+    with pytest.raises(SqlSyntaxError, match="TRANSACTIONAL ID PREFIX specified more than once"):
+        sink("CREATE SINK s FROM src INTO KAFKA BROKER 'b:9092' (TOPIC 'out', TRANSACTIONAL ID PREFIX 'a', "
+             "TRANSACTIONAL ID PREFIX 'b') KEY (id) FORMAT JSON ENVELOPE UPSERT")
+    assert parse_statement("SUBSCRIBE t WITH (PROGRESS)", dialect="materialize").options[0].name == "PROGRESS"

@@ -228,6 +228,28 @@ class SourceFormat(Node):
     confluent_wire_format: bool = True
     regex: str | None = None
     registry_connection: str | None = None
+    avro_options: AvroSchemaOptions | None = None  # a sink's schemas: (AVRO ... FULLNAME, DOC ON, ...)
+
+
+@dataclass(frozen=True)
+class AvroDoc(Node):
+    """[KEY | VALUE] DOC ON {TYPE | COLUMN} name = 'text': a doc in a sink's generated Avro schemas."""
+
+    schema: str  # KEY, VALUE, or "" for both
+    kind: str  # TYPE | COLUMN
+    name: tuple[str, ...]  # as written: a relation (TYPE), a relation and its column (COLUMN)
+    text: str
+
+
+@dataclass(frozen=True)
+class AvroSchemaOptions(Node):
+    """The options of FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION r (...) that shape
+    the Avro schemas a sink registers."""
+
+    key_fullname: str | None = None  # AVRO KEY FULLNAME (default: row)
+    value_fullname: str | None = None  # AVRO VALUE FULLNAME (default: envelope)
+    null_defaults: bool = False  # NULL DEFAULTS: nullable fields default to null
+    docs: tuple[AvroDoc, ...] = ()
 
 
 @dataclass(frozen=True)
