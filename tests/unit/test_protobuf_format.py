@@ -77,3 +77,33 @@ def test_columns_protobuf_cannot_hold_are_refused_at_create():
     with pytest.raises(StatementError, match="'PROTOBUF_NOSR' format cannot hold the value columns: "
                                              "column `XS`: PROTOBUF cannot hold an ARRAY of ARRAY"):
         lookup("PROTOBUF_NOSR").validate([Field("XS", nested)], "value", "STREAM")
+
+
+def test_the_written_proto_is_the_text_ksqldb_registers():
+    """ksqlDB's historical plan for an ORDERS stream (a STRUCT inside a STRUCT, a MAP, another STRUCT):
+    nested messages numbered in field order after the fields, a MAP as repeated `...Entry` messages."""
+    T = ast.Type
+    category = T("STRUCT", fields=(("ID", T("BIGINT")), ("NAME", STRING)))
+    item = T("STRUCT", fields=(("ITEMID", T("BIGINT")), ("NAME", STRING), ("CATEGORY", category)))
+    text = protobuf_types.proto_text([
+        ("ORDERTIME", T("BIGINT")), ("ITEMID", item), ("ARRAYCOL", T("ARRAY", element=T("DOUBLE"))),
+        ("MAPCOL", T("MAP", key=STRING, value=T("DOUBLE"))),
+        ("ADDRESS", T("STRUCT", fields=(("NUMBER", T("BIGINT")), ("CITY", STRING))))])
+    assert text == (
+        'syntax = "proto3";\n\nmessage ConnectDefault1 {\n  int64 ORDERTIME = 1;\n  ConnectDefault2 ITEMID = 2;\n'
+        '  repeated double ARRAYCOL = 3;\n  repeated ConnectDefault4Entry MAPCOL = 4;\n  ConnectDefault5 ADDRESS = 5;\n'
+        '\n  message ConnectDefault2 {\n    int64 ITEMID = 1;\n    string NAME = 2;\n    ConnectDefault3 CATEGORY = 3;\n'
+        '  \n    message ConnectDefault3 {\n      int64 ID = 1;\n      string NAME = 2;\n    }\n  }\n'
+        '  message ConnectDefault4Entry {\n    string key = 1;\n    double value = 2;\n  }\n'
+        '  message ConnectDefault5 {\n    int64 NUMBER = 1;\n    string CITY = 2;\n  }\n}\n')
+
+
+def test_repeated_entry_messages_are_read_and_written_as_a_map():
+    """Confluent's ProtobufData takes a repeated `...Entry` message of `key` and `value` for a MAP."""
+    fields = [("M", ast.Type("MAP", key=STRING, value=INT))]
+    cls = Schema(protobuf_types.proto_text(fields)).message_class([0])
+    msg = cls()
+    protobuf_types.fill(msg, {"M": [("a", 1), ("b", 2)]})  # Arrow's map values: (key, value) pairs
+    assert [(e.key, e.value) for e in msg.M] == [("a", 1), ("b", 2)]
+    read = protobuf_types.reader(cls.DESCRIPTOR, ast.Type("STRUCT", fields=tuple(fields)))
+    assert read(msg) == {"M": {"a": 1, "b": 2}}
