@@ -11,8 +11,10 @@ import datetime as dt
 import json
 import uuid
 
+import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from kafkasql_magic.errors import StatementError
 from kafkasql_magic.formats.protobuf_schema import Schema
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
@@ -142,3 +144,18 @@ def test_protobuf_nosr_sink_writes_bare_messages_and_registers_nothing(ksql, bro
     assert cls.FromString(second["value"]) == cls()  # every column NULL: an empty message
     assert Schema(KEY_PROTO).message_class([0]).FromString(first["key"]).K == "k1"
     assert not [s for s in SchemaRegistryClient({"url": registry}).get_subjects() if s.startswith(out)]
+
+
+def test_protobuf_values_are_always_wrapped(ksql):
+    """protobuf.json 'WRAP_SINGLE_VALUE=false': ksqlDB's PROTOBUF has no unwrapped single values,
+    for a source or a sink; PROTOBUF_NOSR has."""
+    name, topic = tagged("PBW")
+    refused = "Format 'PROTOBUF' does not support 'WRAP_SINGLE_VALUE' set to 'false'."
+    with pytest.raises(StatementError, match=refused):
+        ksql.sql(f"CREATE STREAM {name} (K STRING KEY, FOO INT) WITH (WRAP_SINGLE_VALUE=false, "
+                 f"kafka_topic='{topic}', value_format='PROTOBUF', partitions=1);")
+    ksql.sql(f"CREATE STREAM {name} (K STRING KEY, FOO INT) WITH (WRAP_SINGLE_VALUE=false, "
+             f"kafka_topic='{topic}', value_format='PROTOBUF_NOSR', partitions=1);")
+    with pytest.raises(StatementError, match=refused):
+        ksql.sql(f"CREATE STREAM OUT_{name} WITH (value_format='PROTOBUF', WRAP_SINGLE_VALUE=false) "
+                 f"AS SELECT * FROM {name};")

@@ -107,3 +107,17 @@ def test_repeated_entry_messages_are_read_and_written_as_a_map():
     assert [(e.key, e.value) for e in msg.M] == [("a", 1), ("b", 2)]
     read = protobuf_types.reader(cls.DESCRIPTOR, ast.Type("STRUCT", fields=tuple(fields)))
     assert read(msg) == {"M": {"a": 1, "b": 2}}
+
+
+def test_only_protobuf_nosr_may_unwrap_a_single_value():
+    """ksqlDB's SerdeFeaturesFactory: PROTOBUF supports WRAP_SINGLES only, PROTOBUF_NOSR both."""
+    from kafkasql_magic.dialects.ksql_sources import WRAP_SINGLE_VALUES, check_value_wrapping, with_default_wrapping
+    from kafkasql_magic.errors import StatementError
+    from kafkasql_magic.formats import FormatSpec
+
+    with pytest.raises(StatementError, match="Format 'PROTOBUF' does not support 'WRAP_SINGLE_VALUE' set to 'false'."):
+        check_value_wrapping(FormatSpec("PROTOBUF", {"WRAP_SINGLE_VALUE": "false"}))
+    check_value_wrapping(FormatSpec("PROTOBUF_NOSR", {"WRAP_SINGLE_VALUE": "false"}))
+    check_value_wrapping(FormatSpec("PROTOBUF", {"WRAP_SINGLE_VALUE": "true"}))
+    # the session's default `false` does not reach a format that cannot unwrap (no error, wrapped)
+    assert with_default_wrapping(FormatSpec("PROTOBUF"), 1, {WRAP_SINGLE_VALUES: False}) == FormatSpec("PROTOBUF")
