@@ -121,3 +121,21 @@ def test_only_protobuf_nosr_may_unwrap_a_single_value():
     check_value_wrapping(FormatSpec("PROTOBUF", {"WRAP_SINGLE_VALUE": "true"}))
     # the session's default `false` does not reach a format that cannot unwrap (no error, wrapped)
     assert with_default_wrapping(FormatSpec("PROTOBUF"), 1, {WRAP_SINGLE_VALUES: False}) == FormatSpec("PROTOBUF")
+
+
+def test_sink_rows_of_well_known_types_and_a_map_of_structs_read_back():
+    """What a PROTOBUF_NOSR sink writes per row (Arrow's Python values) is what the decoder reads."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from kafkasql_magic.sinks.encode import protobuf_rows
+
+    T = ast.Type
+    fields = (("DEC", T("DECIMAL", precision=4, scale=2)), ("DAY", T("DATE")), ("AT", T("TIME")), ("RAW", T("BYTES")),
+              ("M", T("MAP", key=STRING, value=T("STRUCT", fields=(("X", INT),)))))
+    row = {"DEC": Decimal("12.34"), "DAY": dt.date(2024, 2, 29), "AT": dt.time(1, 2, 3, 4000), "RAW": b"\x00\xff",
+           "M": [("a", {"X": 1})]}
+    written = protobuf_rows([row, None], [n for n, _ in fields], False, protobuf_types.proto_text(list(fields)), b"")
+    assert written[1] is None
+    out = protobuf.decode_batch(pa.array(written, pa.binary()), protobuf.Layout(fields, False, None)).to_pylist()
+    assert {k: v for k, v in out[0].items() if k != protobuf.ERROR_FIELD} == {**row, "M": [("a", {"X": 1})]}
