@@ -26,7 +26,9 @@ DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
 WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
 #: Formats that can write a single value column either wrapped in a record or bare.
-WRAPPABLE = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR"})
+WRAPPABLE = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF_NOSR"})
+#: Formats whose single value column is always wrapped in a record (ksqlDB: WRAP_SINGLES only).
+ALWAYS_WRAPPED = frozenset({"PROTOBUF"})
 #: Not a ksqlDB property: the session passes its registry URL to the formats this way.
 SCHEMA_REGISTRY_URL = "schema.registry.url"
 
@@ -80,6 +82,13 @@ def with_default_wrapping(spec: FormatSpec, value_count: int, settings: dict) ->
     return FormatSpec(spec.name, {**spec.options, "WRAP_SINGLE_VALUE": str(default).lower()})
 
 
+def check_value_wrapping(spec: FormatSpec) -> None:
+    """An explicit WRAP_SINGLE_VALUE=false needs a format that can write a bare value, as
+    ksqlDB's `SerdeFeaturesFactory` checks (PROTOBUF cannot; PROTOBUF_NOSR can)."""
+    if spec.name in ALWAYS_WRAPPED and str(spec.options.get("WRAP_SINGLE_VALUE", "")).lower() == "false":
+        raise StatementError(f"Format '{spec.name}' does not support 'WRAP_SINGLE_VALUE' set to 'false'.")
+
+
 def check_key_types(keys) -> None:
     """ksqlDB refuses a MAP anywhere in a key column's type (its serialization is not stable, so
     equal keys could differ in bytes), before any format looks at the key: `keys` are
@@ -99,6 +108,7 @@ def _holds_map(t: ast.Type) -> bool:
 
 def check_formats(kind: str, key_spec: FormatSpec, value_spec: FormatSpec, columns) -> None:
     """Each format accepts its columns (every dialect's sources go through this)."""
+    check_value_wrapping(value_spec)
     for spec, role, roles in ((key_spec, "key", (KEY,)), (value_spec, "value", (VALUE,))):
         fields = [Field(c.name, c.type) for c in columns if c.role in roles]
         fmt = formats.lookup(spec.name)

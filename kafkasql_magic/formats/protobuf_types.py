@@ -8,7 +8,7 @@
   wrappers (Int32Value, ...) -> STRUCT<VALUE ...> (ksqlDB's default, UNWRAP_PRIMITIVES off).
 - `reader(message, declared)`: a function message -> Python value of the declared ksql type;
   fields matched case-insensitively; a wrapper read into a primitive column is unwrapped.
-- `proto_text(fields, anonymous)`: the `.proto` ksqlDB writes for declared columns.
+- `proto_text(fields)`: the `.proto` ksqlDB writes for declared columns.
 """
 
 from __future__ import annotations
@@ -104,7 +104,21 @@ def _repeated(fd) -> bool:
 
 
 def _is_map(fd) -> bool:
-    return _repeated(fd) and fd.message_type is not None and fd.message_type.GetOptions().map_entry
+    """A `map<k, v>` field, or (as Confluent's ProtobufData reads it) a repeated `...Entry` message
+    of exactly a `key` and a `value` field: how ksqlDB's registered schemas spell a MAP."""
+    if not _repeated(fd) or fd.message_type is None:
+        return False
+    entry = fd.message_type
+    return entry.GetOptions().map_entry or (
+        entry.name.endswith("Entry") and [f.name for f in entry.fields] == ["key", "value"]
+        and not any(_repeated(f) for f in entry.fields))
+
+
+def _entries(container):
+    """(key, value) pairs of a map field, whether a real map or repeated entry messages."""
+    if hasattr(container, "items"):
+        return container.items()
+    return [(e.key, e.value) for e in container]
 
 
 def _single_type(fd) -> ast.Type:
@@ -181,7 +195,7 @@ def _field_reader(fd, t: ast.Type) -> Callable:
         vfd = fd.message_type.fields_by_name["value"]
         convert_key = _value_reader(fd.message_type.fields_by_name["key"], t.key)
         convert = _value_reader(vfd, t.value)
-        return lambda msg: {convert_key(k): convert(v) for k, v in getattr(msg, name).items()}
+        return lambda msg: {convert_key(k): convert(v) for k, v in _entries(getattr(msg, name))}
     if _repeated(fd):
         if t.name != "ARRAY":
             raise ProtobufTypeError(f"field `{name}` is repeated, not {t.name}")
@@ -233,33 +247,34 @@ _PROTO_WELL_KNOWN = {"TIMESTAMP": ("google.protobuf.Timestamp", "google/protobuf
 
 
 def proto_text(fields: Sequence[tuple[str, ast.Type]], message: str = "ConnectDefault1") -> str:
-    """proto3 text of one message with `fields` (ksqlDB names its value message ConnectDefault1)."""
+    """proto3 text of one message with `fields`, as ksqlDB (Confluent's ProtobufData) writes it:
+    nested messages `ConnectDefault2`, `ConnectDefault3`, ... numbered in field order, declared
+    after the fields; a MAP is `repeated ConnectDefaultNEntry` of a `key`/`value` message."""
     imports: set[str] = set()
-    body = _message(message, fields, imports, "  ")
+    body = _message(message, fields, imports, [1], "")
     head = ['syntax = "proto3";', ""] + [f'import "{i}";' for i in sorted(imports)]
     return "\n".join(head + ([""] if imports else []) + body) + "\n"
 
 
-def _message(name: str, fields, imports: set, indent: str) -> list[str]:
+def _message(name: str, fields, imports: set, counter: list, indent: str) -> list[str]:
     lines, nested = [], []
     for number, (fname, t) in enumerate(fields, start=1):
-        type_text = _proto_type(fname, t, imports, nested, indent)
-        lines.append(f"{indent}{type_text} {fname} = {number};")
-    return [f"{indent[:-2]}message {name} {{", *nested, *lines, f"{indent[:-2]}}}"]
+        type_text = _proto_type(fname, t, imports, nested, counter, indent + "  ")
+        lines.append(f"{indent}  {type_text} {fname} = {number};")
+    return [f"{indent}message {name} {{", *lines, *([indent] if nested else []), *nested, f"{indent}}}"]
 
 
-def _proto_type(fname: str, t: ast.Type, imports: set, nested: list, indent: str) -> str:
+def _proto_type(fname: str, t: ast.Type, imports: set, nested: list, counter: list, indent: str) -> str:
     if t.name == "ARRAY":
         if t.element.name in ("ARRAY", "MAP"):
             raise ProtobufTypeError(f"column `{fname}`: PROTOBUF cannot hold an ARRAY of {t.element.name}")
-        return "repeated " + _proto_type(fname, t.element, imports, nested, indent)
-    if t.name == "MAP":
-        return (f"map<{_proto_type(fname, t.key, imports, nested, indent)}, "
-                f"{_proto_type(fname, t.value, imports, nested, indent)}>")
-    if t.name == "STRUCT":
-        inner = f"{fname[:1].upper()}{fname[1:]}Struct"
-        nested += _message(inner, t.fields, imports, indent + "  ")
-        return inner
+        return "repeated " + _proto_type(fname, t.element, imports, nested, counter, indent)
+    if t.name in ("MAP", "STRUCT"):
+        counter[0] += 1
+        inner = f"ConnectDefault{counter[0]}" + ("Entry" if t.name == "MAP" else "")
+        inner_fields = (("key", t.key), ("value", t.value)) if t.name == "MAP" else t.fields
+        nested += _message(inner, inner_fields, imports, counter, indent)
+        return ("repeated " if t.name == "MAP" else "") + inner
     if t.name in _PROTO_WELL_KNOWN:
         full, path = _PROTO_WELL_KNOWN[t.name]
         imports.add(path)
@@ -281,11 +296,13 @@ def fill(msg, values: dict) -> None:
         if value is None:
             continue
         name = fd.name
-        if _is_map(fd):
+        if _is_map(fd):  # a dict, or Arrow's list of (key, value) pairs
             target = getattr(msg, name)
             vfd = fd.message_type.fields_by_name["value"]
-            for k, v in value.items():
-                if vfd.message_type is None:
+            for k, v in (value.items() if isinstance(value, dict) else value):
+                if not hasattr(target, "items"):  # repeated entry messages
+                    fill(target.add(), {"key": k, "value": v})
+                elif vfd.message_type is None:
                     target[k] = v
                 else:
                     _set_message(target[k], vfd, v)

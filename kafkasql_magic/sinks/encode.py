@@ -1,9 +1,10 @@
 """Sink columns -> record bytes, per format, as Spark expressions wherever Spark can.
 
 KAFKA (INT, BIGINT, STRING, BYTES), JSON, DELIMITED and NONE are Spark expressions; KAFKA
-DOUBLE, AVRO and JSON_SR run an Arrow UDF (AVRO records of optional primitives column by column
-in `avro_columns`, anything else record by record with fastavro). Schemas for AVRO and JSON_SR are
-registered on the driver before the query starts (`sinks.registry`), so executors only frame
+DOUBLE, AVRO, JSON_SR, PROTOBUF and PROTOBUF_NOSR run an Arrow UDF (AVRO records of optional
+primitives column by column in `avro_columns`, anything else record by record: fastavro, json,
+protobuf messages). Schemas for AVRO, JSON_SR and PROTOBUF are registered on the driver before
+the query starts (`sinks.schemas`), so executors only frame
 bytes with a known schema id and never talk to the registry.
 """
 
@@ -216,6 +217,54 @@ def _registry_format(kind: str):
     return build
 
 
+# ---------------------------------------------------------------- PROTOBUF, PROTOBUF_NOSR
+def _protobuf(framed: bool):
+    """PROTOBUF (`registered` schema, Confluent framing with message indexes [0]) or PROTOBUF_NOSR
+    (the bare message ksqlDB derives from the columns). ksqlDB's PROTOBUF has no unwrapped
+    singles: a single key column is the one field of a message too. PROTOBUF_NOSR's unwrapped
+    single (key, or WRAP_SINGLE_VALUE=false) is ksqlDB's wrapper message (Int32Value, ...) of the
+    value: the same bytes as that one-field message."""
+    def build(columns, fields, spec, role, registered):
+        import struct as struct_
+
+        import pyarrow as pa
+
+        from ..formats.protobuf_types import proto_text
+
+        if framed and registered is None:
+            raise StatementError(f"Internal error: no registered PROTOBUF schema for the sink's {role}")
+        text = registered.text if framed else proto_text([(f.name, f.type) for f in fields])
+        header = struct_.pack(">bI", 0, registered.schema_id) + b"\x00" if framed else b""
+        names, single = [f.name for f in fields], anonymous(fields, spec, role)
+
+        def encode_protobuf(rows):
+            return pa.array(protobuf_rows(rows.to_pylist(), names, single, text, header), pa.binary())
+
+        encode_protobuf.__annotations__ = {"rows": pa.Array, "return": pa.Array}
+        struct = F.struct(*[c.alias(f.name) for c, f in zip(columns, fields)])
+        return F.arrow_udf(encode_protobuf, T.BinaryType())(struct)
+    return build
+
+
+def protobuf_rows(rows, names, single, text, header) -> list:
+    """Rows (dicts or None) -> `header` + the serialized first message of `text`; on executors.
+    A NULL column is an unset field (proto3 has no NULL); a NULL `single` column (a key, or an
+    unwrapped PROTOBUF_NOSR value) is a NULL record key or value."""
+    from ..formats.protobuf import compiled
+    from ..formats.protobuf_types import fill
+
+    cls = compiled(text).message_class([0])
+    out = []
+    for row in rows:
+        if row is None or (single and row[names[0]] is None):
+            out.append(None)
+            continue
+        msg = cls()
+        fill(msg, row)
+        out.append(header + msg.SerializeToString())
+    return out
+
+
 def writer_encoded(fields: Sequence[Field], spec: FormatSpec, role: str,
                    registered: Registered | None) -> dict[str, str] | None:
     """The `kafkasql_sink` writer's options to Avro-encode `role` itself, from a struct column
@@ -239,6 +288,8 @@ ENCODERS = {
     "NONE": _none,
     "AVRO": _registry_format("AVRO"),
     "JSON_SR": _registry_format("JSON"),
+    "PROTOBUF": _protobuf(framed=True),
+    "PROTOBUF_NOSR": _protobuf(framed=False),
 }
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from .. import formats, types
 from ..catalog import KEY, VALUE, Column, SourceDef
-from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT, check_key_types, with_default_wrapping
+from ..dialects.ksql_sources import DEFAULT_KEY_FORMAT, check_key_types, check_value_wrapping, with_default_wrapping
 from ..errors import StatementError
 from ..formats import Field, FormatSpec
 from ..sql import ast
@@ -81,6 +81,8 @@ def _check_format(spec: FormatSpec, fields: Sequence[Field], role: str, kind: st
             raise StatementError("The 'NONE' format can only be used when no columns are defined. "
                                  f"Got: {_listed(fields, role == 'key')}")
         return
+    if role == "value":
+        check_value_wrapping(spec)
     try:
         formats.lookup(spec.name).validate(fields, role, kind)
     except StatementError as exc:

@@ -1,4 +1,4 @@
-"""A sink's AVRO / JSON_SR schemas: built with ksqlDB's naming and registered on the driver.
+"""A sink's AVRO / JSON_SR / PROTOBUF schemas: built with ksqlDB's naming and registered on the driver.
 
 Registration happens before the query starts, so a schema the registry refuses (incompatible
 with the subject's history) stops the statement with the registry's reason and no record is
@@ -15,18 +15,21 @@ from ..formats import Field, FormatSpec
 from ..formats import schema_registry as sr
 from ..formats.avro_types import write_schema
 from ..formats.json_sr import json_schema, optional
+from ..formats.protobuf_types import proto_text
 from ..sql import ast
 from .encode import Registered, anonymous
 
 #: ksqlDB's record names for the schemas of a sink's key and value.
 RECORD_NAMES = {"key": "KsqlDataSourceKeySchema", "value": "KsqlDataSourceSchema"}
 #: Format name -> the registry's schema type.
-REGISTRY_TYPES = {"AVRO": "AVRO", "JSON_SR": "JSON"}
+REGISTRY_TYPES = {"AVRO": "AVRO", "JSON_SR": "JSON", "PROTOBUF": "PROTOBUF"}
 SCHEMA_ID_OPTIONS = {"key": "KEY_SCHEMA_ID", "value": "VALUE_SCHEMA_ID"}
 
 
 def schema_text(format_name: str, fields: Sequence[Field], spec: FormatSpec, role: str) -> str:
-    """The schema ksqlDB would register for these columns."""
+    """The schema ksqlDB would register for these columns (PROTOBUF: always a message of them)."""
+    if format_name == "PROTOBUF":
+        return proto_text([(f.name, f.type) for f in fields])
     bare = anonymous(fields, spec, role)
     if format_name == "AVRO":
         return json.dumps(write_schema(fields, bare, RECORD_NAMES[role]))

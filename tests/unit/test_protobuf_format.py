@@ -77,3 +77,65 @@ def test_columns_protobuf_cannot_hold_are_refused_at_create():
     with pytest.raises(StatementError, match="'PROTOBUF_NOSR' format cannot hold the value columns: "
                                              "column `XS`: PROTOBUF cannot hold an ARRAY of ARRAY"):
         lookup("PROTOBUF_NOSR").validate([Field("XS", nested)], "value", "STREAM")
+
+
+def test_the_written_proto_is_the_text_ksqldb_registers():
+    """ksqlDB's historical plan for an ORDERS stream (a STRUCT inside a STRUCT, a MAP, another STRUCT):
+    nested messages numbered in field order after the fields, a MAP as repeated `...Entry` messages."""
+    T = ast.Type
+    category = T("STRUCT", fields=(("ID", T("BIGINT")), ("NAME", STRING)))
+    item = T("STRUCT", fields=(("ITEMID", T("BIGINT")), ("NAME", STRING), ("CATEGORY", category)))
+    text = protobuf_types.proto_text([
+        ("ORDERTIME", T("BIGINT")), ("ITEMID", item), ("ARRAYCOL", T("ARRAY", element=T("DOUBLE"))),
+        ("MAPCOL", T("MAP", key=STRING, value=T("DOUBLE"))),
+        ("ADDRESS", T("STRUCT", fields=(("NUMBER", T("BIGINT")), ("CITY", STRING))))])
+    assert text == (
+        'syntax = "proto3";\n\nmessage ConnectDefault1 {\n  int64 ORDERTIME = 1;\n  ConnectDefault2 ITEMID = 2;\n'
+        '  repeated double ARRAYCOL = 3;\n  repeated ConnectDefault4Entry MAPCOL = 4;\n  ConnectDefault5 ADDRESS = 5;\n'
+        '\n  message ConnectDefault2 {\n    int64 ITEMID = 1;\n    string NAME = 2;\n    ConnectDefault3 CATEGORY = 3;\n'
+        '  \n    message ConnectDefault3 {\n      int64 ID = 1;\n      string NAME = 2;\n    }\n  }\n'
+        '  message ConnectDefault4Entry {\n    string key = 1;\n    double value = 2;\n  }\n'
+        '  message ConnectDefault5 {\n    int64 NUMBER = 1;\n    string CITY = 2;\n  }\n}\n')
+
+
+def test_repeated_entry_messages_are_read_and_written_as_a_map():
+    """Confluent's ProtobufData takes a repeated `...Entry` message of `key` and `value` for a MAP."""
+    fields = [("M", ast.Type("MAP", key=STRING, value=INT))]
+    cls = Schema(protobuf_types.proto_text(fields)).message_class([0])
+    msg = cls()
+    protobuf_types.fill(msg, {"M": [("a", 1), ("b", 2)]})  # Arrow's map values: (key, value) pairs
+    assert [(e.key, e.value) for e in msg.M] == [("a", 1), ("b", 2)]
+    read = protobuf_types.reader(cls.DESCRIPTOR, ast.Type("STRUCT", fields=tuple(fields)))
+    assert read(msg) == {"M": {"a": 1, "b": 2}}
+
+
+def test_only_protobuf_nosr_may_unwrap_a_single_value():
+    """ksqlDB's SerdeFeaturesFactory: PROTOBUF supports WRAP_SINGLES only, PROTOBUF_NOSR both."""
+    from kafkasql_magic.dialects.ksql_sources import WRAP_SINGLE_VALUES, check_value_wrapping, with_default_wrapping
+    from kafkasql_magic.errors import StatementError
+    from kafkasql_magic.formats import FormatSpec
+
+    with pytest.raises(StatementError, match="Format 'PROTOBUF' does not support 'WRAP_SINGLE_VALUE' set to 'false'."):
+        check_value_wrapping(FormatSpec("PROTOBUF", {"WRAP_SINGLE_VALUE": "false"}))
+    check_value_wrapping(FormatSpec("PROTOBUF_NOSR", {"WRAP_SINGLE_VALUE": "false"}))
+    check_value_wrapping(FormatSpec("PROTOBUF", {"WRAP_SINGLE_VALUE": "true"}))
+    # the session's default `false` does not reach a format that cannot unwrap (no error, wrapped)
+    assert with_default_wrapping(FormatSpec("PROTOBUF"), 1, {WRAP_SINGLE_VALUES: False}) == FormatSpec("PROTOBUF")
+
+
+def test_sink_rows_of_well_known_types_and_a_map_of_structs_read_back():
+    """What a PROTOBUF_NOSR sink writes per row (Arrow's Python values) is what the decoder reads."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from kafkasql_magic.sinks.encode import protobuf_rows
+
+    T = ast.Type
+    fields = (("DEC", T("DECIMAL", precision=4, scale=2)), ("DAY", T("DATE")), ("AT", T("TIME")), ("RAW", T("BYTES")),
+              ("M", T("MAP", key=STRING, value=T("STRUCT", fields=(("X", INT),)))))
+    row = {"DEC": Decimal("12.34"), "DAY": dt.date(2024, 2, 29), "AT": dt.time(1, 2, 3, 4000), "RAW": b"\x00\xff",
+           "M": [("a", {"X": 1})]}
+    written = protobuf_rows([row, None], [n for n, _ in fields], False, protobuf_types.proto_text(list(fields)), b"")
+    assert written[1] is None
+    out = protobuf.decode_batch(pa.array(written, pa.binary()), protobuf.Layout(fields, False, None)).to_pylist()
+    assert {k: v for k, v in out[0].items() if k != protobuf.ERROR_FIELD} == {**row, "M": [("a", {"X": 1})]}
