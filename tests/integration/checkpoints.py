@@ -1,8 +1,10 @@
-"""Waiting on a persistent query's checkpoint: a test that stops a query to restart it waits
-until a micro-batch is committed, so the restart resumes from that batch's state."""
+"""Restarting persistent queries: a test that stops a query to restart it waits until a
+micro-batch is committed, so the restart resumes from that batch's state, and opens each
+session of the restart as a new process would (one service id, one state folder)."""
 
 import os
 import time
+import uuid
 
 
 def committed(query, batch: int = 0, timeout: float = 60) -> None:
@@ -12,3 +14,16 @@ def committed(query, batch: int = 0, timeout: float = 60) -> None:
     while not os.path.exists(marker):
         assert time.monotonic() < deadline, f"micro-batch {batch} was not committed within {timeout} s: {query.failure}"
         time.sleep(0.2)
+
+
+def restartable(broker, spark, tmp_path, registry=None, prefix: str = "svc"):
+    """`connect()` for one service and one state folder: each call opens the session a restarted
+    process would, which replays the service's command topic and resumes its queries."""
+    import kafkasql_magic as ks
+
+    service, state = f"{prefix}{uuid.uuid4().hex[:6]}", str(tmp_path / "state")
+
+    def connect():
+        return ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
+                          timeout=90, state_dir=state, service_id=service)
+    return connect

@@ -5,12 +5,12 @@ read back record by record."""
 from __future__ import annotations
 
 import json
-import os
-import time
 import uuid
 
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
+
+from checkpoints import committed, restartable
 
 BASE = 1_700_000_000_000
 #: (group, value, time offset): one micro-batch, times out of order within a group.
@@ -76,13 +76,8 @@ def test_cache_off_push_query_emits_each_change(session, broker):
 
 
 def test_cache_off_state_survives_a_restart_from_the_checkpoint(broker, spark, registry, tmp_path):
-    import kafkasql_magic as ks
 
-    service, state = f"svc{uuid.uuid4().hex[:6]}", str(tmp_path / "state")
-
-    def connect():
-        return ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
-                          timeout=90, state_dir=state, service_id=service)
+    connect = restartable(broker, spark, tmp_path, registry)
 
     first = connect()
     try:
@@ -91,11 +86,7 @@ def test_cache_off_state_survives_a_restart_from_the_checkpoint(broker, spark, r
         src, topic = _source(first, broker)
         query = first.sql(f"CREATE TABLE R_{src} AS SELECT K, COUNT(*) AS N FROM {src} GROUP BY K;")
         assert query.wait_for_records(5, 120), query.failure
-        committed = os.path.join(state, query.id, "commits", "0")  # else the batch in flight runs again
-        deadline = time.monotonic() + 60
-        while not os.path.exists(committed) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert os.path.exists(committed)
+        committed(query)  # else the batch in flight runs again
     finally:
         first.stop()
     _produce(broker, topic, [("a", 6, 30), ("b", 7, 31)], first=5)

@@ -6,7 +6,6 @@ is dropped and logged; EMIT FINAL writes each session once closed; a persistent 
 resumes its sessions from its checkpoint."""
 
 import json
-import os
 import time
 import uuid
 
@@ -16,6 +15,8 @@ import pytest
 import kafkasql_magic as ks
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
+
+from checkpoints import committed, restartable
 
 T0 = 1_700_000_040_000
 DAY = 86_400
@@ -165,11 +166,7 @@ def test_emit_final_writes_each_session_once_it_closes(ksql, broker):
 def test_a_session_query_resumes_its_sessions_after_a_restart(broker, spark, registry, tmp_path):
     """The sessions live in the query's checkpoint: a record after the restart bridging two
     sessions from before it merges them, and both are retracted."""
-    service, state = f"svc{uuid.uuid4().hex[:6]}", str(tmp_path / "state")
-
-    def connect():
-        return ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
-                          timeout=90, state_dir=state, service_id=service)
+    connect = restartable(broker, spark, tmp_path, registry)
 
     tag = uuid.uuid4().hex[:8].upper()
     src, topic, sink = f"R_{tag}", f"r-{tag.lower()}", f"RS_{tag}"
@@ -182,11 +179,7 @@ def test_a_session_query_resumes_its_sessions_after_a_restart(broker, spark, reg
         query = first.sql(f"CREATE TABLE {sink} AS SELECT K, COUNT(*) AS N, SUM(V) AS S FROM {src} {WINDOW} "
                           "GROUP BY K;")
         assert query.wait_for_records(2, 120), query.failure
-        committed = os.path.join(state, query.id, "commits", "0")  # else the batch in flight runs again
-        deadline = time.monotonic() + 60
-        while not os.path.exists(committed) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert os.path.exists(committed)
+        committed(query)  # else the batch in flight runs again
     finally:
         first.stop()
     before = len(_sessions(broker, sink, 10))

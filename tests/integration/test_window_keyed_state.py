@@ -5,12 +5,13 @@ stopped and restarted resumes with them; the sink topic read back."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
+
+from checkpoints import committed, restartable
 
 BASE = 1_700_000_040_000  # a whole minute: 10-second windows start at BASE + 10 s * n
 WINDOW = "WINDOW TUMBLING (SIZE 10 SECONDS, GRACE PERIOD 5 SECONDS)"
@@ -31,13 +32,8 @@ def _windows(broker, topic, count):
 
 
 def test_a_windowed_table_resumes_its_windows_and_stream_time_after_a_restart(broker, spark, registry, tmp_path):
-    import kafkasql_magic as ks
 
-    service, state = f"svc{uuid.uuid4().hex[:6]}", str(tmp_path / "state")
-
-    def connect():
-        return ks.connect(bootstrap_servers=broker.bootstrap_servers, schema_registry_url=registry, spark=spark,
-                          timeout=90, state_dir=state, service_id=service)
+    connect = restartable(broker, spark, tmp_path, registry)
 
     tag = uuid.uuid4().hex[:8].upper()
     src, topic, sink = f"W_{tag}", f"w-{tag.lower()}", f"WC_{tag}"
@@ -50,11 +46,7 @@ def test_a_windowed_table_resumes_its_windows_and_stream_time_after_a_restart(br
         query = first.sql(f"CREATE TABLE {sink} AS SELECT K, COUNT(*) AS N, SUM(V) AS S FROM {src} {WINDOW} "
                           f"GROUP BY K;")
         assert query.wait_for_records(2, 120), query.failure
-        committed = os.path.join(state, query.id, "commits", "0")  # else the batch in flight runs again
-        deadline = time.monotonic() + 60
-        while not os.path.exists(committed) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert os.path.exists(committed)
+        committed(query)  # else the batch in flight runs again
     finally:
         first.stop()
     _produce(broker, topic, [("a", 4, 2), ("a", 8, 31)])  # late for [0, 10); [30, 40) still open
