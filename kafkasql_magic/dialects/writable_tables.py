@@ -16,7 +16,8 @@ from decimal import Decimal, InvalidOperation
 from ..catalog import VALUE, Column, SourceDef
 from ..errors import StatementError
 from ..formats import FormatSpec
-from ..sql import ast
+from ..sql import ast, collection_text
+from ..sql import ast_materialize as mz_ast
 from ..sql import ast_tables as tables
 from .materialize_sinks import qualified
 from .naming import MATERIALIZE
@@ -33,6 +34,8 @@ TYPE_WORDS = {
     "TIMESTAMP": "timestamp without time zone",
 }
 NUMERIC = ("INT", "BIGINT", "DOUBLE", "DECIMAL")
+#: ... and the collections a column may hold them in (a map's keys are text, as in Materialize)
+COLLECTIONS = ("ARRAY", "MAP")
 _INT_RANGE = {"INT": range(-(2**31), 2**31), "BIGINT": range(-(2**63), 2**63)}
 
 
@@ -46,13 +49,32 @@ def table_def(stmt: tables.CreateTable, topic: str, text: str = "") -> SourceDef
     """The catalog entry of CREATE TABLE name (column type, ...)."""
     MATERIALIZE.check_unique(c.name for c in stmt.columns)
     for column in stmt.columns:
-        if column.type.name not in TYPE_WORDS:
-            raise StatementError(f'CREATE TABLE {stmt.name}: column "{column.name}" has type '
-                                 f"{column.type.name.lower()}, which a writable table does not take yet "
-                                 f"(it takes {', '.join(sorted(set(TYPE_WORDS.values())))})")
+        _check_type(stmt.name, column.name, column.type)
     columns = tuple(Column(c.name, c.type, VALUE) for c in stmt.columns)
     return SourceDef("TABLE", stmt.name, topic, FormatSpec("NONE"), FormatSpec("JSON"), columns, statement=text,
                      properties={WRITABLE: True}, envelope="UPSERT", dialect="materialize")
+
+
+def _check_type(table: str, column: str, type_: ast.Type) -> None:
+    if type_.name == "MAP" and type_.key.name != "STRING":
+        raise StatementError(f"map key type must be text, got {type_word(type_.key)}")
+    if type_.name in COLLECTIONS:
+        for inner in (type_.element, type_.value):
+            if inner is not None:
+                _check_type(table, column, inner)
+    elif type_.name not in TYPE_WORDS:
+        raise StatementError(f'CREATE TABLE {table}: column "{column}" has type {type_.name.lower()}, which a '
+                             f"writable table does not take yet (it takes {', '.join(sorted(set(TYPE_WORDS.values())))}"
+                             ", and lists and maps of them)")
+
+
+def type_word(type_: ast.Type) -> str:
+    """The type's name in Materialize's messages: `integer`, `integer list`, `map[text=>integer]`."""
+    if type_.name == "ARRAY":
+        return f"{type_word(type_.element)} list"
+    if type_.name == "MAP":
+        return f"map[{type_word(type_.key)}=>{type_word(type_.value)}]"
+    return TYPE_WORDS.get(type_.name, type_.name.lower())
 
 
 def is_writable(source) -> bool:
@@ -94,11 +116,14 @@ def rows_to_insert(stmt: tables.InsertRows, table: SourceDef) -> list[list]:
 
 
 def constant(expr: ast.Expr, column: Column):
-    """A VALUES entry as the column's value: a literal, `-` a number, or `'text'::type`
-    (a quoted literal is of unknown type, as in PostgreSQL: it is read as the column's type)."""
+    """A VALUES entry as the column's value: a literal, `-` a number, `'text'::type`
+    (a quoted literal is of unknown type, as in PostgreSQL: it is read as the column's type),
+    or for a list or map column `LIST[...]` / `MAP[k => v, ...]` of such constants."""
     if isinstance(expr, ast.Cast) and isinstance(expr.operand, ast.Literal) and expr.operand.kind == "STRING":
-        return constant(expr.operand, Column(column.name, expr.type)) if expr.type.name == column.type.name else \
-            _refused(column, expr.type.name)
+        return constant(expr.operand, Column(column.name, expr.type)) if expr.type == column.type else \
+            _refused(column, expr.type)
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ARRAY" or isinstance(expr, mz_ast.MapLiteral):
+        return _collection(expr, column)
     if isinstance(expr, ast.UnaryOp) and expr.op == "-" and isinstance(expr.operand, ast.Literal) \
             and expr.operand.kind in ("INT", "BIGINT", "DECIMAL", "DOUBLE"):
         literal = expr.operand
@@ -109,6 +134,21 @@ def constant(expr: ast.Expr, column: Column):
     where = f" (line {expr.line}:{expr.column})" if expr.line else ""
     raise StatementError(f"INSERT INTO a table takes constant values here: a literal, a negative number or "
                          f"'text'::type{where}")
+
+
+def _collection(expr, column: Column):
+    """LIST[...] or MAP[...] as the list or map column's value, each entry a constant of its type."""
+    want = column.type
+    if isinstance(expr, ast.FunctionCall):
+        if want.name != "ARRAY":
+            return _refused(column, _kind_of(expr))
+        return [constant(item, Column(column.name, want.element)) for item in expr.args]
+    if want.name != "MAP":
+        return _refused(column, _kind_of(expr))
+    found = {}
+    for key, value in expr.entries:
+        found[constant(key, Column(column.name, want.key))] = constant(value, Column(column.name, want.value))
+    return found
 
 
 def convert(value, kind: str, column: Column):
@@ -134,6 +174,8 @@ def _from_text(text: str, column: Column):
     """PostgreSQL's input of a quoted literal for the column's type."""
     want = column.type.name
     try:
+        if want in COLLECTIONS:
+            return _collection_text(text, column)
         if want == "STRING":
             return text
         if want in ("INT", "BIGINT"):
@@ -157,17 +199,26 @@ def _from_text(text: str, column: Column):
             return text.encode()
     except (ValueError, InvalidOperation):
         pass
-    raise StatementError(f'invalid input syntax for type {TYPE_WORDS[want]}: "{text}"')
+    raise StatementError(f'invalid input syntax for type {type_word(column.type)}: "{text}"')
 
 
-def _refused(column: Column, kind: str):
+def _collection_text(text: str, column: Column):
+    """A list's or map's text form (`{1,2}`, `{a=>1}`); what is wrong with it, as Materialize
+    words it: `invalid input syntax for type integer list: <detail>: "<text>"`."""
+    try:
+        return collection_text.parse(text, column.type, lambda word, t: _from_text(word, Column(column.name, t)))
+    except (ValueError, StatementError) as exc:
+        raise StatementError(f'invalid input syntax for type {type_word(column.type)}: {exc}: "{text}"') from None
+
+
+def _refused(column: Column, kind: str | ast.Type):
     raise StatementError(mismatch(column, kind))
 
 
-def mismatch(column: Column, expression_type: str) -> str:
+def mismatch(column: Column, expression_type: str | ast.Type) -> str:
     """Materialize's message for a value of the wrong type for a column (INSERT, UPDATE)."""
-    found = TYPE_WORDS.get(expression_type, expression_type.lower())
-    return (f'column "{column.name}" is of type {TYPE_WORDS[column.type.name]} but expression is of type {found}')
+    found = type_word(expression_type if isinstance(expression_type, ast.Type) else ast.Type(expression_type))
+    return f'column "{column.name}" is of type {type_word(column.type)} but expression is of type {found}'
 
 
 def assignable(column: Column, expression_type: str | None) -> bool:
@@ -204,11 +255,20 @@ def values_columns(rows) -> list[tuple[str, ast.Type]]:
 
 
 def _kind_of(expr: ast.Expr) -> ast.Type | None:
-    """A VALUES entry's type; None for NULL and quoted literals (their type comes from the others)."""
+    """A VALUES entry's type; None for NULL and quoted literals (their type comes from the others;
+    a list's or map's of such entries: text, as Materialize reads them)."""
     if isinstance(expr, ast.Cast):
         return expr.type
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ARRAY":
+        return ast.Type("ARRAY", element=_first_kind(expr.args))
+    if isinstance(expr, mz_ast.MapLiteral):
+        return ast.Type("MAP", key=ast.Type("STRING"), value=_first_kind(v for _, v in expr.entries))
     if isinstance(expr, ast.UnaryOp):
         return _kind_of(expr.operand)
     if isinstance(expr, ast.Literal) and expr.kind not in ("NULL", "STRING"):
         return ast.Type(expr.kind)
     return None
+
+
+def _first_kind(entries) -> ast.Type:
+    return next((k for k in map(_kind_of, entries) if k is not None), ast.Type("STRING"))
