@@ -11,6 +11,7 @@ bytes) but is in no `SELECT *`, SHOW COLUMNS or sink; two equal rows are two ids
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
 from ..catalog import VALUE, Column, SourceDef
@@ -19,6 +20,7 @@ from ..formats import FormatSpec
 from ..sql import ast, collection_text
 from ..sql import ast_materialize as mz_ast
 from ..sql import ast_tables as tables
+from .custom_types import TYPE_WORDS, USES, names_in, resolve, type_word
 from .materialize_sinks import qualified
 from .naming import MATERIALIZE
 
@@ -27,12 +29,6 @@ WRITABLE = "WRITABLE TABLE"
 #: ... and of a constant relation's hidden table (statements/constants.py: not listed by SHOW).
 CONSTANT = "CONSTANT"
 
-#: Column types a writable table takes -> the name Materialize's messages give them.
-TYPE_WORDS = {
-    "BOOLEAN": "boolean", "INT": "integer", "BIGINT": "bigint", "DOUBLE": "double precision",
-    "DECIMAL": "numeric", "STRING": "text", "BYTES": "bytea", "DATE": "date",
-    "TIMESTAMP": "timestamp without time zone",
-}
 NUMERIC = ("INT", "BIGINT", "DOUBLE", "DECIMAL")
 #: ... and the collections a column may hold them in (a map's keys are text, as in Materialize)
 COLLECTIONS = ("ARRAY", "MAP")
@@ -45,36 +41,29 @@ def topic_for(name: str, service_id: str | None, token: str) -> str:
     return f"_kafkasql_{service_id}_table_{name}" if service_id else f"_kafkasql_table_{token}_{name}"
 
 
-def table_def(stmt: tables.CreateTable, topic: str, text: str = "") -> SourceDef:
-    """The catalog entry of CREATE TABLE name (column type, ...)."""
+def table_def(stmt: tables.CreateTable, topic: str, text: str = "", types=None) -> SourceDef:
+    """The catalog entry of CREATE TABLE name (column type, ...); `types` the custom types
+    (dialects/custom_types.py) a column may name."""
     MATERIALIZE.check_unique(c.name for c in stmt.columns)
-    for column in stmt.columns:
+    columns = tuple(Column(c.name, resolve(c.type, types or {}), VALUE) for c in stmt.columns)
+    for column in columns:
         _check_type(stmt.name, column.name, column.type)
-    columns = tuple(Column(c.name, c.type, VALUE) for c in stmt.columns)
+    uses = tuple(dict.fromkeys(n for c in stmt.columns for n in names_in(c.type)))
     return SourceDef("TABLE", stmt.name, topic, FormatSpec("NONE"), FormatSpec("JSON"), columns, statement=text,
-                     properties={WRITABLE: True}, envelope="UPSERT", dialect="materialize")
+                     properties={WRITABLE: True, USES: uses}, envelope="UPSERT", dialect="materialize")
 
 
 def _check_type(table: str, column: str, type_: ast.Type) -> None:
     if type_.name == "MAP" and type_.key.name != "STRING":
         raise StatementError(f"map key type must be text, got {type_word(type_.key)}")
-    if type_.name in COLLECTIONS:
-        for inner in (type_.element, type_.value):
+    if type_.name in COLLECTIONS or type_.name == "STRUCT":
+        for inner in (type_.element, type_.value, *(t for _, t in type_.fields)):
             if inner is not None:
                 _check_type(table, column, inner)
     elif type_.name not in TYPE_WORDS:
         raise StatementError(f'CREATE TABLE {table}: column "{column}" has type {type_.name.lower()}, which a '
                              f"writable table does not take yet (it takes {', '.join(sorted(set(TYPE_WORDS.values())))}"
-                             ", and lists and maps of them)")
-
-
-def type_word(type_: ast.Type) -> str:
-    """The type's name in Materialize's messages: `integer`, `integer list`, `map[text=>integer]`."""
-    if type_.name == "ARRAY":
-        return f"{type_word(type_.element)} list"
-    if type_.name == "MAP":
-        return f"map[{type_word(type_.key)}=>{type_word(type_.value)}]"
-    return TYPE_WORDS.get(type_.name, type_.name.lower())
+                             ", and lists, maps and records of them)")
 
 
 def is_writable(source) -> bool:
@@ -101,8 +90,9 @@ def column_of(table: SourceDef, name: str) -> Column:
     raise StatementError(f'column "{name}" of relation {qualified(table.name)} does not exist')
 
 
-def rows_to_insert(stmt: tables.InsertRows, table: SourceDef) -> list[list]:
-    """Each VALUES row as the table's row (values in column order; a column not named is NULL)."""
+def rows_to_insert(stmt: tables.InsertRows, table: SourceDef, types=None) -> list[list]:
+    """Each VALUES row as the table's row (values in column order; a column not named is NULL);
+    a cast may name a custom type of `types`."""
     named = [column_of(table, n) for n in stmt.columns] if stmt.columns else list(table.columns)
     rows = []
     for values in stmt.rows:
@@ -110,19 +100,32 @@ def rows_to_insert(stmt: tables.InsertRows, table: SourceDef) -> list[list]:
             raise StatementError("INSERT has more expressions than target columns")
         if stmt.columns and len(values) < len(named):
             raise StatementError("INSERT has more target columns than expressions")
-        given = {c.name: constant(v, c) for c, v in zip(named, values)}
+        given = {c.name: constant(with_types(v, types or {}), c) for c, v in zip(named, values)}
         rows.append([given.get(c.name) for c in table.columns])
     return rows
+
+
+def with_types(expr: ast.Expr, types) -> ast.Expr:
+    """A VALUES entry with the custom types its casts name resolved."""
+    if isinstance(expr, ast.Cast):
+        return replace(expr, operand=with_types(expr.operand, types), type=resolve(expr.type, types))
+    if isinstance(expr, ast.FunctionCall):
+        return replace(expr, args=tuple(with_types(a, types) for a in expr.args))
+    if isinstance(expr, mz_ast.MapLiteral):
+        return replace(expr, entries=tuple((with_types(k, types), with_types(v, types)) for k, v in expr.entries))
+    return expr
 
 
 def constant(expr: ast.Expr, column: Column):
     """A VALUES entry as the column's value: a literal, `-` a number, `'text'::type`
     (a quoted literal is of unknown type, as in PostgreSQL: it is read as the column's type),
-    or for a list or map column `LIST[...]` / `MAP[k => v, ...]` of such constants."""
-    if isinstance(expr, ast.Cast) and isinstance(expr.operand, ast.Literal) and expr.operand.kind == "STRING":
+    for a list, map or record column `LIST[...]` / `MAP[k => v, ...]` / `ROW(...)` of such
+    constants, which may be cast to the column's type."""
+    if isinstance(expr, ast.Cast) and (isinstance(expr.operand, ast.Literal) and expr.operand.kind == "STRING"
+                                       or _constructor(expr.operand)):
         return constant(expr.operand, Column(column.name, expr.type)) if expr.type == column.type else \
             _refused(column, expr.type)
-    if isinstance(expr, ast.FunctionCall) and expr.name == "ARRAY" or isinstance(expr, mz_ast.MapLiteral):
+    if _constructor(expr):
         return _collection(expr, column)
     if isinstance(expr, ast.UnaryOp) and expr.op == "-" and isinstance(expr.operand, ast.Literal) \
             and expr.operand.kind in ("INT", "BIGINT", "DECIMAL", "DOUBLE"):
@@ -136,9 +139,18 @@ def constant(expr: ast.Expr, column: Column):
                          f"'text'::type{where}")
 
 
+def _constructor(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.FunctionCall) and expr.name in ("ARRAY", "ROW") or isinstance(expr, mz_ast.MapLiteral)
+
+
 def _collection(expr, column: Column):
-    """LIST[...] or MAP[...] as the list or map column's value, each entry a constant of its type."""
+    """LIST[...], MAP[...] or ROW(...) as the list, map or record column's value, each entry a
+    constant of its type (a record as an object of its fields)."""
     want = column.type
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ROW":
+        if want.name != "STRUCT" or len(expr.args) != len(want.fields):
+            return _refused(column, _kind_of(expr))
+        return {name: constant(arg, Column(column.name, t)) for (name, t), arg in zip(want.fields, expr.args)}
     if isinstance(expr, ast.FunctionCall):
         if want.name != "ARRAY":
             return _refused(column, _kind_of(expr))
@@ -263,6 +275,8 @@ def _kind_of(expr: ast.Expr) -> ast.Type | None:
         return ast.Type("ARRAY", element=_first_kind(expr.args))
     if isinstance(expr, mz_ast.MapLiteral):
         return ast.Type("MAP", key=ast.Type("STRING"), value=_first_kind(v for _, v in expr.entries))
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ROW":
+        return ast.Type("STRUCT", fields=tuple((f"f{i + 1}", _first_kind([a])) for i, a in enumerate(expr.args)))
     if isinstance(expr, ast.UnaryOp):
         return _kind_of(expr.operand)
     if isinstance(expr, ast.Literal) and expr.kind not in ("NULL", "STRING"):
