@@ -92,6 +92,8 @@ class Catalog:
 
         self._sources: dict[str, SourceDef | ViewDef] = {}
         self.connections = Connections()
+        #: Materialize's custom types by name (dialects/custom_types.TypeDef)
+        self.types: dict = {}
 
     def connection(self, name: str, kind: str | None = None):
         """Connection `name` as a `dialects.connections.Endpoint` (address, client properties

@@ -11,13 +11,16 @@ bytes) but is in no `SELECT *`, SHOW COLUMNS or sink; two equal rows are two ids
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
 from ..catalog import VALUE, Column, SourceDef
 from ..errors import StatementError
 from ..formats import FormatSpec
-from ..sql import ast
+from ..sql import ast, collection_text
+from ..sql import ast_materialize as mz_ast
 from ..sql import ast_tables as tables
+from .custom_types import TYPE_WORDS, USES, names_in, resolve, type_word
 from .materialize_sinks import qualified
 from .naming import MATERIALIZE
 
@@ -26,13 +29,9 @@ WRITABLE = "WRITABLE TABLE"
 #: ... and of a constant relation's hidden table (statements/constants.py: not listed by SHOW).
 CONSTANT = "CONSTANT"
 
-#: Column types a writable table takes -> the name Materialize's messages give them.
-TYPE_WORDS = {
-    "BOOLEAN": "boolean", "INT": "integer", "BIGINT": "bigint", "DOUBLE": "double precision",
-    "DECIMAL": "numeric", "STRING": "text", "BYTES": "bytea", "DATE": "date",
-    "TIMESTAMP": "timestamp without time zone",
-}
 NUMERIC = ("INT", "BIGINT", "DOUBLE", "DECIMAL")
+#: ... and the collections a column may hold them in (a map's keys are text, as in Materialize)
+COLLECTIONS = ("ARRAY", "MAP")
 _INT_RANGE = {"INT": range(-(2**31), 2**31), "BIGINT": range(-(2**63), 2**63)}
 
 
@@ -42,17 +41,29 @@ def topic_for(name: str, service_id: str | None, token: str) -> str:
     return f"_kafkasql_{service_id}_table_{name}" if service_id else f"_kafkasql_table_{token}_{name}"
 
 
-def table_def(stmt: tables.CreateTable, topic: str, text: str = "") -> SourceDef:
-    """The catalog entry of CREATE TABLE name (column type, ...)."""
+def table_def(stmt: tables.CreateTable, topic: str, text: str = "", types=None) -> SourceDef:
+    """The catalog entry of CREATE TABLE name (column type, ...); `types` the custom types
+    (dialects/custom_types.py) a column may name."""
     MATERIALIZE.check_unique(c.name for c in stmt.columns)
-    for column in stmt.columns:
-        if column.type.name not in TYPE_WORDS:
-            raise StatementError(f'CREATE TABLE {stmt.name}: column "{column.name}" has type '
-                                 f"{column.type.name.lower()}, which a writable table does not take yet "
-                                 f"(it takes {', '.join(sorted(set(TYPE_WORDS.values())))})")
-    columns = tuple(Column(c.name, c.type, VALUE) for c in stmt.columns)
+    columns = tuple(Column(c.name, resolve(c.type, types or {}), VALUE) for c in stmt.columns)
+    for column in columns:
+        _check_type(stmt.name, column.name, column.type)
+    uses = tuple(dict.fromkeys(n for c in stmt.columns for n in names_in(c.type)))
     return SourceDef("TABLE", stmt.name, topic, FormatSpec("NONE"), FormatSpec("JSON"), columns, statement=text,
-                     properties={WRITABLE: True}, envelope="UPSERT", dialect="materialize")
+                     properties={WRITABLE: True, USES: uses}, envelope="UPSERT", dialect="materialize")
+
+
+def _check_type(table: str, column: str, type_: ast.Type) -> None:
+    if type_.name == "MAP" and type_.key.name != "STRING":
+        raise StatementError(f"map key type must be text, got {type_word(type_.key)}")
+    if type_.name in COLLECTIONS or type_.name == "STRUCT":
+        for inner in (type_.element, type_.value, *(t for _, t in type_.fields)):
+            if inner is not None:
+                _check_type(table, column, inner)
+    elif type_.name not in TYPE_WORDS:
+        raise StatementError(f'CREATE TABLE {table}: column "{column}" has type {type_.name.lower()}, which a '
+                             f"writable table does not take yet (it takes {', '.join(sorted(set(TYPE_WORDS.values())))}"
+                             ", and lists, maps and records of them)")
 
 
 def is_writable(source) -> bool:
@@ -79,8 +90,9 @@ def column_of(table: SourceDef, name: str) -> Column:
     raise StatementError(f'column "{name}" of relation {qualified(table.name)} does not exist')
 
 
-def rows_to_insert(stmt: tables.InsertRows, table: SourceDef) -> list[list]:
-    """Each VALUES row as the table's row (values in column order; a column not named is NULL)."""
+def rows_to_insert(stmt: tables.InsertRows, table: SourceDef, types=None) -> list[list]:
+    """Each VALUES row as the table's row (values in column order; a column not named is NULL);
+    a cast may name a custom type of `types`."""
     named = [column_of(table, n) for n in stmt.columns] if stmt.columns else list(table.columns)
     rows = []
     for values in stmt.rows:
@@ -88,17 +100,33 @@ def rows_to_insert(stmt: tables.InsertRows, table: SourceDef) -> list[list]:
             raise StatementError("INSERT has more expressions than target columns")
         if stmt.columns and len(values) < len(named):
             raise StatementError("INSERT has more target columns than expressions")
-        given = {c.name: constant(v, c) for c, v in zip(named, values)}
+        given = {c.name: constant(with_types(v, types or {}), c) for c, v in zip(named, values)}
         rows.append([given.get(c.name) for c in table.columns])
     return rows
 
 
+def with_types(expr: ast.Expr, types) -> ast.Expr:
+    """A VALUES entry with the custom types its casts name resolved."""
+    if isinstance(expr, ast.Cast):
+        return replace(expr, operand=with_types(expr.operand, types), type=resolve(expr.type, types))
+    if isinstance(expr, ast.FunctionCall):
+        return replace(expr, args=tuple(with_types(a, types) for a in expr.args))
+    if isinstance(expr, mz_ast.MapLiteral):
+        return replace(expr, entries=tuple((with_types(k, types), with_types(v, types)) for k, v in expr.entries))
+    return expr
+
+
 def constant(expr: ast.Expr, column: Column):
-    """A VALUES entry as the column's value: a literal, `-` a number, or `'text'::type`
-    (a quoted literal is of unknown type, as in PostgreSQL: it is read as the column's type)."""
-    if isinstance(expr, ast.Cast) and isinstance(expr.operand, ast.Literal) and expr.operand.kind == "STRING":
-        return constant(expr.operand, Column(column.name, expr.type)) if expr.type.name == column.type.name else \
-            _refused(column, expr.type.name)
+    """A VALUES entry as the column's value: a literal, `-` a number, `'text'::type`
+    (a quoted literal is of unknown type, as in PostgreSQL: it is read as the column's type),
+    for a list, map or record column `LIST[...]` / `MAP[k => v, ...]` / `ROW(...)` of such
+    constants, which may be cast to the column's type."""
+    if isinstance(expr, ast.Cast) and (isinstance(expr.operand, ast.Literal) and expr.operand.kind == "STRING"
+                                       or _constructor(expr.operand)):
+        return constant(expr.operand, Column(column.name, expr.type)) if expr.type == column.type else \
+            _refused(column, expr.type)
+    if _constructor(expr):
+        return _collection(expr, column)
     if isinstance(expr, ast.UnaryOp) and expr.op == "-" and isinstance(expr.operand, ast.Literal) \
             and expr.operand.kind in ("INT", "BIGINT", "DECIMAL", "DOUBLE"):
         literal = expr.operand
@@ -109,6 +137,30 @@ def constant(expr: ast.Expr, column: Column):
     where = f" (line {expr.line}:{expr.column})" if expr.line else ""
     raise StatementError(f"INSERT INTO a table takes constant values here: a literal, a negative number or "
                          f"'text'::type{where}")
+
+
+def _constructor(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.FunctionCall) and expr.name in ("ARRAY", "ROW") or isinstance(expr, mz_ast.MapLiteral)
+
+
+def _collection(expr, column: Column):
+    """LIST[...], MAP[...] or ROW(...) as the list, map or record column's value, each entry a
+    constant of its type (a record as an object of its fields)."""
+    want = column.type
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ROW":
+        if want.name != "STRUCT" or len(expr.args) != len(want.fields):
+            return _refused(column, _kind_of(expr))
+        return {name: constant(arg, Column(column.name, t)) for (name, t), arg in zip(want.fields, expr.args)}
+    if isinstance(expr, ast.FunctionCall):
+        if want.name != "ARRAY":
+            return _refused(column, _kind_of(expr))
+        return [constant(item, Column(column.name, want.element)) for item in expr.args]
+    if want.name != "MAP":
+        return _refused(column, _kind_of(expr))
+    found = {}
+    for key, value in expr.entries:
+        found[constant(key, Column(column.name, want.key))] = constant(value, Column(column.name, want.value))
+    return found
 
 
 def convert(value, kind: str, column: Column):
@@ -134,6 +186,8 @@ def _from_text(text: str, column: Column):
     """PostgreSQL's input of a quoted literal for the column's type."""
     want = column.type.name
     try:
+        if want in COLLECTIONS:
+            return _collection_text(text, column)
         if want == "STRING":
             return text
         if want in ("INT", "BIGINT"):
@@ -157,17 +211,26 @@ def _from_text(text: str, column: Column):
             return text.encode()
     except (ValueError, InvalidOperation):
         pass
-    raise StatementError(f'invalid input syntax for type {TYPE_WORDS[want]}: "{text}"')
+    raise StatementError(f'invalid input syntax for type {type_word(column.type)}: "{text}"')
 
 
-def _refused(column: Column, kind: str):
+def _collection_text(text: str, column: Column):
+    """A list's or map's text form (`{1,2}`, `{a=>1}`); what is wrong with it, as Materialize
+    words it: `invalid input syntax for type integer list: <detail>: "<text>"`."""
+    try:
+        return collection_text.parse(text, column.type, lambda word, t: _from_text(word, Column(column.name, t)))
+    except (ValueError, StatementError) as exc:
+        raise StatementError(f'invalid input syntax for type {type_word(column.type)}: {exc}: "{text}"') from None
+
+
+def _refused(column: Column, kind: str | ast.Type):
     raise StatementError(mismatch(column, kind))
 
 
-def mismatch(column: Column, expression_type: str) -> str:
+def mismatch(column: Column, expression_type: str | ast.Type) -> str:
     """Materialize's message for a value of the wrong type for a column (INSERT, UPDATE)."""
-    found = TYPE_WORDS.get(expression_type, expression_type.lower())
-    return (f'column "{column.name}" is of type {TYPE_WORDS[column.type.name]} but expression is of type {found}')
+    found = type_word(expression_type if isinstance(expression_type, ast.Type) else ast.Type(expression_type))
+    return f'column "{column.name}" is of type {type_word(column.type)} but expression is of type {found}'
 
 
 def assignable(column: Column, expression_type: str | None) -> bool:
@@ -204,11 +267,22 @@ def values_columns(rows) -> list[tuple[str, ast.Type]]:
 
 
 def _kind_of(expr: ast.Expr) -> ast.Type | None:
-    """A VALUES entry's type; None for NULL and quoted literals (their type comes from the others)."""
+    """A VALUES entry's type; None for NULL and quoted literals (their type comes from the others;
+    a list's or map's of such entries: text, as Materialize reads them)."""
     if isinstance(expr, ast.Cast):
         return expr.type
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ARRAY":
+        return ast.Type("ARRAY", element=_first_kind(expr.args))
+    if isinstance(expr, mz_ast.MapLiteral):
+        return ast.Type("MAP", key=ast.Type("STRING"), value=_first_kind(v for _, v in expr.entries))
+    if isinstance(expr, ast.FunctionCall) and expr.name == "ROW":
+        return ast.Type("STRUCT", fields=tuple((f"f{i + 1}", _first_kind([a])) for i, a in enumerate(expr.args)))
     if isinstance(expr, ast.UnaryOp):
         return _kind_of(expr.operand)
     if isinstance(expr, ast.Literal) and expr.kind not in ("NULL", "STRING"):
         return ast.Type(expr.kind)
     return None
+
+
+def _first_kind(entries) -> ast.Type:
+    return next((k for k in map(_kind_of, entries) if k is not None), ast.Type("STRING"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ast import Expr, FunctionCall, Include, Node, Select, SourceFormat, Statement
+from .ast import Expr, FunctionCall, Include, Node, Select, SourceFormat, Statement, Type
 
 
 # ---------------------------------------------------------------- secrets and connections
@@ -219,3 +219,20 @@ class DropSink(Statement):
 
     name: str
     if_exists: bool = False
+
+
+# ---------------------------------------------------------------- custom types
+@dataclass(frozen=True)
+class NamedType(Type):
+    """A type named by CREATE TYPE (`name` is NAMED): the catalog's types resolve it."""
+
+    type_name: str = ""
+
+
+@dataclass(frozen=True)
+class CreateType(Statement):
+    """CREATE TYPE name AS (field type, ...) | AS LIST (ELEMENT TYPE = t) | AS MAP (KEY TYPE = text,
+    VALUE TYPE = t): `type` is the STRUCT, ARRAY or MAP it names (its parts may be NamedTypes)."""
+
+    name: str
+    type: Type

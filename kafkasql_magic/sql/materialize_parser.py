@@ -276,6 +276,9 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def drop_connection(self, meta):
         return "CONNECTION"
 
+    def drop_type(self, meta):
+        return "TYPE"
+
     # ---- SELECT: subqueries in FROM, ORDER BY, the map operator
     def query(self, meta, *children):
         """The shared Select, with a Subquery allowed where a source stands and ORDER BY keys."""

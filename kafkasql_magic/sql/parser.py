@@ -249,6 +249,9 @@ class Dialect:
         if {"INTEGER_VALUE", "NAME"} <= rest:
             groups.append("an expression")
             rest -= sets["expression"]
+        elif "BIGINT" in rest and "_MAP_OPEN" in rest:  # a type (Materialize's may be a name CREATE TYPE made)
+            groups.append("a type")
+            rest -= sets["type"] | {"NAME", "QUOTED_IDENTIFIER"}
         elif "NAME" in rest:
             groups.append("an identifier")
             rest -= next((names for names in sets["names"] if names <= rest), {"NAME"})

@@ -152,6 +152,15 @@ def _topic_options(w, o: mz.SinkTopicOptions | None) -> str:
     return "".join(f", {text()}" for value, text in given if value is not None)
 
 
+def _create_type(w, s: mz.CreateType) -> str:
+    t = s.type
+    if t.name == "ARRAY":
+        return f"CREATE TYPE {w.ident(s.name)} AS LIST (ELEMENT TYPE = {w.type(t.element)})"
+    if t.name == "MAP":
+        return f"CREATE TYPE {w.ident(s.name)} AS MAP (KEY TYPE = {w.type(t.key)}, VALUE TYPE = {w.type(t.value)})"
+    return f"CREATE TYPE {w.ident(s.name)} AS (" + ", ".join(f"{w.ident(n)} {w.type(ft)}" for n, ft in t.fields) + ")"
+
+
 def _create_view(w, s: ast.CreateView) -> str:
     return (f"CREATE {'OR REPLACE ' if s.or_replace else ''}{'MATERIALIZED ' if s.materialized else ''}VIEW "
             f"{if_not_exists(s)}{w.ident(s.name)} AS {w.select(s.query)}")
@@ -165,6 +174,7 @@ MATERIALIZE_STATEMENTS = {
     mz.CreateSecret: lambda w, s: f"CREATE SECRET {if_not_exists(s)}{w.ident(s.name)} AS {quoted(redact.HIDDEN)}",
     mz.CreateConnection: _create_connection,
     ast.CreateView: _create_view,
+    mz.CreateType: _create_type,
     mz.CreateSink: _create_sink,
     ast.Subscribe: lambda w, s: (f"SUBSCRIBE {w.ident(s.name)}" if s.query is None else f"SUBSCRIBE ({w.select(s.query)})") + (
         f" ENVELOPE {s.envelope[0]} (KEY (" + ", ".join(w.ident(k) for k in s.envelope[1]) + "))" if s.envelope else "") + (
@@ -201,6 +211,8 @@ class MaterializeWriter(StatementWriter):
             return f"{self.type(t.element)}[]"
         if t.name == "MAP":
             return f"map[{self.type(t.key)}=>{self.type(t.value)}]"
+        if isinstance(t, mz.NamedType):
+            return self.ident(t.type_name)
         if t.name == "DECIMAL":
             return f"numeric({t.precision}, {t.scale})" if t.precision is not None else "numeric"
         return TYPE_TEXT[t.name]

@@ -1,11 +1,13 @@
 """Builder rules for Materialize's writable tables (materialize.lark: create_table, insert_rows,
-update_rows, delete_rows), one method per grammar rule as in builder.py; MaterializeBuilder
-inherits them."""
+update_rows, delete_rows) and the custom types their columns may name (create_type, named_type),
+one method per grammar rule as in builder.py; MaterializeBuilder inherits them."""
 
 from __future__ import annotations
 
 from lark import v_args
 
+from . import ast
+from . import ast_materialize as mz_ast
 from . import ast_tables as tables
 from .builder import Builder, Invalid, _pos
 
@@ -53,3 +55,24 @@ class TableRules(Builder):
         if len(widths) > 1:
             raise Invalid("VALUES lists must all be the same length", meta.line, meta.column)
         return tables.CreateValuesView("", tuple(rows), **_pos(meta))
+
+    # ---- CREATE TYPE
+    def create_type(self, meta, name, type_):
+        return mz_ast.CreateType(name, type_, **_pos(meta))
+
+    def record_definition(self, meta, *fields):
+        _once([n for n, _ in fields], meta)
+        return ast.Type("STRUCT", fields=tuple(fields), **_pos(meta))
+
+    def type_field(self, meta, name, type_):
+        return name, type_
+
+    def list_definition(self, meta, element):
+        return ast.Type("ARRAY", element=element, **_pos(meta))
+
+    def map_definition(self, meta, key, value):
+        return ast.Type("MAP", key=key, value=value, **_pos(meta))
+
+    def named_type(self, meta, token):
+        """A type CREATE TYPE named (unquoted: lower-cased, as every identifier)."""
+        return mz_ast.NamedType("NAMED", type_name=self.identifier(meta, token), **_pos(meta))

@@ -12,7 +12,7 @@ from ..engine.columns import result_column
 from ..errors import StatementError
 from ..kafka import admin, peek
 from ..sql import ast
-from . import connections, listings
+from . import connections, custom_types, listings
 from ..engine.api import prepare
 from .sinks import show_sinks
 
@@ -49,6 +49,7 @@ SHOW = {
     "SINKS": lambda s: show_sinks(s),
     "SECRETS": connections.show_secrets,
     "CONNECTIONS": connections.show_connections,
+    "TYPES": custom_types.show_types,
 }
 
 

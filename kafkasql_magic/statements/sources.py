@@ -23,7 +23,7 @@ from ..sql import ast
 from ..sql.ast_materialize import base_relation
 from ..sql import ast_materialize as mz_ast
 from ..engine.analysis import analyse
-from . import connections, constants
+from . import connections, constants, custom_types
 from ..engine.api import analysed
 from .listings import FROM_SOURCE
 
@@ -125,6 +125,8 @@ def create_view(session, stmt: ast.CreateView, text, timeout):
 def drop(session, stmt: ast.Drop, text, timeout):
     if stmt.kind in ("SECRET", "CONNECTION"):
         return connections.drop(session, stmt.kind, stmt.name, stmt.if_exists)
+    if stmt.kind == "TYPE":
+        return custom_types.drop_type(session, stmt.name, stmt.if_exists)
     if stmt.name in session.catalog:
         dropped = session.catalog.get(stmt.name)
         tables = sorted(t.name for t in session.catalog

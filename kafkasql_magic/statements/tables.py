@@ -38,12 +38,12 @@ TOPIC_CONFIG = {"cleanup.policy": "compact"}
 def create_table(session, stmt: tables.CreateTable, text, timeout, *, resume: bool = False):
     """A new table starts empty (a topic left under its name is emptied); `resume` (replaying
     the command topic) keeps the rows its topic holds."""
-    if stmt.name in session.catalog:
+    if stmt.name in session.catalog or stmt.name in session.catalog.types:
         if stmt.if_not_exists:
             return None
         raise StatementError(f"catalog item '{stmt.name}' already exists")
     service = session.settings.get("ksql.service.id") if session.commands is not None else None
-    table = table_def(stmt, topic_for(stmt.name, service, uuid.uuid4().hex[:12]), text)
+    table = table_def(stmt, topic_for(stmt.name, service, uuid.uuid4().hex[:12]), text, session.catalog.types)
     bootstrap = session.bootstrap_servers
     ensure_reachable(bootstrap, session.timeout_of(timeout))
     if not resume and admin.topic_exists(bootstrap, table.topic):
@@ -55,7 +55,7 @@ def create_table(session, stmt: tables.CreateTable, text, timeout, *, resume: bo
 
 def insert_rows(session, stmt: tables.InsertRows, text, timeout):
     table = target(session.catalog, stmt.target)
-    rows = rows_to_insert(stmt, table)
+    rows = rows_to_insert(stmt, table, session.catalog.types)
     write(session, table, [(uuid.uuid4().hex.encode(), row) for row in rows], timeout)
     return None
 

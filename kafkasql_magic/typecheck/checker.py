@@ -326,7 +326,12 @@ class Checker:
         return e.type
 
     def check_type(self, t: ast.Type) -> None:
-        """DECIMAL(p, s) needs 1 <= p <= 38 and s <= p, also inside ARRAY, MAP and STRUCT types."""
+        """DECIMAL(p, s) needs 1 <= p <= 38 and s <= p, also inside ARRAY, MAP and STRUCT types;
+        a name CREATE TYPE may have made (Materialize) is taken by table columns and INSERT's
+        VALUES, not yet in a query's expressions."""
+        if t.name == "NAMED":
+            raise self.error(t, f'type "{getattr(t, "type_name", "")}" does not exist here: a query\'s casts name '
+                                "built-in types (custom types are taken by table columns and INSERT's VALUES)")
         problem = decimal_problem(t)
         if problem:
             raise self.error(t, self.messages.bad_decimal(problem, t))

@@ -409,7 +409,7 @@ def test_parse_statement_offsets_in_errors():
     "text, line, column, reason",
     [
         ("SELECT a FROM", 1, 14, "Expected one of '(' or an identifier, found EOF"),
-        ("SELECT x::foo FROM s", 1, 11, 'Expected a type, found identifier "foo"'),
+        ("SELECT x::1 FROM s", 1, 11, 'Expected a type, found number "1"'),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT PROTOBUF", 1, 45,
          'Expected one of AVRO or BYTES or CSV or JSON or REGEX or TEXT, found identifier "PROTOBUF"'),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't'", 1, 37, "Expected one of FORMAT or KEY, found EOF"),
@@ -417,7 +417,7 @@ def test_parse_statement_offsets_in_errors():
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT CSV WITH x COLUMNS", 1, 54,
          'Expected a number, found identifier "x"'),
         ("SELECT * FROM s LIMIT 'x'", 1, 23, "Expected a number, found string literal 'x'"),
-        ("SHOW STREAMS", 1, 6, 'Expected one of COLUMNS or CONNECTIONS or CREATE or SECRETS or SINKS or SOURCES or TABLES or VIEWS, '
+        ("SHOW STREAMS", 1, 6, 'Expected one of COLUMNS or CONNECTIONS or CREATE or SECRETS or SINKS or SOURCES or TABLES or TYPES or VIEWS, '
                          'found identifier "STREAMS"'),
         # FROM is optional (a SELECT without it reads one row), so every clause may follow
         ("SELECT a b c FROM s", 1, 12, "Expected one of ',' or ';' or FROM or GROUP or HAVING or LIMIT or ORDER or "
@@ -513,7 +513,7 @@ def test_unterminated_string():
         "SELECT a IS NULL IS NULL FROM s",
         "SELECT a ILIKE 'x' FROM s",
         "SELECT a IN () FROM s",
-        "SELECT a::foo FROM s",
+        "SELECT a::foo.bar FROM s",
         "SELECT a:: FROM s",
         "SELECT a::int[1] FROM s",
         "SELECT CAST(a) FROM s",

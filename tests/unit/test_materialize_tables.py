@@ -68,8 +68,39 @@ def test_a_table_is_an_upsert_changelog_keyed_by_nothing_visible():
 
 
 def test_column_types_a_table_takes():
-    with pytest.raises(StatementError, match='column "m" has type map'):
-        table("CREATE TABLE t (m map[text=>int])")
+    t = table("CREATE TABLE t (l int list, ll text list list, m map[text=>int list])")
+    assert [wt.type_word(c.type) for c in t.columns] == ["integer list", "text list list", "map[text=>integer list]"]
+    with pytest.raises(StatementError, match='column "t" has type time'):
+        table("CREATE TABLE t (t time)")
+    with pytest.raises(StatementError, match="map key type must be text, got integer"):
+        table("CREATE TABLE t (m map[int=>int])")
+
+
+def test_list_and_map_values():
+    t = table("CREATE TABLE t (l int list, ll text list list, m map[text=>int])")
+    assert rows("INSERT INTO t VALUES (LIST[1, -2, NULL], LIST[LIST['a'], LIST[]], MAP['x' => 1, 'x' => 2])", t) == [
+        [[1, -2, None], [["a"], []], {"x": 2}]]  # a repeated key keeps its last value
+    assert rows("""INSERT INTO t VALUES ('{1, NULL}', '{{"a,}"}, {b}}'::text list list, '{x=>1, "y z"=>NULL}')""",
+                t) == [[[1, None], [["a,}"], ["b"]], {"x": 1, "y z": None}]]
+    assert rows("INSERT INTO t VALUES ('{}', '{}', '{}')", t) == [[[], [], {}]]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("INSERT INTO t (l) VALUES (MAP['a' => 1])",
+     r'column "l" is of type integer list but expression is of type map\[text=>integer\]'),
+    ("INSERT INTO t (m) VALUES (LIST['a'])", r'column "m" is of type map\[text=>integer\] but expression is of type '
+                                             "text list"),
+    ("INSERT INTO t (l) VALUES ('{1,x}')",
+     'invalid input syntax for type integer list: invalid input syntax for type integer: "x": "{1,x}"'),
+    ("INSERT INTO t (l) VALUES ('{1')", 'invalid input syntax for type integer list: unexpected end of input: "{1"'),
+    ("INSERT INTO t (l) VALUES ('{1} x')", 'invalid input syntax for type integer list'),
+    ("INSERT INTO t (m) VALUES ('{a}')", r'invalid input syntax for type map\[text=>integer\]'),
+    ("INSERT INTO t (l) VALUES ('{1}'::text list)", "is of type integer list but expression is of type text list"),
+    ("INSERT INTO t (l) VALUES (LIST[1 + 1])", "takes constant values here"),
+])
+def test_list_and_map_messages(text, message):
+    with pytest.raises(StatementError, match=message):
+        rows(text, table("CREATE TABLE t (l int list, m map[text=>int])"))
 
 
 def rows(text, t=None):

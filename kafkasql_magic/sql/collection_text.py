@@ -1,0 +1,101 @@
+"""Materialize's text form of lists and maps, as a quoted literal cast to one is read:
+`'{1,2}'::int list`, `'{{1},{2,3}}'::int list list`, `'{a=>1,b=>2}'::map[text=>int]`.
+
+The type drives the reading: a list's or map's element that is itself a list or map is
+written in braces, any other element is a scalar's text (unquoted and trimmed, or in double
+quotes with `\\` escaping the next character; unquoted `NULL` is NULL) handed to `scalar`
+with its type. Malformed text raises ValueError.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .ast import Type
+
+Scalar = Callable[[str, Type], Any]
+
+
+def parse(text: str, type_: Type, scalar: Scalar):
+    """The value of `text` for `type_` (an ARRAY or MAP Type)."""
+    reader = _Reader(text, scalar)
+    value = reader.collection(type_)
+    if reader.rest().strip():
+        raise ValueError("junk after closing right brace")
+    return value
+
+
+class _Reader:
+    def __init__(self, text: str, scalar: Scalar):
+        self.text, self.at, self.scalar = text, 0, scalar
+
+    def rest(self) -> str:
+        return self.text[self.at:]
+
+    def skip(self) -> str:
+        while self.at < len(self.text) and self.text[self.at].isspace():
+            self.at += 1
+        if self.at >= len(self.text):
+            raise ValueError("unexpected end of input")
+        return self.text[self.at]
+
+    def expect(self, word: str) -> None:
+        self.skip()
+        if not self.text.startswith(word, self.at):
+            raise ValueError(f'expected "{word}"')
+        self.at += len(word)
+
+    def collection(self, type_: Type):
+        self.expect("{")
+        found: Any = [] if type_.name == "ARRAY" else {}
+        if self.skip() == "}":
+            self.at += 1
+            return found
+        while True:
+            if type_.name == "ARRAY":
+                found.append(self.element(type_.element))
+            else:
+                key = self.word(stops=",}=")
+                if key is None:
+                    raise ValueError("a map key cannot be NULL")
+                self.expect("=>")
+                found[key] = self.element(type_.value)
+            char = self.skip()
+            self.at += 1
+            if char == "}":
+                return found
+            if char != ",":
+                raise ValueError(f'unexpected "{char}" character')
+
+    def element(self, type_: Type):
+        if type_.name in ("ARRAY", "MAP") and self.skip() == "{":
+            return self.collection(type_)
+        word = self.word(stops=",}")
+        return None if word is None else self.scalar(word, type_)
+
+    def word(self, stops: str) -> str | None:
+        """A quoted or unquoted word (None: unquoted NULL)."""
+        if self.skip() == '"':
+            out = []
+            self.at += 1
+            while self.at < len(self.text):
+                char = self.text[self.at]
+                if char == "\\" and self.at + 1 < len(self.text):
+                    out.append(self.text[self.at + 1])
+                    self.at += 2
+                elif char == '"':
+                    self.at += 1
+                    return "".join(out)
+                else:
+                    out.append(char)
+                    self.at += 1
+            raise ValueError("unexpected end of input")
+        start = self.at
+        while self.at < len(self.text) and self.text[self.at] not in stops:
+            if self.text[self.at] in '{"\\':
+                raise ValueError(f'unexpected "{self.text[self.at]}" character')
+            self.at += 1
+        word = self.text[start:self.at].strip()
+        if not word:
+            raise ValueError("empty element")
+        return None if word.upper() == "NULL" else word
