@@ -127,6 +127,13 @@ class SinkWrite:
         window_bytes = 16 if self.session_end is not None else 8
         return {"partition.windowBytes": str(window_bytes), "partition.count": str(self.partitions)}
 
+    #: No keyed step of its own (a Materialize sink's previous rows are one: sinks/envelopes.py).
+    state_step = None
+
+    def keyed(self, frame: DataFrame, names: list[str]) -> DataFrame:
+        """The streaming frame as it is: ksqlDB's records need no previous rows."""
+        return frame
+
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
         """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""
 
