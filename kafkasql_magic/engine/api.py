@@ -20,12 +20,14 @@ from .analysis.seek import Seek
 from .build.batch_store import BatchStore
 from .build.query_spark import Built, analysed, build, select_over_frame
 from .table_aggregate.batch_spark import TableState
+from .debezium.rules import LAYOUT as PREVIOUS_ROWS_LAYOUT
+from .debezium.state_spark import previous_rows
 from .decode.rows_spark import worker_decoding
 from .tree import tree_of
 from .tree.reads import ReadNeeds, read_needs
 
-__all__ = ["BatchStore", "Built", "Prepared", "Switches", "analysed", "plan_of", "prepare", "read_shape", "row_expression",
-           "select_over_frame"]
+__all__ = ["BatchStore", "Built", "PREVIOUS_ROWS_LAYOUT", "Prepared", "Switches", "analysed", "plan_of", "prepare",
+           "previous_rows", "read_shape", "row_expression", "select_over_frame"]
 
 #: Session properties that turn an optimisation off ("false"), for benchmarks and tests that
 #: compare with what a read did before it (as Polars' optimisation flags):

@@ -5,13 +5,17 @@ changelog) as a record with the key, a NULL value and the deleted row's headers.
 writes `{"before": old, "after": new}`: an insert has no before, a delete no after (and no
 tombstone follows it, as in Materialize). A relation of diffs (a view that joins) pairs a retraction and an insertion of
 one KEY at one time into an update (`diff_rows.debezium_pairs`). For a relation with a unique key
-(a table, a GROUP BY) the old row is the key's previous row: kept between micro-batches as a
-Spark frame (`DebeziumState`), looked up by a join, so the driver never collects rows. Each
-micro-batch saves that frame (Parquet) beside the query's checkpoint, under its batch id, so a
-restarted sink (a new process, or a retry of a failed batch) pairs with the rows as they were
-after the batch before the one it runs. A writable table's changelog (engine.analysis.row_ids)
-pairs its rows by their row ids so, for UPSERT too: a delete or a changed KEY writes a tombstone
-under the old row's KEY.
+(a table, a GROUP BY) the old row is the key's previous row. A changelog read as it is (an UPSERT
+source, a writable table, views that project and filter it) keeps it in Spark's keyed state: a
+step keyed by the relation's key before the records (`engine.api.previous_rows`, `keyed`), held
+on the executors and checkpointed with the query. A relation that aggregates or joins tables
+has no such step yet (an aggregation's rows come from a streaming aggregation in update mode,
+after which Spark refuses a keyed step, or from a plan built per micro-batch): its previous rows
+are a Spark frame (`DebeziumState`), looked up by a join (the driver never collects rows) and
+saved (Parquet) beside the query's checkpoint, under its batch id, so a restarted sink pairs
+with the rows as they were after the batch before the one it runs. A writable table's changelog
+(engine.analysis.row_ids) pairs its rows by their row ids so, for UPSERT too: a delete or a
+changed KEY writes a tombstone under the old row's KEY.
 
 `MaterializeSinkWrite` has the interface `runner.PersistentQuery` writes through
 (`records`, `options`, `sink`), so a sink is a persistent query like any other.
@@ -151,16 +155,49 @@ class MaterializeSinkWrite:
     left_out: LeftOutSnapshot | None = None
     #: Whether the running micro-batch's records are written (set by `at_batch`).
     writes_batch: bool = True
+    #: The columns the previous rows are keyed by (None: the sink needs none).
+    state_keys: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        if self.row_ids and self.state is None:
-            self.state = DebeziumState((RAW_KEY,))
         # DEBEZIUM's `before`, an UPSERT tombstone's headers (the deleted row's, which a relation
         # of diffs carries on the tombstone's row itself) and whether it has a row to retract
         upsert_headers = self.spec.envelope == "UPSERT" and (self.spec.headers is not None or self.retractions) \
             and not self.diffs
-        if (self.spec.envelope == "DEBEZIUM" or upsert_headers) and self.spec.relation_key and self.state is None:
-            self.state = DebeziumState(self.spec.relation_key)
+        if self.row_ids:
+            self.state_keys = (RAW_KEY,)
+        elif (self.spec.envelope == "DEBEZIUM" or upsert_headers) and self.spec.relation_key:
+            self.state_keys = self.spec.relation_key
+        if self.state_keys and not self.keyed_state and self.state is None:
+            self.state = DebeziumState(self.state_keys)
+
+    @property
+    def keyed_state(self) -> bool:
+        """The previous rows are keyed state (a changelog read as it is streams to the sink)."""
+        return bool(self.state_keys) and (self.row_ids or self.retractions)
+
+    @property
+    def state_step(self) -> str | None:
+        """The keyed step's layout, as the checkpoint records it (sinks/layout.py); None: none."""
+        from ..engine.api import PREVIOUS_ROWS_LAYOUT
+
+        return PREVIOUS_ROWS_LAYOUT if self.keyed_state else None
+
+    def keyed(self, frame: DataFrame, names: list[str]) -> DataFrame:
+        """The streaming frame with each change's previous row per key (`_BEFORE`, `_AFTER`) from
+        keyed state, when the sink needs it; else as it is."""
+        if not self.keyed_state:
+            return frame
+        from ..engine.api import previous_rows
+
+        column = self._columns(names)
+        row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
+        return previous_rows(frame, [column[k].alias(k) for k in self.state_keys], F.when(~F.col(TOMBSTONE), row))
+
+    def _columns(self, names: list[str]) -> dict[str, Column]:
+        column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
+        if self.row_ids:
+            column[RAW_KEY] = F.col(RAW_KEY)
+        return column
 
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
         """Before a micro-batch's records: the Debezium state as of the batch before it, and
@@ -189,9 +226,7 @@ class MaterializeSinkWrite:
         return F.when(fits, F.pmod(hashed, F.lit(self.partitions)).cast("int")).otherwise(F.lit(0))
 
     def _records(self, rows: DataFrame, names: list[str]) -> DataFrame:
-        column = {n: F.col(result_column(i)) for i, n in enumerate(names)}
-        if self.row_ids:
-            column[RAW_KEY] = F.col(RAW_KEY)
+        column = self._columns(names)
         row = F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
         if self.diffs and self.spec.envelope == "DEBEZIUM":
             key = F.struct(*[column[f.name].alias(f.name) for f in self.spec.key]) if self.spec.key else None
@@ -216,20 +251,18 @@ class MaterializeSinkWrite:
         if self.spec.headers is not None:
             value_type = next(f.type.value.name for f in self.spec.columns if f.name == self.spec.headers)
             headers = header_entries(column[self.spec.headers], value_type)
-        if self.state is not None:
-            staged = rows.select(*[column[k].alias(k) for k in self.state.keys], after.alias(_AFTER),
-                                 key_row.alias("__key"), F.col(RAW_TIMESTAMP).alias("timestamp"),
-                                 F.monotonically_increasing_id().alias(_SEQ))
-            rows = self.state.paired(staged)
+        paired = self.state is not None or self.keyed_state
+        if paired:
+            rows = self._paired(rows, column, after, key_row.alias("__key"))
             row = F.coalesce(F.col(_AFTER), F.col(_BEFORE))  # the row written, or the row deleted
             key_row, after = F.col("__key"), F.col(_AFTER)
             if self.spec.headers is not None:
                 headers = header_entries(row[self.spec.headers], value_type)
         value = self._encode(after, self.spec.columns, self.spec.value_format, self.value_writer)
-        written = F.coalesce(F.col(_AFTER), F.col(_BEFORE)) if self.state is not None else \
+        written = F.coalesce(F.col(_AFTER), F.col(_BEFORE)) if paired else \
             F.struct(*[column[f.name].alias(f.name) for f in self.spec.columns])
         return rows.select(self._key(key_row).alias("key"), value.alias("value"), headers.alias("headers"),
-                           F.col("timestamp" if self.state is not None else RAW_TIMESTAMP).alias("timestamp"),
+                           F.col("timestamp" if paired else RAW_TIMESTAMP).alias("timestamp"),
                            written.alias(_ROW))
 
     def _upserts_of_pairs(self, staged: DataFrame) -> DataFrame:
@@ -260,14 +293,23 @@ class MaterializeSinkWrite:
         """The relation's rows with their `before`: the key's previous row, from the state (a
         relation without a unique key, a stream, only inserts), split in two where the sink's
         KEY is not the relation's and the update changes it."""
-        keys = self.state.keys if self.state is not None else ()
-        staged = rows.select(*[column[k].alias(k) for k in keys], after.alias(_AFTER),
-                             F.col(RAW_TIMESTAMP).alias("timestamp"), F.monotonically_increasing_id().alias(_SEQ))
-        if self.state is None:
+        if self.state is None and not self.keyed_state:
+            staged = rows.select(after.alias(_AFTER), F.col(RAW_TIMESTAMP).alias("timestamp"))
             return staged.withColumn(_BEFORE, F.lit(None).cast(staged.schema[_AFTER].dataType))
-        paired = self.state.paired(staged)
+        paired = self._paired(rows, column, after)
         key = [f.name for f in self.spec.key]
-        return paired if not key or set(key) == set(self.state.keys) else _split_across_keys(paired, key)
+        return paired if not key or set(key) == set(self.state_keys) else _split_across_keys(paired, key)
+
+    def _paired(self, rows: DataFrame, column: dict, after: Column, *extra: Column) -> DataFrame:
+        """The key's changes with their previous rows (_BEFORE, _AFTER, timestamp, `extra`): the
+        keyed step's (`keyed`), or looked up in the Debezium state."""
+        if self.keyed_state:  # a retraction of a row the relation did not hold writes nothing
+            return rows.select(F.col(_BEFORE), F.col(_AFTER), F.col(RAW_TIMESTAMP).alias("timestamp"), *extra) \
+                .where(F.col(_BEFORE).isNotNull() | F.col(_AFTER).isNotNull())
+        staged = rows.select(*[column[k].alias(k) for k in self.state.keys], after.alias(_AFTER),
+                             F.col(RAW_TIMESTAMP).alias("timestamp"), *extra,
+                             F.monotonically_increasing_id().alias(_SEQ))
+        return self.state.paired(staged)
 
     def _debezium(self, staged: DataFrame) -> DataFrame:
         """`staged` (_BEFORE, _AFTER, timestamp) as records: the KEY from whichever row there is."""

@@ -35,10 +35,12 @@ SPARK_STATE_MISMATCHES = (
     "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY")
 
 
-def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> dict:
+def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False, sink_step: str | None = None) -> dict:
     """Each stateful step's layout: how many hash buckets (Spark groups) a table join spreads its
     state over, how a diff join keys its state (`diff_join.LAYOUT`), and whether state is kept
-    per micro-batch (`batch_store.py`); a SESSION windowed aggregation's step (`SESSIONS`).
+    per micro-batch (`batch_store.py`); a SESSION windowed aggregation's step (`SESSIONS`); a
+    Materialize sink's previous rows per key (`sink_step`: engine.api.PREVIOUS_ROWS_LAYOUT, before
+    which they were Parquet frames beside the checkpoint, and no step was recorded).
     `legacy`: the layout of a checkpoint written before the layout was recorded (then a diff join
     kept JSON of 64 hash buckets, or of one group when an input was a changelog, a table join JSON
     of 256 hash buckets, or of one group for a foreign-key join, and SESSION windows their members
@@ -61,6 +63,8 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False) -> di
             steps["table join"] = foreign_key.BUCKETS if len(plan.statement.joins) == 1 else 1
         else:
             steps["table join"] = table_join.BUCKETS
+    if sink_step is not None and not legacy:
+        steps["sink's previous rows"] = sink_step
     return {"hash buckets": steps, "batch state": batch_store}
 
 

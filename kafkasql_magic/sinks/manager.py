@@ -193,12 +193,13 @@ class PersistentQueries:
         if not resume:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a new query with a reused id starts afresh
         batch_state = prepared.state is not None
-        layout.check_resume(query_id, checkpoint, layout.signature(prepared.plan, batch_state),
+        sink_step = None if prepared.plan.per_batch else write.state_step
+        layout.check_resume(query_id, checkpoint, layout.signature(prepared.plan, batch_state, sink_step=sink_step),
                             layout.signature(prepared.plan, batch_state, legacy=True))
         sources = [base_relation(query.source)] + [base_relation(j.source) for j in query.joins]
         if prepared.state is not None:  # open windows, stream time, a table's rows survive a restart
             prepared.state.store = BatchStore(os.path.join(checkpoint, "state"))
-        frame = prepared.raw if prepared.plan.per_batch else prepared.built.frame
+        frame = prepared.raw if prepared.plan.per_batch else write.keyed(prepared.built.frame, prepared.plan.names)
         running = PersistentQuery(query_id, kind, text, prepared.plan, frame, write, sources=sources,
                                   log=self.session.log, checkpoint=checkpoint,
                                   trigger_interval=self.session.trigger_interval,

@@ -130,6 +130,13 @@ class SinkWrite:
     #: Every micro-batch's records are written (a Materialize sink without its snapshot skips some).
     writes_batch = True
 
+    #: No keyed step of its own (a Materialize sink's previous rows are one: sinks/envelopes.py).
+    state_step = None
+
+    def keyed(self, frame: DataFrame, names: list[str]) -> DataFrame:
+        """The streaming frame as it is: ksqlDB's records need no previous rows."""
+        return frame
+
     def at_batch(self, spark, checkpoint: str, batch_id: int) -> None:
         """Nothing is carried between micro-batches (a Debezium sink's write carries rows)."""
 
