@@ -17,6 +17,7 @@ import os
 from ..engine.analysis.plan import TABLE, QueryPlan
 from ..engine.table_join.kinds import FOREIGN_KEY
 from ..engine.diff_join import join_spark as diff_join
+from ..engine.stream_join import rules as stream_join
 from ..engine.table_join import foreign_key_spark as foreign_key
 from ..engine.table_join import state_spark as table_join
 from ..errors import StatementError
@@ -39,12 +40,13 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False, sink_
     """Each stateful step's layout: how many hash buckets (Spark groups) a table join spreads its
     state over, how a diff join keys its state (`diff_join.LAYOUT`), and whether state is kept
     per micro-batch (`batch_store.py`); a SESSION windowed aggregation's step (`SESSIONS`); a
-    Materialize sink's previous rows per key (`sink_step`: engine.api.PREVIOUS_ROWS_LAYOUT, before
-    which they were Parquet frames beside the checkpoint, and no step was recorded).
+    stream-stream join's (`stream_join.LAYOUT`); a Materialize sink's previous rows per key
+    (`sink_step`: engine.api.PREVIOUS_ROWS_LAYOUT, before which they were Parquet frames beside the
+    checkpoint, and no step was recorded).
     `legacy`: the layout of a checkpoint written before the layout was recorded (then a diff join
     kept JSON of 64 hash buckets, or of one group when an input was a changelog, a table join JSON
-    of 256 hash buckets, or of one group for a foreign-key join, and SESSION windows their members
-    per micro-batch)."""
+    of 256 hash buckets, or of one group for a foreign-key join, SESSION windows their members
+    per micro-batch, and a stream-stream join was Spark's own, with no step recorded)."""
     steps = {}
     if plan.tracks_time and plan.grouping.window.kind == "SESSION":
         if legacy:
@@ -55,6 +57,8 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False, sink_
             steps["diff join"] = 1 if any(side.kind == TABLE for side in plan.inputs) else LEGACY_DIFF_JOIN_BUCKETS
         else:
             steps["diff join"] = diff_join.LAYOUT
+    if _joins_streams(plan) and not legacy:  # before, Spark's own join, recorded as no step
+        steps["stream-stream join"] = stream_join.LAYOUT
     if plan.table_join is not None:
         foreign = plan.table_join == FOREIGN_KEY
         if legacy:  # both tables' rows as JSON in hash buckets, a foreign-key join in one group
@@ -66,6 +70,12 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False, sink_
     if sink_step is not None and not legacy:
         steps["sink's previous rows"] = sink_step
     return {"hash buckets": steps, "batch state": batch_store}
+
+
+def _joins_streams(plan: QueryPlan) -> bool:
+    """Whether the plan joins two streams WITHIN a window in keyed state (engine/stream_join)."""
+    return (plan.push and not plan.per_batch and plan.table_join is None and not plan.diffs
+            and any(join.within is not None for join in plan.statement.joins))
 
 
 def has_offsets(checkpoint: str) -> bool:

@@ -214,8 +214,9 @@ def test_explain_shows_the_operator_tree(shop):
     assert grouped["Operators"].splitlines()[0] == "Aggregate: GROUP BY ITEM computing COUNT(*); key ITEM"
     windowed = dict(shop.sql("EXPLAIN SELECT o.id FROM orders o JOIN payments p WITHIN (1 SECOND, 2 SECONDS) "
                              "ON o.id = p.id EMIT CHANGES;").values)
-    assert windowed["Operators"].splitlines()[1] == ("└─ StreamStreamJoin (watermarked): INNER JOIN "
-                                                     "WITHIN (1000 ms, 2000 ms) ON (O.ID = P.ID)")
+    assert windowed["Operators"].splitlines()[1] == (
+        "└─ StreamStreamJoin (each side's records per join key): INNER JOIN WITHIN (1000 ms, 2000 ms) "
+        "ON (O.ID = P.ID)")
 
 
 def test_select_star_over_a_join_prefixes_columns(shop):

@@ -1,5 +1,6 @@
 """Stream-stream LEFT, RIGHT and FULL joins with WITHIN and GRACE PERIOD on a real broker: a
-record without a match comes out with NULLs once stream time has passed its window and grace."""
+record without a match comes out with NULLs once stream time (both inputs' largest record time)
+has passed its window's end and the grace period."""
 
 import time
 import uuid
@@ -52,17 +53,18 @@ def joined(shop, kind: str, expected: set, timeout=150) -> set:
         handle.stop()
 
 
-def test_left_join_emits_the_unmatched_order_once_its_window_and_grace_passed(shop):
-    # order 2 (2 s) has no shipment; stream time 30 s passed 2 s + its window (1 s) + the window's
-    # size (2 s) and the grace (0 s). Order 3 (30 s) still waits: the shipments' time (40 s) has
-    # passed it but the orders' (30 s) has not.
-    rows = joined(shop, "LEFT", {(1, "o1", 1, "s1"), (2, "o2", None, None)})
-    assert rows == {(1, "o1", 1, "s1"), (2, "o2", None, None)}
+def test_left_join_emits_the_unmatched_orders_once_their_window_and_grace_passed(shop):
+    # orders 2 (2 s) and 3 (30 s) have no shipment; stream time (both inputs' largest record
+    # time, 40 s) has passed each one's window end (1 s after it) plus the grace (0 s), as Kafka
+    # Streams' shared stream time has when shipment 9 comes
+    rows = joined(shop, "LEFT", {(1, "o1", 1, "s1"), (2, "o2", None, None), (3, "o3", None, None)})
+    assert rows == {(1, "o1", 1, "s1"), (2, "o2", None, None), (3, "o3", None, None)}
 
 
 def test_full_join_emits_unmatched_rows_of_both_sides(shop):
-    rows = joined(shop, "FULL OUTER", {(1, "o1", 1, "s1"), (2, "o2", None, None)})
-    assert rows == {(1, "o1", 1, "s1"), (2, "o2", None, None)}  # shipment 9 (40 s) is not closed yet
+    rows = joined(shop, "FULL OUTER", {(1, "o1", 1, "s1"), (2, "o2", None, None), (3, "o3", None, None)})
+    # shipment 9 (40 s) still waits: its window ends at 41 s, stream time is 40 s
+    assert rows == {(1, "o1", 1, "s1"), (2, "o2", None, None), (3, "o3", None, None)}
 
 
 @pytest.mark.parametrize("text,message", [

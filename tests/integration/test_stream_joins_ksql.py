@@ -76,13 +76,15 @@ def test_each_matching_pair_is_a_record(ksql, broker):
 
 
 def test_a_record_at_time_zero_joins(ksql, broker):
-    # joins.json "left join - with synthetic join column in projection"
+    # joins.json "left join - with synthetic join column in projection": without a GRACE PERIOD
+    # the left record comes out NULL-padded at once, at time 0, then joined
     l, r, out = streams(ksql, broker, ("V0 INT, V1 INT", "V0 INT, V1 INT"))
     send(broker, l, [(1, {"V0": 2, "V1": 3}, 0)])
     send(broker, r, [(1, {"V0": 4, "V1": 5}, 100)])
     query = ksql.sql(f"CREATE STREAM {out} AS SELECT ROWKEY AS ID, L.ID, R.ID, L.V0, R.V1 FROM {l} L LEFT JOIN {r} R "
                      "WITHIN 1 SECOND ON ABS(L.id) = ABS(R.id);")
-    assert written(broker, query, out, 1) == [(1, {"L_ID": 1, "R_ID": 1, "L_V0": 2, "R_V1": 5}, 100)]
+    assert written(broker, query, out, 2) == [(1, {"L_ID": 1, "R_ID": None, "L_V0": 2, "R_V1": None}, 0),
+                                              (1, {"L_ID": 1, "R_ID": 1, "L_V0": 2, "R_V1": 5}, 100)]
 
 
 def test_an_out_of_order_record_inside_the_window_joins(ksql, broker):
@@ -130,11 +132,11 @@ def test_records_later_than_the_window_and_grace_do_not_join(ksql, broker):
         (4, {"L1": "E", "L2": "e"}, 330_000)]
 
 
-@pytest.mark.xfail(strict=True, reason="ksqlDB holds each side's records behind that side's own stream time; "
-                   "here one watermark, the smaller input's (60 s), keeps keys 2 and 3 joinable")
 def test_ksqldb_inner_join_with_out_of_order_and_custom_grace_period(ksql, broker):
     # joins.json "stream stream inner join with out of order and custom grace period" in two
-    # micro-batches: only the left input has reached 330 s when keys 2 and 3 come
+    # micro-batches: only the left input has reached 330 s when keys 2 and 3 come. Each side's
+    # records are late behind that side's own stream time: the left ones of keys 2 and 3 are
+    # dropped (240 s and 270 s behind 330 s, more than 3 minutes), so the right ones meet nothing
     assert two_batches(ksql, broker, "INNER", FIRST, LATE, 2) == [
         (0, {"L1": "A", "L2": "a"}, 60_000), (4, {"L1": "E", "L2": "e"}, 330_000)]
 
@@ -159,3 +161,28 @@ def test_qualified_rowtimes_beside_star(ksql, broker):
     assert [(struct.unpack(">i", r["key"])[0], json.loads(r["value"]), r["timestamp"]) for r in got] == [
         (10, {f"{left}_ROWTIME": 20, f"{left}_ID": 1, f"{left}_A": 1, f"{left}_B": {"C": 10},
               f"{right}_ROWTIME": 100, f"{right}_ID": 2, f"{right}_X": 4, f"{right}_Y": {"Z": 10}}, 100)]
+
+
+def test_a_left_join_without_grace_emits_the_unmatched_record_at_once_then_its_matches(ksql, broker):
+    # joins.json "stream stream left join" (ksqlDB's semantics before GRACE PERIOD): a left
+    # record without a match comes out NULL-padded at once, at its own time, and the joined rows
+    # as the right records come, at the later time; a right record without a match not at all
+    l, r, out = streams(ksql, broker, ("NAME STRING, VALUE BIGINT", "F1 STRING, F2 BIGINT"))
+    send(broker, l, [(0, {"NAME": "zero", "VALUE": 0}, 0), (10, {"NAME": "100", "VALUE": 5}, 11000),
+                     (0, {"NAME": "foo", "VALUE": 100}, 13000), (90, {"NAME": "ninety", "VALUE": 90}, 17000),
+                     (0, {"NAME": "bar", "VALUE": 99}, 30000)])
+    send(broker, r, [(0, {"F1": "blah", "F2": 50}, 10000), (0, {"F1": "a", "F2": 10}, 15000),
+                     (100, {"F1": "newblah", "F2": 150}, 16000)])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT t.id, name, value, f1, f2 FROM {l} t LEFT JOIN {r} tt "
+                     "WITHIN 11 SECONDS ON t.id = tt.id;")
+    got = written(broker, query, out, 7)
+    by_key = {key: [(value, ts) for k, value, ts in got if k == key] for key in (0, 10, 90)}
+    assert sorted(k for k, _, _ in got) == [0, 0, 0, 0, 0, 10, 90]
+    assert by_key == {  # each key's records in the order written
+        0: [({"NAME": "zero", "VALUE": 0, "F1": None, "F2": None}, 0),
+            ({"NAME": "zero", "VALUE": 0, "F1": "blah", "F2": 50}, 10000),
+            ({"NAME": "foo", "VALUE": 100, "F1": "blah", "F2": 50}, 13000),
+            ({"NAME": "foo", "VALUE": 100, "F1": "a", "F2": 10}, 15000),
+            ({"NAME": "bar", "VALUE": 99, "F1": None, "F2": None}, 30000)],
+        10: [({"NAME": "100", "VALUE": 5, "F1": None, "F2": None}, 11000)],
+        90: [({"NAME": "ninety", "VALUE": 90, "F1": None, "F2": None}, 17000)]}

@@ -120,3 +120,16 @@ def test_session_windows_keep_open_sessions_per_key_now_and_members_per_micro_ba
     tumbling = plan_of("SELECT item, COUNT(*) FROM orders WINDOW TUMBLING (SIZE 30 SECONDS) GROUP BY item "
                        "EMIT CHANGES;")
     assert both(tumbling) == ({"hash buckets": {}, "batch state": False},) * 2
+
+
+def test_a_stream_stream_join_keyed_by_join_key_refuses_the_checkpoint_of_sparks_own_join():
+    # before, Spark's own stream-stream join (watermarked on both sides) recorded no step
+    plan = subscribed("SELECT o.item, c.url FROM orders o JOIN clicks c WITHIN 1 HOUR ON o.id = c.id EMIT CHANGES;",
+                      "ksql", catalog())
+    now, before = both(plan)
+    assert now == {"hash buckets": {"stream-stream join": "each side's records per join key, by each side's stream "
+                                                          "time"}, "batch state": False}
+    assert before == {"hash buckets": {}, "batch state": False}
+    assert layout.differences(before, now) == [
+        "stream-stream join: no such step in the checkpoint, each side's records per join key, by each side's "
+        "stream time now"]

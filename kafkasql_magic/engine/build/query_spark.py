@@ -18,10 +18,11 @@ from pyspark.sql import functions as F
 from ...catalog import SourceDef
 from ...errors import StatementError
 from ...sql import ast
+from ...sql.render import render
 from ..analysis.select import side_of
 from ..analysis.plan import CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, MZ_COLUMNS, Input, QueryPlan
-from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, ORIGIN, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE,
-                       RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
+from ..columns import (BOOKKEEPING, DROP, ERROR, KEYLESS, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_KEY,
+                       RAW_TIMESTAMP, RAW_VALUE, RECORD, ROWOFFSET, ROWTIME, TOMBSTONE, result_column)
 from ..aggregate.group_by_spark import aggregated, computing_error
 from ..aggregate.build_spark import per_record_aggregated
 from ..order import sort_spark as order
@@ -32,6 +33,7 @@ from ..lookup_join.state_spark import looked_up
 from ..stream_join.join_spark import stream_stream_joined
 from ..table_join.build_spark import table_joined, tombstoned
 from ..table_join.kinds import join_sides
+from ..table_join.kinds import sides as stream_join_sides
 from ..window.sessions_spark import keyed_sessions
 from ..window.windowed_spark import keyed_windowed
 from ..decode.rows_spark import current_rows, logical_frame
@@ -173,14 +175,17 @@ def _leaf(node: n.Scan | n.View, context: _Context) -> _Rows:
     return _Rows(frame, Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect))
 
 
-def _side(node: n.Node, context: _Context, frame: DataFrame, sides: tuple) -> tuple[DataFrame, tuple]:
+def _side(node: n.Node, context: _Context, frame: DataFrame, sides: tuple,
+          where: bool = False) -> tuple[DataFrame, tuple]:
     """A join's input with its columns renamed `__s{i}_<name>` (its errors captured, a NULL join
-    key failing), and the sides so far with its own."""
+    key failing), and the sides so far with its own. `where`: a right side keeps its records'
+    partition and offset too (`__s{i}__PARTITION`, `__s{i}__OFFSET`), for a stream-stream join."""
     index, side = node.index, node.input
     frame = context.captures.without_errors(_null_join_keys(context.plan, index, side, frame), f"__errors_{index}")
     columns = {name: f"__s{index}_{name}" for name in side.visible}
     kept = [F.col(quoted(name)).alias(c) for name, c in columns.items()]
-    record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE)]
+    record = [F.col(c).alias(f"__s{index}{c}") for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE)
+              + ((PARTITION, OFFSET) if where else ())]
     frame = frame.select(*kept, *([F.col(c) for c in BOOKKEEPING] if index == 0 else record))
     return frame, (*sides, (side.qualifiers, columns))
 
@@ -197,7 +202,7 @@ def _binary_join(node: n.BinaryJoin, context: _Context) -> _Rows:
     side = node.right.input
     streaming = context.raw.isStreaming and (side.kind == "STREAM" or isinstance(node, n.LookupJoin))
     right, sides = _side(node.right, context, _leaf_frame(node.right, context, context.read(side.source, streaming)),
-                         sides)
+                         sides, isinstance(node, n.StreamStreamJoin))
     frame = JOINS[type(node)](node, context, frame, right, sides)
     frame = _joined_record(frame, f"__s{node.index}", stream=node.join.within is not None
                            and not isinstance(node, n.LookupJoin))
@@ -222,12 +227,20 @@ def _spark_join(node: n.BinaryJoin, context: _Context, left: DataFrame, right: D
 
 def _stream_stream_join(node: n.StreamStreamJoin, context: _Context, left: DataFrame, right: DataFrame,
                         sides) -> DataFrame:
-    """Late records dropped, unmatched rows behind watermarks (engine/stream_join)."""
+    """Each side's records per join key in keyed state, late ones dropped (engine/stream_join)."""
     join = node.join
     _within(join.within, sides[0][1].get(ROWTIME), sides[-1][1].get(ROWTIME))  # both sides have record times
-    return stream_stream_joined(left, right, quoted(sides[0][1][ROWTIME]), quoted(sides[-1][1][ROWTIME]), join.within,
-                                join.grace, node.index, _condition(node, context, left, right, sides),
-                                SPARK_JOINS[join.kind])
+    _condition(node, context, left, right, sides)  # the ON clause must resolve
+    operands = stream_join_sides(join.on, context.plan.inputs, node.index)
+    if operands is None:
+        raise StatementError("A stream-stream join needs an equality of an expression over each side: "
+                             f"{render(join.on)}")
+    compiler = Compiler(JoinScope(left.crossJoin(right), set(), set(), context.plan.dialect, sides=list(sides)))
+    keys = tuple(compiler.compile(operand) for operand in operands)
+    prefix = f"__s{node.index}"
+    return stream_stream_joined(left, right, (sides[0][1][ROWTIME], sides[-1][1][ROWTIME]), keys,
+                                ((PARTITION, OFFSET), (f"{prefix}{PARTITION}", f"{prefix}{OFFSET}")), join.within,
+                                join.grace, SPARK_JOINS[join.kind])
 
 
 def _lookup_join(node: n.LookupJoin, context: _Context, left: DataFrame, right: DataFrame, sides) -> DataFrame:
@@ -416,7 +429,7 @@ def _joined_record(frame: DataFrame, side: str, stream: bool) -> DataFrame:
         later = time.isNotNull() & (left.isNull() | (time >= left))
         frame = frame.withColumns({RAW_HEADERS: F.when(later, headers).otherwise(F.col(RAW_HEADERS)),
                                    RAW_TIMESTAMP: F.greatest(left, time)})
-    return frame.drop(f"{side}{RAW_TIMESTAMP}", f"{side}{RAW_HEADERS}", f"{side}{TOMBSTONE}")
+    return frame.drop(*[f"{side}{c}" for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE, PARTITION, OFFSET)])
 
 
 #: Kafka Streams' words for a stream record a join drops because its join key is NULL.

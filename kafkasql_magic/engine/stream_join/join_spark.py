@@ -1,34 +1,61 @@
-"""The stream-stream join on Spark: both sides with a watermarked event-time column (the record
-time plus `rules.EVENT_TIME_SHIFT_MS`, delayed by `rules.hold_ms`) and WITHIN as a condition over
-them, so Spark keeps each side's records as state until the other side's watermark passes their
-window, then emits an outer join's unmatched ones and drops them."""
+"""The stream-stream join on Spark, as Kafka Streams computes it (`rules.py`): both sides' records
+in one frame (tagged by side, keyed by the ON equality's value, each side's columns as a struct)
+with an event-time watermark that is exactly the largest record time of the batches before (as
+`window/windowed_spark.py` makes it), then `state_spark.SideStreamTime` keyed by side and input
+partition and `state_spark.JoinState` keyed by join key. The result has both sides' columns, as
+Spark's own join of the two frames would have."""
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from .rules import EVENT_TIME_SHIFT_MS, hold_ms
+from ..window.windowed_spark import LATE_MARGIN_DAYS, LATE_MARGIN_MS
+from .rules import LEFT, RIGHT
+from .state_spark import JoinState, SideStreamTime
+
+#: Spark join type -> (left side outer, right side outer).
+OUTER = {"inner": (False, False), "left_outer": (True, False), "right_outer": (False, True),
+         "full_outer": (True, True)}
 
 
-def _interval(ms: int) -> Column:
-    return F.expr(f"INTERVAL {ms} MILLISECONDS")
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
-def _event_time(record_time: str) -> Column:
-    return F.timestamp_millis(F.col(record_time) + F.lit(EVENT_TIME_SHIFT_MS))
+def _side_rows(frame: DataFrame, side: int, key: Column, key_type: T.DataType, time: str, where: tuple[str, str],
+               structs: tuple[T.StructType, T.StructType]) -> DataFrame:
+    """One side's records: side, join key, record time, where it was, its columns as a struct."""
+    row = F.struct(*[F.col(_quoted(c)) for c in frame.columns])
+    rows = [row if s == side else F.lit(None).cast(structs[s]) for s in (LEFT, RIGHT)]
+    return frame.select(F.lit(side).alias("__side"), key.cast(key_type).alias("__jk"),
+                        F.col(_quoted(time)).alias("__t"),
+                        F.col(_quoted(where[0])).cast("int").alias("__p"), F.col(_quoted(where[1])).alias("__o"),
+                        rows[0].alias("__l"), rows[1].alias("__r"))
 
 
-def stream_stream_joined(left: DataFrame, right: DataFrame, left_time: str, right_time: str, within: tuple[int, int],
-                         grace: int | None, index: int, condition: Column, how: str) -> DataFrame:
-    """`left` joined `how` with the stream `right` (FROM item `index`) on `condition` and WITHIN
-    (before, after) over their record times (`left_time`, `right_time` columns, epoch ms), each
-    side with a watermarked event-time column (`__wt0`, `__wt{index}`)."""
-    before, after = within
-    delay = f"{hold_ms(within, grace)} milliseconds"
-    left_wt, right_wt = "__wt0", f"__wt{index}"
-    if left_wt not in left.columns:
-        left = left.withColumn(left_wt, _event_time(left_time)).withWatermark(left_wt, delay)
-    right = right.withColumn(right_wt, _event_time(right_time)).withWatermark(right_wt, delay)
-    timed = (F.col(right_wt) >= F.col(left_wt) - _interval(before)) & (F.col(right_wt) <= F.col(left_wt) + _interval(after))
-    return left.join(right, condition & timed, how)
+def stream_stream_joined(left: DataFrame, right: DataFrame, times: tuple[str, str], keys: tuple[Column, Column],
+                         where: tuple[tuple[str, str], tuple[str, str]], within: tuple[int, int], grace: int | None,
+                         how: str) -> DataFrame:
+    """`left` joined `how` with the stream `right` on the equality of `keys` (an expression over
+    each side) within `within` (before, after) over their record times (`times` columns, epoch
+    ms); `where` names each side's (partition, offset) columns."""
+    key_type = left.crossJoin(right).select(F.coalesce(*keys)).schema[0].dataType  # the equality's common type
+    structs = tuple(frame.select(F.struct(*[F.col(_quoted(c)) for c in frame.columns])).schema[0].dataType
+                    for frame in (left, right))
+    both = _side_rows(left, LEFT, keys[0], key_type, times[0], where[0], structs).unionByName(
+        _side_rows(right, RIGHT, keys[1], key_type, times[1], where[1], structs))
+    both = (both.withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
+            .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days"))
+    names = both.columns
+    timed_schema = T.StructType([*both.schema.fields, T.StructField("__stream", T.LongType())])
+    timed = both.groupBy("__side", "__p").transformWithState(
+        SideStreamTime(names.index("__o"), names.index("__t"), timed_schema.fieldNames()), timed_schema, "Update",
+        "EventTime", eventTimeColumnName="__wm")
+    at = {role: timed_schema.fieldNames().index(column) for role, column in (
+        ("side", "__side"), ("partition", "__p"), ("offset", "__o"), ("t", "__t"), ("stream", "__stream"),
+        ("left", "__l"), ("right", "__r"))}
+    out = T.StructType([T.StructField(f.name, f.dataType, True) for s in structs for f in s.fields])
+    processor = JoinState(at, structs, OUTER[how], within, grace, out.fieldNames())
+    return timed.groupBy("__jk").transformWithState(processor, out, "Update", "EventTime")

@@ -1,41 +1,67 @@
 """A stream-stream join's time rules (INNER, LEFT, RIGHT, FULL with ksqlDB's WITHIN and GRACE PERIOD). Pure.
 
-Each side's records are held for the window's size plus the grace period behind stream time, as
-ksqlDB's join stores hold them; a record that comes later than that is dropped, in an INNER join
-too (ksqlDB: stored no more, so no later record of the other side meets it). Stream time is the
-smaller of the two inputs' largest record times (Spark's `min` watermark policy): ksqlDB reads
-its inputs in time order, Spark a micro-batch of each input as far as it goes, so the larger one
-would drop the lagging input's records as late while a query catches up.
+As Kafka Streams' KStreamKStreamJoin computes ksqlDB's answers: each side's records are kept per
+join key in a window store for the window's size (before + after) plus the grace period (24
+hours when none is given), behind that side's own stream time (the largest record time its input
+has seen). A record further behind its own side's stream time than that is late: dropped, in an
+INNER join too. A record joins every record of the other side's store within WITHIN: a left
+record at `t` the right ones in [t - before, t + after], a right one at `t` the left ones in
+[t - after, t + before]; each pair is an output record, at the later of the two times.
 
-A record without a match is emitted with NULLs for the other side once no match can come any
-more: when stream time has passed the record's time plus the window and the grace period
-(ksqlDB 0.28+). On Spark that is an event-time watermark on each side and a time-range condition
-between the sides' record times, so Spark keeps each side's records as state until the other
-side's watermark passes their window, then emits the unmatched ones and drops them.
-
-The watermark's delay is the window's size (before + after) plus the grace period: ksqlDB keeps
-each side's records that long (its join stores' retention), so a record out of order but inside
-that time still meets every record of the other side in its window. Spark's one watermark both
-drops late rows and closes windows, so an unmatched record comes out later than in ksqlDB: once
-stream time has passed its window plus this delay.
-
-The event-time columns are the record times plus 1 ms: Spark's watermark starts at 0 and a row
-at or below the watermark is late, so a record at time 0 (Kafka's earliest) would never join.
-Both sides move alike, so the WITHIN condition and the watermarks' distances are unchanged.
+A record of an outer side without a match comes out with NULLs for the other side:
+- with a GRACE PERIOD (ksqlDB 0.28+), once stream time (the largest record time of both inputs)
+  has passed the end of its window plus the grace period (a left record's window ends `after`
+  past it, a right record's `before`), if no match came by then;
+- without one (ksqlDB's semantics before GRACE PERIOD), at once when it comes without a match;
+  the joined rows then come as its matches do.
 """
 
 from __future__ import annotations
 
 from ..window.timing import DEFAULT_GRACE_MS
 
-#: Added to each record time for Spark's event time: its watermark starts at 0, and a row at or
-#: below the watermark is late, so a record at time 0 would never join.
-EVENT_TIME_SHIFT_MS = 1
+LEFT, RIGHT = 0, 1
+
+#: The join's layout step recorded beside a persistent query's checkpoint (`sinks/layout.py`).
+LAYOUT = "each side's records per join key, by each side's stream time"
 
 
-def hold_ms(within: tuple[int, int], grace: int | None) -> int:
-    """How long behind stream time each side's records are held (the watermark's delay): the
-    window's size (before + after) plus the grace period, ksqlDB's 24 hours when none is given."""
+def retention_ms(within: tuple[int, int], grace: int | None) -> int:
+    """How long behind its side's stream time a record is kept: the window's size (before +
+    after) plus the grace period, Kafka Streams' 24 hours when none is given."""
     before, after = within
     return before + after + (DEFAULT_GRACE_MS if grace is None else grace)
 
+
+def is_late(time: int, own_stream: int, within: tuple[int, int], grace: int | None) -> bool:
+    """Whether a record at `time` is dropped: further behind its own side's stream time
+    (`own_stream`, the record's own time included) than the store keeps records."""
+    return time < own_stream - retention_ms(within, grace)
+
+
+def joins(side: int, time: int, other_time: int, within: tuple[int, int]) -> bool:
+    """Whether a record of `side` at `time` and one of the other side at `other_time` are within WITHIN."""
+    before, after = within
+    left, right = (time, other_time) if side == LEFT else (other_time, time)
+    return left - before <= right <= left + after
+
+
+def closes_at(side: int, time: int, within: tuple[int, int], grace: int) -> int:
+    """The stream time a record of `side` at `time` waits for a match until (its window's end
+    plus the grace period): past it, an unmatched one comes out NULL-padded."""
+    before, after = within
+    return time + (after if side == LEFT else before) + grace
+
+
+def unmatched_due(side: int, time: int, within: tuple[int, int], grace: int | None, stream: int) -> bool:
+    """Whether an unmatched record of an outer side comes out NULL-padded at stream time `stream`
+    (both inputs' largest record time): at once without a GRACE PERIOD, else once past `closes_at`."""
+    return grace is None or stream > closes_at(side, time, within, grace)
+
+
+def expires_at(time: int, within: tuple[int, int], grace: int | None) -> int:
+    """The stream time of both inputs past which a record at `time` leaves the state: its own
+    side's store has dropped it (its side's stream time is past `time` + the retention), or every
+    record of the other side that could meet it (within the window's size of it) is late."""
+    before, after = within
+    return time + retention_ms(within, grace) + before + after

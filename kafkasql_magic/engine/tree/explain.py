@@ -106,7 +106,7 @@ def _subscribe(node: n.Subscribe, render) -> str:
 LABELS: dict[type, Callable] = {
     n.Scan: _scan,
     n.View: _view,
-    n.StreamStreamJoin: _join("StreamStreamJoin (watermarked)"),
+    n.StreamStreamJoin: _join("StreamStreamJoin (each side's records per join key)"),
     n.SnapshotJoin: _join("SnapshotJoin"),
     n.LookupJoin: _join("LookupJoin (the table as keyed state)"),
     n.BatchLookupJoin: _join("BatchLookupJoin (the table read for every micro-batch)"),

@@ -69,8 +69,8 @@ class BinaryJoin(Node):
 
 @dataclass(frozen=True)
 class StreamStreamJoin(BinaryJoin):
-    """Two streams joined WITHIN a time window: watermarks from the window and GRACE PERIOD
-    bound the state Spark keeps and close an outer join's unmatched rows."""
+    """Two streams joined WITHIN a time window: each side's records per join key in keyed state,
+    kept for the window and GRACE PERIOD behind their side's stream time (engine/stream_join)."""
 
 
 @dataclass(frozen=True)
