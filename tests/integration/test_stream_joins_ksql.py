@@ -9,7 +9,6 @@ import struct
 import time
 import uuid
 
-import pytest
 
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
