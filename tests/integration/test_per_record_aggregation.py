@@ -70,6 +70,19 @@ def test_cache_off_having_writes_a_tombstone_only_where_the_row_before_passed_it
         ("a", {"N": 2}, 10), ("a", None, 20), ("b", {"N": 2}, 7)]
 
 
+def test_cache_off_windowed_having_writes_a_tombstone_only_where_the_window_passed_it(ksql, broker):
+    # ksqlDB's having.json ("table having"): a window whose first change fails HAVING writes nothing
+    src, _ = _source(ksql, broker, RECORDS + [("a", 6, 30)])
+    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE W_{src} AS SELECT K, SUM(V) AS S FROM {src} WINDOW TUMBLING (SIZE 30 SECONDS) "
+                     "GROUP BY K HAVING SUM(V) BETWEEN 3 AND 6;")
+    assert query.wait_for_records(4, 120), query.failure
+    records = fetch_records(broker.bootstrap_servers, f"W_{src}", from_beginning=True, limit=None, timeout_s=10)
+    assert [(r["key"][:-8].decode(), None if r["value"] is None else json.loads(r["value"]))
+            for r in sorted(records, key=lambda r: r["offset"])] == [
+        ("a", {"S": 3}), ("b", {"S": 3}), ("a", None), ("b", None)]
+
+
 def test_cache_off_push_query_emits_each_change(session, broker):
     src, _ = _source(session, broker)
     session.sql("SET 'cache.max.bytes.buffering'='0';")

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from ..analysis.plan import QueryPlan
 from .group_by_spark import accumulator_specs, finished, stage
 from ..expressions.compile_spark import Compiler, Scope
-from ..columns import OFFSET, PARTITION
+from ..columns import ERROR, OFFSET, PARTITION
 from .keyed_spark import PerRecord
 
 
@@ -49,7 +49,7 @@ def per_record_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where
 def having_changes(plan: QueryPlan, grouped: DataFrame, aggregates: list[str]) -> DataFrame:
     """The changes a changelog writes under HAVING: those passing it, and those failing it after a
     row of the group that passed it (its tombstone); a change failing it after nothing, or after
-    a row that failed it too, writes nothing."""
+    a row that failed it too, writes nothing. A late record's row (its ERROR set) stays, to be logged."""
     def passes(frame: DataFrame) -> Column:
         scope = Scope(frame, set(frame.columns), set(), plan.dialect)
         return F.coalesce(Compiler(scope).predicate(plan.grouping.having), F.lit(False))
@@ -58,5 +58,6 @@ def having_changes(plan: QueryPlan, grouped: DataFrame, aggregates: list[str]) -
     now = grouped.withColumn("__passes", passes(grouped))
     before = now.select(*[F.col(f"__prev{c}").alias(c) if c in aggregates else F.col(c) for c in columns],
                         "__passes", *[F.col(c).alias(f"__now{c}") for c in aggregates])
-    kept = before.where(F.col("__passes") | (~F.col("__fresh") & passes(before)))
+    kept = before.where(F.col("__passes") | (~F.col("__fresh") & passes(before))
+                        | (F.col(ERROR).isNotNull() if ERROR in columns else F.lit(False)))
     return kept.select(*[F.col(f"__now{c}").alias(c) if c in aggregates else F.col(c) for c in columns])
