@@ -39,6 +39,7 @@ class Checker:
         self.types: dict[int, ast.Type | None] = {}
         self.plain: dict[str, ast.Type] = {}
         self.lambda_vars: dict[str, ast.Type | None] = {}  # the parameters of the lambdas around a node
+        self.partitioning = False  # typing PARTITION BY: an unknown column says it resolves on the input
         self.qualified: dict[str, dict[str, ast.Type]] = {}
         for name, type_ in columns.items():
             qualifier, dot, column = name.rpartition(".")
@@ -99,7 +100,8 @@ class Checker:
             known = [*self.plain, *(n for columns in self.qualified.values() for n in columns)]
         if not found:
             name = f"{e.qualifier}.{e.name}" if e.qualifier else e.name
-            raise self.error(e, self.messages.unknown_column(name)).hinted(did_you_mean(e.name, known))
+            unknown = self.messages.unknown_partition_column if self.partitioning else self.messages.unknown_column
+            raise self.error(e, unknown(name)).hinted(did_you_mean(e.name, known))
         if len(found) > 1:
             raise self.error(e, f"Column '{e.name}' is ambiguous. Could be any of: "
                              + ", ".join(f"{q.upper()}.{n}" for q, n, _ in found))
@@ -379,8 +381,12 @@ def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: s
         checker.check_condition(join.on, "ON")
     if select.where is not None:
         checker.check_condition(select.where, "WHERE")
-    for expr in (*select.group_by, *select.partition_by):
+    for expr in select.group_by:
         checker.type_of(expr)
+    checker.partitioning = True
+    for expr in select.partition_by:
+        checker.type_of(expr)
+    checker.partitioning = False
     items = tuple(checker.type_of(i.expr) if isinstance(i, ast.SelectItem) else None for i in select.items)
     if select.having is not None:
         checker.check_condition(select.having, "HAVING")

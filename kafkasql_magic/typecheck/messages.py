@@ -42,6 +42,10 @@ class Messages:
     def unknown_column(self, name: str) -> str:
         return f"Column '{name}' cannot be resolved."
 
+    def unknown_partition_column(self, name: str) -> str:
+        return (f"PARTITION BY column '{name}' cannot be resolved. '{name}' must be a column in the source schema "
+                "since PARTITION BY is applied on the input.")
+
     def unknown_function(self, name: str, args: Sequence[ast.Type | None]) -> str:
         return f"Can't find any functions with the name '{name}'"
 

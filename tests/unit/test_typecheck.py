@@ -304,3 +304,15 @@ def test_unnest_is_typed_as_its_lists_elements():
     stmt = parse_statement("SELECT unnest(LIST[1, 2]) * 10, unnest(LIST['a']) || 'b'", dialect="materialize")
     checker = Checker({}, "materialize", None, None, frozenset({"UNNEST"}))
     assert [checker.type_of(item.expr).name for item in stmt.items] == ["INT", "STRING"]
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT ID, V AS SOMETHING FROM s PARTITION BY SOMETHING",  # partition-by.json: an output name
+    "SELECT V + '_new' AS ID_NEW FROM s PARTITION BY ID_NEW",
+])
+def test_partition_by_resolves_on_the_input_with_ksqldbs_message(text):
+    name = text.rsplit(" ", 1)[1]
+    with pytest.raises(ExpressionTypeError) as info:
+        check_select(parse_statement(text), COLUMNS)
+    assert str(info.value).endswith(f"PARTITION BY column '{name}' cannot be resolved. '{name}' must be a column "
+                                    "in the source schema since PARTITION BY is applied on the input.")

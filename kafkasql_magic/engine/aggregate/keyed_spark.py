@@ -4,9 +4,10 @@
 Per key and micro-batch the processor reads the group's accumulators once (one ValueState),
 adds the batch's records in (partition, offset) order, emits after each one the group's values
 `__agg{i}` with the output record's time `__rt` (Kafka Streams' rule: the latest time among the
-group's records so far), headers `__rh` (the record's own, as it caused the change) and the
-record's partition and offset (a sink writes the changes in that order), and writes the
-accumulators back once. This module imports nothing of the engine's build, so that
+group's records so far), headers `__rh` (the record's own, as it caused the change), the
+record's partition and offset (a sink writes the changes in that order), the group's values
+before the record `__prev__agg{i}` and whether the group had none (`__fresh`, HAVING's
+tombstones need both), and writes the accumulators back once. This module imports nothing of the engine's build, so that
 Spark's Python workers unpickle the processor without importing the planner.
 """
 
@@ -92,15 +93,18 @@ class PerRecord(StatefulProcessor):
         records = sorted(rows, key=lambda r: (r[self.partition], r[self.order]))
         stored = self.state.get()
         time, states = self._unpack(stored)
+        values = None if stored is None else [conform(acc.result(state), result)
+                                              for (acc, _, _, result), state in zip(self.accumulators, states)]
         for record in records:
             when = micros(record[self.time])
             time = when if time is None or (when is not None and when > time) else time
-            values = []
+            before, values = values, []
             for index, (acc, positions, _, result) in enumerate(self.accumulators):
                 states[index] = acc.add(states[index], tuple(record[p] for p in positions))
                 values.append(conform(acc.result(states[index]), result))
             yield self.out(*key, *values, None if time is None else EPOCH + time * MICROSECOND, record[self.headers],
-                           record[self.partition], record[self.order])
+                           record[self.partition], record[self.order], *(before or [None] * len(values)),
+                           before is None)
         self.state.update(self._pack(time, states))
 
     def _unpack(self, stored) -> tuple:

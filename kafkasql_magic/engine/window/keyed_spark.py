@@ -10,7 +10,9 @@ one update per key and micro-batch. A record whose window is closed at its strea
 it comes out as an error row with Kafka Streams' log line. Each new window registers an
 event-time timer at its end plus the grace period; when the watermark reaches it, the window
 leaves the state (EMIT FINAL: its one row comes out then). EMIT CHANGES writes each window a
-batch changed once, or after every record (`each`: ksqlDB's record cache off). This module
+batch changed once, or after every record (`each`: ksqlDB's record cache off); with `each`, a
+row carries the window's values before its record and whether the window had none (HAVING's
+tombstones need both; other rows say none). This module
 imports nothing of the engine's build, so that Spark's Python workers unpickle the processors
 without importing the planner.
 """
@@ -82,17 +84,18 @@ class WindowAggregates(StatefulProcessor):
                     yield self._late(key, record, time, start, end, stream)
                     continue
                 window = windows.get(start)
+                before = None if window is None or not self.each else self._values(window)
                 if window is None:
                     window = windows[start] = [None, None, None, None, [acc.initial for acc, *_ in self.accumulators]]
                     self.handle.registerTimer(closes_at(end, self.grace))
                 self._add(window, record)
                 if self.each and not self.final:
-                    yield self._row(key, start, window)
+                    yield self._row(key, start, window, before)
                 else:
                     changed[start] = None
         if not self.final and not self.each:
             for start in sorted(changed):
-                yield self._row(key, start, windows[start])
+                yield self._row(key, start, windows[start], None)
         self.state.update(self._pack(windows))
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
@@ -102,7 +105,7 @@ class WindowAggregates(StatefulProcessor):
             if is_closed(start + self.size, self.grace, watermark):
                 window = windows.pop(start)
                 if self.final:
-                    yield self._row(key, start, window)
+                    yield self._row(key, start, window, None)
         if windows:
             self.state.update(self._pack(windows))
         else:
@@ -118,18 +121,22 @@ class WindowAggregates(StatefulProcessor):
         for index, (acc, positions, _, _) in enumerate(self.accumulators):
             states[index] = acc.add(states[index], tuple(record[p] for p in positions))
 
-    def _row(self, key, start: int, window: list):
-        rt, rh, partition, offset, states = window
-        values = [conform(acc.result(state), result) for (acc, _, _, result), state in zip(self.accumulators, states)]
-        return self.out(*key, start, start + self.size, *values, None if rt is None else EPOCH + rt * MICROSECOND,
-                        rh, partition, offset, None, None)
+    def _values(self, window: list) -> list:
+        return [conform(acc.result(state), result) for (acc, _, _, result), state in zip(self.accumulators, window[4])]
+
+    def _row(self, key, start: int, window: list, before: list | None):
+        """The window's row; `before`: its values before the change, None where it had none."""
+        rt, rh, partition, offset, _ = window
+        return self.out(*key, start, start + self.size, *self._values(window),
+                        None if rt is None else EPOCH + rt * MICROSECOND, rh, partition, offset, None, None,
+                        *(before or [None] * len(self.accumulators)), before is None)
 
     def _late(self, key, record, time: int, start: int, end: int, stream: int):
         at = self.at
         topic, partition, offset = record[at["topic"]], record[at["partition"]], record[at["order"]]
         message = expired_message(topic, partition, offset, time, start, end, self.grace, stream)
         return self.out(*key, start, end, *[None] * len(self.accumulators), None, None, partition, offset, message,
-                        topic)
+                        topic, *[None] * len(self.accumulators), True)
 
     def _unpack(self, stored) -> dict[int, list]:
         windows = {}

@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 from ...errors import StatementError
 from ..aggregate.accumulators import has_accumulator
 from ..analysis.plan import QueryPlan
+from ..aggregate.build_spark import having_changes
 from ..aggregate.group_by_spark import accumulator_specs, finished, stage
 from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
@@ -101,9 +102,14 @@ def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error:
     failing HAVING comes out as a tombstone instead of no row."""
     timing = timing_of(plan.grouping.window)
     steps = timed(plan, frame, scope, where_error, without_errors)
-    out = steps.out_fields()
+    aggregates = [field for *_, field in steps.specs]
+    out = steps.out_fields(*[T.StructField(f"__prev{f.name}", f.dataType) for f in aggregates],
+                           T.StructField("__fresh", T.BooleanType()))
     processor = WindowAggregates(steps.processor_specs(), steps.roles(), steps.frame.schema["__rh"].dataType,
                                  (timing.size, timing.advance, timing.grace), plan.statement.emit_final, each,
                                  out.fieldNames())
     grouped = steps.frame.groupBy(*steps.keys).transformWithState(processor, out, "Update", "EventTime")
-    return finished(plan, grouped, F.lit(False) if changelog else None)
+    if changelog and each and plan.grouping.having is not None:
+        grouped = having_changes(plan, grouped, [f.name for f in aggregates])
+    return finished(plan, grouped.drop(*[f"__prev{f.name}" for f in aggregates], "__fresh"),
+                    F.lit(False) if changelog else None)
