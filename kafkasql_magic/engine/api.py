@@ -17,7 +17,7 @@ from .analysis import QueryPlan, analyse
 from .analysis.lookup import KeyLookup
 from .aggregate.per_record import per_record
 from .analysis.seek import Seek
-from .build.batch_store import BatchStore
+from .table_aggregate.batch_store_spark import BatchStore
 from .build.query_spark import Built, analysed, build, select_over_frame
 from .table_aggregate.batch_spark import TableState
 from .debezium.rules import LAYOUT as PREVIOUS_ROWS_LAYOUT

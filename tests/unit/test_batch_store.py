@@ -3,7 +3,7 @@ without rows carry only their facts)."""
 
 import os
 
-from kafkasql_magic.engine.build.batch_store import MARKER, BatchState, BatchStore
+from kafkasql_magic.engine.table_aggregate.batch_store_spark import MARKER, BatchState, BatchStore
 from kafkasql_magic.engine.table_aggregate.batch_spark import TableState
 
 

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from ..analysis.plan import QueryPlan
 from ..aggregate.group_by_spark import aggregate_columns, empty_aggregates, finished, record_columns
-from ..build.batch_store import BatchState, BatchStore
+from .batch_store_spark import BatchState, BatchStore
 from ..expressions.compile_spark import Scope
 from ..columns import ERROR
 from .build_spark import staged_versions

@@ -1,5 +1,5 @@
-"""Driver-side state of a per-batch query (a windowed aggregation's open windows, a table
-aggregation's rows), kept beside a persistent query's checkpoint so that it survives a restart.
+"""Driver-side state of a per-batch table aggregation (Materialize's aggregates that cannot take
+a row back: the table's rows, `batch_spark.py`), kept beside a persistent query's checkpoint so that it survives a restart.
 
 Spark's checkpoint says which micro-batch comes next; the store keeps, per micro-batch id, the
 state that batch left: a few facts (JSON: stream time) and a frame of rows (Parquet). A batch
