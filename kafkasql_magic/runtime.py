@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import tempfile
 import threading
 import time
@@ -345,10 +346,24 @@ def failure_message(exc: BaseException) -> str:
     from .redact import text as redacted
 
     text = redacted(str(exc))
-    for marker in ("KafkaError: ", "KStreamError: ", "RegistryUnavailable: "):
-        if marker in text:
-            return text.split(marker, 1)[1].splitlines()[0]
+    ours = _our_error().search(text)
+    if ours:
+        return text[ours.end():].splitlines()[0]
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _our_error() -> re.Pattern:
+    """The first of our errors in a traceback's text (a subclass such as BrokerUnreachable
+    too); the names are collected when asked, once every module that subclasses is loaded."""
+    from .formats.schema_registry import RegistryUnavailable
+
+    names, todo = [], [KStreamError]
+    while todo:
+        cls = todo.pop()
+        names.append(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    names.append(RegistryUnavailable.__name__)
+    return re.compile(r"\b(?:%s): " % "|".join(sorted(set(names))))
 
 
 def stops_on_interrupt(handler):

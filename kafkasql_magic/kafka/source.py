@@ -280,7 +280,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.outage.tolerate(exc)  # raises once the outage outlasts its limit
             return start  # nothing new while the broker does not answer
         except KafkaError:  # lost partitions, offsets gone back, a failed listing: a re-created topic?
-            self.planner.confirm(from_json(start))
+            try:
+                self.planner.confirm(from_json(start))
+            except BrokerUnreachable as exc:  # or the broker went away during the step
+                self.outage.tolerate(exc)
+                return start
             raise
         self.outage.clear()
         return end

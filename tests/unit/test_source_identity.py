@@ -154,3 +154,31 @@ def test_the_query_message_is_the_recreation_not_the_step_that_failed_first(monk
     with pytest.raises(KafkaError) as info:
         list(identity.verified(range_of("old"), idle()))
     assert failure_message(spark_failure(info.value)) == DELETED.format(where="partition 0 at offset 40")
+
+
+def test_a_broker_gone_during_a_step_is_an_outage_whose_message_names_the_broker(monkeypatch):
+    # The listing of end offsets fails, then the topic's description does not answer either:
+    # the stream waits (plans nothing new) and, after the limit, fails naming the broker.
+    from kafkasql_magic.errors import BrokerUnreachable
+    from kafkasql_magic.runtime import failure_message
+
+    reader = stream_over(monkeypatch, ["old", "old"], [{0: 100, 1: 0}] * 2)
+    end = reader.latestOffset(reader.initialOffset())
+
+    def listing_fails(parts):
+        raise KafkaError("Listing offsets failed: Local: Timed out")
+
+    def unanswered(*_a, **_k):
+        raise BrokerUnreachable("Kafka broker at b:9092 did not answer within 10s: Local: Timed out")
+
+    reader.planner.latest = listing_fails
+    monkeypatch.setattr(identity, "lookup", unanswered)
+    clock = iter([0.0, 3.0, 6.0])
+    reader.outage._clock = lambda: next(clock)
+    reader.outage.limit_s = 5.0
+    assert reader.latestOffset(end) == end  # waiting: nothing new planned
+    assert reader.latestOffset(end) == end
+    with pytest.raises(KafkaError) as info:
+        reader.latestOffset(end)
+    assert failure_message(spark_failure(info.value)).startswith(
+        "Kafka broker at b:9092 did not answer within 10s: Local: Timed out; gave up after waiting 6s")
