@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
@@ -113,3 +115,21 @@ def test_cache_off_state_survives_a_restart_from_the_checkpoint(broker, spark, r
     finally:
         second.stop()
     assert [(k, v) for k, v, _, _ in _changes(_read(broker, f"R_{src}", 7))][5:] == [("a", {"N": 4}), ("b", {"N": 3})]
+
+
+@pytest.mark.parametrize("window", ["", "WINDOW TUMBLING (SIZE 1 HOUR)"])
+def test_cache_off_groups_by_a_struct_with_null_fields_each_on_its_own(ksql, broker, window):
+    # ksqlDB's group-by.json "multiple expressions - KAFKA to struct key format": each struct
+    # (NULL fields too) is a group of its own, counted in its own state
+    src, _ = _source(ksql, broker, [("a", 2, 0), ("b", 4, 1), ("a", None, 2), (None, 1, 3), ("a", 2, 4),
+                                    ("b", 4, 5), ("b", 1, 6)])
+    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE G_{src} WITH (KEY_FORMAT='JSON') AS SELECT STRUCT(f1:=K, f2:=V) AS KS, "
+                     f"AS_VALUE(STRUCT(f1:=K, f2:=V)) AS KV, COUNT(*) AS TOTAL FROM {src} {window} "
+                     "GROUP BY STRUCT(f1:=K, f2:=V);")
+    assert query.wait_for_records(7, 120), query.failure
+    window_bytes = 8 if window else 0  # a TUMBLING window's start after the key
+    assert [(json.loads(r["key"][:len(r["key"]) - window_bytes]), json.loads(r["value"])["TOTAL"])
+            for r in _read(broker, f"G_{src}", 7)] == [
+        ({"F1": "a", "F2": 2}, 1), ({"F1": "b", "F2": 4}, 1), ({"F1": "a", "F2": None}, 1),
+        ({"F1": None, "F2": 1}, 1), ({"F1": "a", "F2": 2}, 2), ({"F1": "b", "F2": 4}, 2), ({"F1": "b", "F2": 1}, 1)]

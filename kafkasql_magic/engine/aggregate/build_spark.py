@@ -21,6 +21,7 @@ from .group_by_spark import accumulator_specs, finished, stage
 from ..expressions.compile_spark import Compiler, Scope
 from ..columns import ERROR, OFFSET, PARTITION
 from .keyed_spark import PerRecord
+from ..state_key.flat_spark import flat_keys
 
 
 def per_record_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
@@ -29,9 +30,10 @@ def per_record_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where
     staged = stage(plan, frame, scope, where_error)
     good = without_errors(staged.frame, "__errors_aggregate")
     specs, arguments = accumulator_specs(plan, staged, good)
-    inputs = good.select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", "__rt", "__rh")
+    inputs, flat = flat_keys(good.select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", "__rt",
+                                         "__rh"), staged.keys)
     schema = inputs.schema
-    out = T.StructType([schema[k] for k in staged.keys] + [field for *_, field in specs]
+    out = T.StructType([schema[k] for k in flat.keys] + [field for *_, field in specs]
                        + [schema["__rt"], schema["__rh"], schema[PARTITION], T.StructField(OFFSET, T.LongType())]
                        + [T.StructField(f"__prev{field.name}", field.dataType) for *_, field in specs]
                        + [T.StructField("__fresh", T.BooleanType())])
@@ -39,7 +41,7 @@ def per_record_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, where
                            for name, columns, arg_type, field in specs],
                           inputs.columns.index(PARTITION), inputs.columns.index("__order"),
                           inputs.columns.index("__rt"), inputs.columns.index("__rh"), out.fieldNames())
-    grouped = inputs.groupBy(*staged.keys).transformWithState(processor, out, "Update", "None")
+    grouped = flat.restore(inputs.groupBy(*flat.keys).transformWithState(processor, out, "Update", "None"))
     if changelog and plan.grouping.having is not None:
         grouped = having_changes(plan, grouped, [field.name for *_, field in specs])
     return finished(plan, grouped.drop(*[f"__prev{field.name}" for *_, field in specs], "__fresh"),

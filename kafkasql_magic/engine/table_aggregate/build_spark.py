@@ -24,6 +24,7 @@ from ..aggregate.group_by_spark import aggregate_columns, computing_error, finis
 from ..expressions.compile_spark import Compiler, Scope
 from ..columns import ERROR, OFFSET, PARTITION, RAW_KEY, TOMBSTONE
 from .keyed_spark import SIGN, STEP_ORDER, GroupChanges, TableRows
+from ..state_key.flat_spark import flat_keys
 
 
 def staged_versions(plan: QueryPlan, frame: DataFrame, scope: Scope):
@@ -65,24 +66,25 @@ def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_er
     for c in arguments:  # Spark's keyed state holds no TIME: a TIME argument goes through as microseconds
         if isinstance(changes.schema[c].dataType, T.TimeType):
             changes = changes.withColumn(c, F.time_to_micros(F.col(c)))
-    inputs = changes.select("__k", "__present", *staged.keys, *arguments, PARTITION, "__order", "__rt", "__rh")
+    inputs, flat = flat_keys(changes.select("__k", "__present", *staged.keys, *arguments, PARTITION, "__order", "__rt",
+                                            "__rh"), staged.keys)
     schema = inputs.schema
-    version = T.StructType([schema[c] for c in (*staged.keys, *arguments)])
+    version = T.StructType([schema[c] for c in (*flat.keys, *arguments)])
     moved = T.StructType([*version.fields, T.StructField(SIGN, T.IntegerType()), T.StructField(STEP_ORDER, T.LongType()),
                           schema[PARTITION], schema["__rt"], schema["__rh"]])
     at = inputs.columns.index
-    rows = TableRows(version, len(staged.keys), [at(c) for c in version.fieldNames()], at("__present"), at(PARTITION),
+    rows = TableRows(version, len(flat.keys), [at(c) for c in version.fieldNames()], at("__present"), at(PARTITION),
                      at("__order"), at("__rt"), at("__rh"), moved.fieldNames(), each_change)
     steps = inputs.groupBy("__k").transformWithState(rows, moved, "Update", "None")
     names = moved.fieldNames()
-    out = T.StructType([schema[k] for k in staged.keys] + [field for *_, field in specs]
+    out = T.StructType([schema[k] for k in flat.keys] + [field for *_, field in specs]
                        + [T.StructField("__n", T.LongType()), schema["__rt"], schema["__rh"], schema[PARTITION],
                           T.StructField(OFFSET, T.LongType()), T.StructField("__deleted", T.BooleanType())])
     groups = GroupChanges([(name, [names.index(c) for c in columns], arg_type, field.dataType)
                            for name, columns, arg_type, field in specs],
                           names.index(SIGN), names.index(STEP_ORDER), names.index(PARTITION), names.index("__rt"),
                           names.index("__rh"), out.fieldNames(), each_change, plan.dialect.keeps_emptied_groups)
-    grouped = steps.groupBy(*staged.keys).transformWithState(groups, out, "Update", "None")
+    grouped = flat.restore(steps.groupBy(*flat.keys).transformWithState(groups, out, "Update", "None"))
     for i in range(len(plan.grouping.calls)):
         grouped = grouped.withColumn(f"__agg{i}", _with_times(F.col(f"__agg{i}"), results[f"__agg{i}"].dataType))
     return finished(plan, grouped, deleted=F.col("__deleted"))

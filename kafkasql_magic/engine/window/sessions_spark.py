@@ -34,5 +34,6 @@ def keyed_sessions(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error:
     argument_types = [[schema[c].dataType for c in columns] for _, columns, _, _ in steps.specs]
     processor = SessionAggregates(steps.processor_specs(), argument_types, steps.roles(), schema["__rh"].dataType,
                                   (timing.size, timing.grace), plan.statement.emit_final, each, out.fieldNames())
-    grouped = steps.frame.groupBy(*steps.keys).transformWithState(processor, out, "Update", "EventTime")
+    grouped = steps.flat.restore(
+        steps.frame.groupBy(*steps.keys).transformWithState(processor, out, "Update", "EventTime"))
     return finished(plan, grouped, F.col("__deleted"))

@@ -29,6 +29,7 @@ from ..aggregate.build_spark import having_changes
 from ..aggregate.group_by_spark import accumulator_specs, finished, stage
 from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
+from ..state_key.flat_spark import FlatKeys, flat_keys
 from .keyed_spark import StreamTime, WindowAggregates
 from .timing import timing_of
 
@@ -46,8 +47,9 @@ class Timed:
     """The staged records with their stream time (`__stream`), keyed by group next."""
 
     frame: DataFrame
-    keys: list[str]
+    keys: list[str]  # the flat group keys (engine/state_key)
     specs: list  # (aggregate name, argument columns, argument type, result field) per aggregate call
+    flat: FlatKeys
 
     def positions(self, columns) -> list[int]:
         return [self.frame.columns.index(c) for c in columns]
@@ -81,17 +83,17 @@ def timed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
     staged = stage(plan, frame, scope, where_error)
     good = without_errors(staged.frame, "__errors_aggregate")
     specs, arguments = accumulator_specs(plan, staged, good)
-    inputs = (good.withColumn("__t", F.unix_millis("__ts"))
-              .withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
-              .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days")
-              .select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", TOPIC, "__rt", "__rh", "__t",
-                      "__wm"))
+    inputs, flat = flat_keys(good.withColumn("__t", F.unix_millis("__ts"))
+                             .withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
+                             .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days")
+                             .select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", TOPIC, "__rt",
+                                     "__rh", "__t", "__wm"), staged.keys)
     names = inputs.columns
     timed_schema = T.StructType([*inputs.schema.fields, T.StructField("__stream", T.LongType())])
     frame = inputs.groupBy(PARTITION).transformWithState(
         StreamTime(names.index("__order"), names.index("__t"), timed_schema.fieldNames()), timed_schema, "Update",
         "EventTime", eventTimeColumnName="__wm")
-    return Timed(frame, staged.keys, specs)
+    return Timed(frame, flat.keys, specs, flat)
 
 
 def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
@@ -108,7 +110,8 @@ def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error:
     processor = WindowAggregates(steps.processor_specs(), steps.roles(), steps.frame.schema["__rh"].dataType,
                                  (timing.size, timing.advance, timing.grace), plan.statement.emit_final, each,
                                  out.fieldNames())
-    grouped = steps.frame.groupBy(*steps.keys).transformWithState(processor, out, "Update", "EventTime")
+    grouped = steps.flat.restore(
+        steps.frame.groupBy(*steps.keys).transformWithState(processor, out, "Update", "EventTime"))
     if changelog and each and plan.grouping.having is not None:
         grouped = having_changes(plan, grouped, [f.name for f in aggregates])
     return finished(plan, grouped.drop(*[f"__prev{f.name}" for f in aggregates], "__fresh"),

@@ -1,0 +1,1 @@
+"""The grouping keys of Spark's keyed state: flat columns only (`flat_spark.py`)."""
