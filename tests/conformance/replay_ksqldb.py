@@ -307,7 +307,8 @@ def compare(session, by_topic: dict, got: dict) -> tuple[str, str]:
                 return "fail", f"{topic}: {len(rows)} records, ksqlDB writes {len(expected)}; first missing: {want}"
             differs = record_difference(want, rows[i])
             if differs:
-                return "fail", f"{topic} record {i}: {differs}"
+                written = "\n".join(f"      {r['key']!r} {r['value']!r} @{r['timestamp']}" for r in rows)
+                return "fail", f"{topic} record {i}: {differs}\n    written:\n{written}"
         if len(rows) > len(expected):
             return "fail", f"{topic}: {len(rows)} records, ksqlDB writes {len(expected)}; first extra: {rows[len(expected)]}"
     return "pass", ""
