@@ -185,3 +185,19 @@ def test_a_left_join_without_grace_emits_the_unmatched_record_at_once_then_its_m
             ({"NAME": "bar", "VALUE": 99, "F1": None, "F2": None}, 30000)],
         10: [({"NAME": "100", "VALUE": 5, "F1": None, "F2": None}, 11000)],
         90: [({"NAME": "ninety", "VALUE": 90, "F1": None, "F2": None}, 17000)]}
+
+
+def test_select_star_over_a_join_with_partition_by_writes_each_sides_pseudocolumns(ksql, broker):
+    # partition-by.json "only key column - select star - with join on keys": the repartitioned
+    # join schema holds each side's values, ROWTIME, ROWPARTITION, ROWOFFSET and keys
+    l, r, out = streams(ksql, broker, ("NAME STRING, VALUE BIGINT", "F1 STRING, F2 BIGINT"))
+    send(broker, l, [(0, {"NAME": "zero", "VALUE": 1}, 11)])
+    send(broker, r, [(0, {"F1": "a", "F2": -1}, 12)])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {l} JOIN {r} WITHIN 10 SECONDS "
+                     f"ON {l}.ID = {r}.ID PARTITION BY {l}.VALUE;")
+    [(key, value, stamp)] = written(broker, query, out, 1, settle=3)
+    assert (key, stamp) == (1, 12)
+    assert list(value.items()) == [(f"{l}_NAME", "zero"), (f"{l}_ROWTIME", 11), (f"{l}_ROWPARTITION", 0),
+                                   (f"{l}_ROWOFFSET", 0), (f"{l}_ID", 0), (f"{r}_F1", "a"), (f"{r}_F2", -1),
+                                   (f"{r}_ROWTIME", 12), (f"{r}_ROWPARTITION", 0), (f"{r}_ROWOFFSET", 0),
+                                   (f"{r}_ID", 0)]

@@ -122,6 +122,9 @@ def test_partition_by_over_a_join_keys_by_the_star_column_it_names():
     plan = plan_of("SELECT * FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id PARTITION BY o.item "
                    "EMIT CHANGES;")
     assert plan.names[0] == "O_ITEM" and plan.keys == ("O_ITEM",) and plan.names.count("O_ITEM") == 1
+    # ksqlDB repartitions the join's schema: each side's values, pseudocolumns, then keys
+    assert plan.names == ["O_ITEM", "O_QTY", "O_ROWTIME", "O_ROWPARTITION", "O_ROWOFFSET", "O_ID",
+                          "C_URL", "C_ROWTIME", "C_ROWPARTITION", "C_ROWOFFSET", "C_ID"]
     plan = plan_of("SELECT * FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id PARTITION BY url "
                    "EMIT CHANGES;")
     assert plan.names[0] == "C_URL" and plan.keys == ("C_URL",)

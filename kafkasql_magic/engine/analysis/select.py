@@ -54,6 +54,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     outputs = outputs_of(stmt, inputs, dialect.naming, prefixed=bool(stmt.joins) and dialect.prefixes_join_star,
                          synthetic=join.synthetic if join else None)
     if stmt.partition_by and len(stmt.items) == 1 and isinstance(stmt.items[0], ast.Star):
+        if stmt.joins and dialect.prefixes_join_star and stmt.items[0].qualifier is None:
+            outputs = repartitioned_join_star(inputs, dialect.naming)
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
                                    inputs if stmt.joins else None)
     grouping = grouping_of(stmt, outputs, inputs) if aggregating else None
@@ -257,6 +259,27 @@ def join_key(on: ast.Expr, outputs, inputs) -> list[str]:
     joined = {side_of(e, inputs) for e in (on.left, on.right) if isinstance(e, ast.ColumnRef)} - {None}
     found = [(side_of(e, inputs), n) for n, e in outputs if isinstance(e, ast.ColumnRef) and side_of(e, inputs) in joined]
     return [min(found, key=lambda f: f[0][0])[1]] if found else []  # the leftmost side's column wins
+
+
+#: The pseudocolumns ksqlDB copies into each joined side's value (`withPseudoAndKeyColsInValue`).
+JOINED_PSEUDOCOLUMNS = ("ROWTIME", "ROWPARTITION", "ROWOFFSET")
+
+
+def repartitioned_join_star(inputs, naming) -> list[tuple[str, ast.Expr]]:
+    """`SELECT *` over a join with PARTITION BY: ksqlDB repartitions the join's own schema, in
+    which each side's value holds its value columns, its pseudocolumns and its key columns
+    (`L_B, L_C, L_ROWTIME, L_ROWPARTITION, L_ROWOFFSET, L_A`), so all of them are written."""
+    outputs = []
+    for side in inputs:
+        qualifier = side.qualifiers[0]
+        prefix = f"{naming.fold(qualifier)}_"
+        name = naming.own if _same_dialect(side, naming) else naming.fold
+        keys = {c.name.lower() for c in side.source.key_columns} if side.view is None else set()
+        values = [c for c in side.columns if c.lower() not in keys]
+        outputs += [(prefix + name(c), ast.ColumnRef(c, qualifier)) for c in values]
+        outputs += [(prefix + p, ast.ColumnRef(p, qualifier)) for p in JOINED_PSEUDOCOLUMNS]
+        outputs += [(prefix + name(c), ast.ColumnRef(c, qualifier)) for c in side.columns if c.lower() in keys]
+    return outputs
 
 
 def partitioned_star(outputs, partition_by, source: SourceDef, naming, inputs=None):
