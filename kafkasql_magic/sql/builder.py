@@ -181,9 +181,13 @@ class Builder(Transformer):
         return "limit", int(value)
 
     def group_by(self, meta, *expressions):
+        if not expressions:
+            raise Invalid("GROUP BY requires at least one expression", meta.line, meta.column)
         return "group_by", expressions
 
     def partition_by(self, meta, *expressions):
+        if not expressions:
+            raise Invalid("PARTITION BY requires at least one expression", meta.line, meta.column)
         return "partition_by", expressions
 
     def emit_changes(self, meta):

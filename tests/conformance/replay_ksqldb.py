@@ -1,6 +1,6 @@
 """Replay ksqlDB's query-validation tests as a ksqlDB user would, and count the answers that match.
 
-    python tests/conformance/replay_ksqldb.py DIR [FILE.json ...] [--only NAME] [--out report.json]
+    python tests/conformance/replay_ksqldb.py DIR [FILE.json ...] [--only NAME] [--refusals] [--out report.json]
 
 DIR holds ksqlDB's test files (`ksqldb-functional-tests/src/test/resources/query-validation-tests/`
 of the confluentinc/ksql repository; they are not shipped here). Each case runs on a broker of
@@ -65,9 +65,11 @@ def spark_session():
 
 
 # ---------------------------------------------------------------- the case as written
-def cases(path: Path, only: str | None):
+def cases(path: Path, only: str | None, refusals: bool = False):
     for case in json.loads(path.read_text())["tests"]:
         if case.get("enabled") is False or (only and only not in case["name"]):
+            continue
+        if refusals and "expectedException" not in case:
             continue
         formats = case.get("format")
         if formats:
@@ -348,13 +350,14 @@ def main() -> None:
     parser.add_argument("files", nargs="*")
     parser.add_argument("--only", help="run the cases whose name contains this text")
     parser.add_argument("--out", type=Path, default=Path("ksqldb-replay.json"))
+    parser.add_argument("--refusals", action="store_true", help="run only the cases where ksqlDB refuses a statement")
     args = parser.parse_args()
     files = [args.dir / f for f in args.files] if args.files else sorted(args.dir.glob("*.json"))
     spark = spark_session()
     report, workdir = {"cores": os.cpu_count(), "files": {}}, Path(os.environ.get("TMPDIR", "/tmp")) / "ksqldb-replay"
     for path in files:
         results = []
-        for n, case in enumerate(cases(path, args.only)):
+        for n, case in enumerate(cases(path, args.only, args.refusals)):
             started = time.monotonic()
             try:
                 status, why = run_case(case, spark, workdir / f"{path.stem}-{n}")

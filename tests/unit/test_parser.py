@@ -147,6 +147,20 @@ def test_partition_by_may_come_before_having_as_in_ksqldb():
     assert a == b == select(C("A"), group_by=(C("A"),), partition_by=(C("B"), C("C")), having=C("D"))
 
 
+@pytest.mark.parametrize("text, message", [
+    # ksqlDB's grammar: GROUP BY and PARTITION BY take value expressions, or a parenthesised list
+    ("SELECT * FROM s PARTITION BY name AND age", "line 1:35: Syntax Error\nmismatched input 'AND'"),
+    ("SELECT COUNT(*) FROM s GROUP BY data AND id", "line 1:38: Syntax Error\nmismatched input 'AND'"),
+    ("SELECT id FROM s PARTITION BY ()", "line 1:18: Syntax Error\nPARTITION BY requires at least one expression"),
+    ("SELECT COUNT(*) FROM s GROUP BY ()", "line 1:24: Syntax Error\nGROUP BY requires at least one expression"),
+])
+def test_grouping_and_partitioning_take_value_expressions(text, message):
+    with pytest.raises(SqlSyntaxError) as info:
+        parse_statement(text)
+    assert str(info.value).startswith(message)
+    assert parse_statement("SELECT a FROM s PARTITION BY (b, c)") == select(C("A"), partition_by=(C("B"), C("C")))
+
+
 def test_select_minimal_and_pull_query():
     assert parse_statement("SELECT * FROM s") == select(Star())
     assert parse_statement("select * from s limit 10;") == select(Star(), limit=10)
