@@ -5,6 +5,8 @@ Pure: no Kafka, no Spark. The session checks the topic and registers the result.
 
 from __future__ import annotations
 
+import re
+
 from .. import formats, types
 from ..catalog import HEADER, HEADERS, KEY, VALUE, Column, SourceDef
 from ..engine.columns import RESERVED_COLUMN_NAMES
@@ -46,6 +48,7 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
     value_schema_id)` (the registry lookup) supplies the columns of an AVRO/JSON_SR key or value
     that the statement does not declare, as ksqlDB's schema inference does."""
     props = _properties(stmt)
+    _check_window(props)
     limits.check_properties(props)
     for c in stmt.columns:
         limits.check_type(c.type)
@@ -139,6 +142,30 @@ def _properties(stmt: ast.CreateSource) -> dict:
     if unknown:
         raise StatementError(f"Invalid config variable(s) in the WITH clause: {','.join(unknown)}")
     return props
+
+
+#: Java's TimeUnit names, which ksqlDB's WINDOW_SIZE durations take (with or without the final S).
+DURATION_UNITS = ("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS")
+
+
+def _check_window(props: dict) -> None:
+    """WINDOW_TYPE and WINDOW_SIZE as ksqlDB's CreateSourceProperties checks them."""
+    kind, size = props.get("WINDOW_TYPE"), props.get("WINDOW_SIZE")
+    if size is not None:
+        parts = str(size).split()
+        unit = parts[-1].upper() if len(parts) == 2 else ""
+        if len(parts) == 2 and (unit if unit.endswith("S") else unit + "S") not in DURATION_UNITS:
+            raise StatementError(f"Configuration WINDOW_SIZE is invalid: Invalid duration: '{size}'. Unknown time "
+                                 f"unit: '{unit}'\nSupported time units are: {', '.join(DURATION_UNITS)}")
+        if len(parts) == 2 and not re.fullmatch(r"[+-]?\d+", parts[0]):
+            raise StatementError(f"Configuration WINDOW_SIZE is invalid: Invalid duration: '{size}'. "
+                                 f"Not numeric: '{parts[0]}'")
+    sized = kind is not None and str(kind).upper() != "SESSION"
+    if sized and size is None:
+        raise StatementError(f"{str(kind).upper()} windows require 'WINDOW_SIZE' to be provided in the WITH clause. "
+                             "For example: 'WINDOW_SIZE'='10 SECONDS'")
+    if not sized and size is not None:
+        raise StatementError("'WINDOW_SIZE' should not be set for SESSION windows.")
 
 
 def _column(kind: str, c: ast.ColumnDef) -> Column:

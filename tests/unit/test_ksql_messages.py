@@ -138,3 +138,58 @@ def test_an_insert_into_an_unknown_source_is_refused_in_ksqldbs_words():
     with pytest.raises(StatementError, match="^Cannot insert values into an unknown stream/table: NOPE$"):
         insert_target(source_catalog, values, "ksql")
     assert insert_target(source_catalog, parse_statement("INSERT INTO orders SELECT * FROM clicks;"), "ksql").name == "ORDERS"
+
+
+def _windowed_catalog():
+    from kafkasql_magic.dialects import ksql_sources as ddl
+
+    cat = catalog()
+    for name, window in (("sessions", "'SESSION'"), ("tumbles", "'TUMBLING', window_size='1 SECOND'"),
+                         ("kafka_values", None)):
+        fmt = "KAFKA" if window is None else "JSON"
+        windowing = "" if window is None else f", window_type={window}"
+        cat.add(ddl.source_from_create(parse_statement(
+            f"CREATE STREAM {name} (id INT KEY, v INT) WITH (kafka_topic='{name}', value_format='{fmt}'{windowing});"),
+            {}))
+    return cat
+
+
+@pytest.mark.parametrize("text, message", [
+    # ksqlDB's analyzer, as it meets the FROM items (joins.json)
+    ("SELECT * FROM orders o1 JOIN orders o2 WITHIN 1 HOUR ON o1.id = o2.id EMIT CHANGES;",
+     "Can not join 'ORDERS' to 'ORDERS': self joins are not yet supported."),
+    ("SELECT * FROM orders o JOIN clicks c WITHIN 1 HOUR ON o.id = c.id JOIN orders p WITHIN 1 HOUR ON o.id = p.id "
+     "EMIT CHANGES;", "N-way joins do not support multiple occurrences of the same source. Source: 'ORDERS'."),
+    ("SELECT * FROM sessions s JOIN clicks c WITHIN 1 MINUTE ON s.id = c.id EMIT CHANGES;",
+     "Can not join windowed source to non-windowed source. `S` is SESSION windowed `C` is not windowed"),
+    ("SELECT * FROM sessions s JOIN tumbles t WITHIN 1 MINUTE ON s.id = t.id EMIT CHANGES;",
+     "Incompatible windowed sources. Left source: SESSION Right source: TUMBLING Session windowed sources can only "
+     "be joined to other session windowed sources"),
+    ("SELECT * FROM orders o JOIN clicks c WITHIN 1 HOUR ON o.id = c.id AND o.id = c.id EMIT CHANGES;",
+     "Invalid join condition: joins on multiple conditions are not yet supported. Got ((O.ID = C.ID) AND "
+     "(O.ID = C.ID))."),
+    ("SELECT * FROM kafka_values k JOIN clicks c WITHIN 1 HOUR ON k.id = c.id EMIT CHANGES;",
+     "Source(s) K are using the 'KAFKA' value format. This format does not yet support JOIN.\nThe KAFKA format is "),
+    ("SELECT v, COUNT(*) FROM kafka_values GROUP BY v EMIT CHANGES;",
+     "Source(s) KAFKA_VALUES are using the 'KAFKA' value format. This format does not yet support GROUP BY."),
+])
+def test_joins_and_groupings_ksqldb_refuses_as_it_meets_the_sources(text, message):
+    with pytest.raises(StatementError) as info:
+        plan_of(text, cat=_windowed_catalog())
+    assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("window, message", [
+    ("window_type='SESSION', window_size='10 SECONDS'", "'WINDOW_SIZE' should not be set for SESSION windows."),
+    ("window_type='HOPPING', window_size='30 bobs'", "Configuration WINDOW_SIZE is invalid: Invalid duration: "
+     "'30 bobs'. Unknown time unit: 'BOBS'\nSupported time units are: NANOSECONDS, MICROSECONDS, MILLISECONDS"),
+    ("window_type='TUMBLING'", "TUMBLING windows require 'WINDOW_SIZE' to be provided in the WITH clause. "
+     "For example: 'WINDOW_SIZE'='10 SECONDS'"),
+])
+def test_a_windowed_source_declaration_is_checked_as_ksqldb_checks_it(window, message):
+    from kafkasql_magic.dialects import ksql_sources as ddl
+
+    with pytest.raises(StatementError) as info:
+        ddl.source_from_create(parse_statement(
+            f"CREATE TABLE w (k STRING PRIMARY KEY, v INT) WITH (kafka_topic='w', value_format='JSON', {window});"), {})
+    assert str(info.value).startswith(message)

@@ -48,10 +48,10 @@ def test_a_snapshot_has_no_diff_columns():
 
 def test_a_view_over_a_changelog_must_select_its_key():
     cat = catalog()
-    cat.add(ViewDef("prices", parse_statement("SELECT price FROM items", dialect="materialize"), dialect="materialize"))
-    with pytest.raises(StatementError, match=r"^SUBSCRIBE over 'prices' needs it to select the key of the changelog "
+    cat.add(ViewDef("item_prices", parse_statement("SELECT price FROM items", dialect="materialize"), dialect="materialize"))
+    with pytest.raises(StatementError, match=r"^SUBSCRIBE over 'item_prices' needs it to select the key of the changelog "
                                              r"it reads \(ITEM\): its rows are replaced by key\.$"):
-        subscription("SELECT price FROM prices", cat)
+        subscription("SELECT price FROM item_prices", cat)
 
 
 def test_a_query_over_an_aggregating_subquery_is_refused():

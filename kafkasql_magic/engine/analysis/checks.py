@@ -82,6 +82,7 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
                   diffs: bool = False) -> None:
     """`diffs`: a join over whole collections (Materialize's SUBSCRIBE), which any join order and kind may be."""
     if ksql_rules:
+        check_join_sources(inputs)
         check_functions(stmt)
         check_windowed_keys(stmt, inputs)
     check_grouping_keys(stmt)
@@ -105,9 +106,62 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
         raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
     for join, right in zip(stmt.joins, inputs[1:]):
         check_join(join, inputs[0], right, stmt.emit_changes and not diffs, ksql_rules)
+    if ksql_rules:
+        check_kafka_values(stmt, inputs, aggregating)
+
+
+def check_join_sources(inputs: list[Input]) -> None:
+    """ksqlDB's analyzer, as it meets the FROM items: no source twice; windowed sources join
+    only windowed sources of a compatible kind."""
+    seen: dict[str, Input] = {}
+    for side in inputs:
+        if side.view is None and side.name.upper() in seen:
+            raise StatementError(
+                f"N-way joins do not support multiple occurrences of the same source. Source: '{side.name}'."
+                if len(seen) > 1 else
+                f"Can not join '{side.name}' to '{side.name}': self joins are not yet supported.")
+        seen[side.name.upper()] = side
+    for left, right in zip(inputs, inputs[1:]):
+        kinds = [str(s.source.properties.get("WINDOW_TYPE") or "").upper() if _windowed(s) else ""
+                 for s in (left, right)]
+        if bool(kinds[0]) != bool(kinds[1]):
+            raise StatementError(
+                f"Can not join windowed source to non-windowed source. `{left.qualifiers[0].upper()}` is "
+                f"{kinds[0] or 'not'} windowed `{right.qualifiers[0].upper()}` is {kinds[1] or 'not'} windowed")
+        if kinds[0] and (kinds[0] == "SESSION") != (kinds[1] == "SESSION"):
+            raise StatementError(
+                f"Incompatible windowed sources. Left source: {kinds[0]} Right source: {kinds[1]} Session windowed "
+                "sources can only be joined to other session windowed sources, and may still not result in expected "
+                "behaviour as session bounds must be an exact match for the join to work Hopping and tumbling "
+                "windowed sources can only be joined to other hopping and tumbling windowed sources")
+
+
+#: ksqlDB's reason why KAFKA values take no part in a join or GROUP BY.
+KAFKA_VALUE_LIMITATION = (
+    "The KAFKA format is primarily intended for use as a key format. It can be used as a value format, but can not be "
+    "used in any operation that requires a repartition or changelog topic.\nRemoving this limitation requires "
+    "enhancements to the core of KSQL. This will come in a future release. Until then, avoid using the KAFKA format "
+    "for values.\nIf you have an existing topic with KAFKA formatted values you can duplicate the data and serialize "
+    "using Avro or JSON with a statement such as: \n\n'CREATE STREAM <new-stream-name> WITH(VALUE_FORMAT='Avro') AS "
+    "SELECT * FROM <existing-kafka-formated-stream-name>;'\nFor more info see "
+    "https://github.com/confluentinc/ksql/issues/3060")
+
+
+def check_kafka_values(stmt: ast.Select, inputs: list[Input], aggregating: bool) -> None:
+    """ksqlDB refuses a join or a GROUP BY over sources whose values are in the KAFKA format."""
+    kafka = [s.qualifiers[0].upper() for s in inputs if s.view is None and s.source.value_format.name == "KAFKA"]
+    if not kafka or not (stmt.joins or stmt.group_by):
+        return
+    what = "JOIN" if stmt.joins else "GROUP BY"
+    raise StatementError(f"Source(s) {', '.join(kafka)} are using the 'KAFKA' value format. This format does not "
+                         f"yet support {what}.\n{KAFKA_VALUE_LIMITATION}")
 
 
 def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:
+    if ksql_rules and isinstance(join.on, ast.And) and all(
+            isinstance(side, ast.BinaryOp) and side.op == "=" for side in (join.on.left, join.on.right)):
+        raise StatementError(f"Invalid join condition: joins on multiple conditions are not yet supported. "
+                             f"Got {render(join.on)}.")
     if ksql_rules and isinstance(join.on, ast.BinaryOp) and join.on.op == "=":
         for operand in (join.on.left, join.on.right):
             if not any(isinstance(n, ast.ColumnRef) for n in ast.walk(operand)):  # ksqlDB's analyzer, before WITHIN
