@@ -135,7 +135,7 @@ def test_tumbling_and_hopping_windows_group_by_rowtime(shop):
      "Pull queries don't support WINDOW clauses."),
     ("SELECT item, qty, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",
      "Non-aggregate SELECT expression(s) not part of GROUP BY: QTY"),
-    ("SELECT item FROM orders GROUP BY item HAVING qty > 1 EMIT CHANGES;",
+    ("SELECT item, COUNT(*) FROM orders GROUP BY item HAVING qty > 1 EMIT CHANGES;",
      "Non-aggregate HAVING expression not part of GROUP BY: QTY\n"
      "Consider switching the HAVING clause to a WHERE clause before the GROUP BY."),
     # group-by.json: every offending SELECT expression, whole, also without GROUP BY in a CTAS
@@ -158,6 +158,8 @@ def test_tumbling_and_hopping_windows_group_by_rowtime(shop):
     ("SELECT item FROM orders WHERE COUNT(*) > 1 GROUP BY item EMIT CHANGES;",
      "Aggregate function COUNT cannot be used here"),
     ("SELECT item, SUM(qty, 2) FROM orders GROUP BY item EMIT CHANGES;", "Function 'SUM' does not accept 2 argument(s)."),
+    ("SELECT item FROM orders GROUP BY item EMIT CHANGES;",
+     "GROUP BY requires aggregate functions in either the SELECT or HAVING clause."),
 ])
 def test_aggregation_and_pull_query_messages(shop, query, message):
     with pytest.raises(StatementError) as info:

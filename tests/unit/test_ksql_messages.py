@@ -193,3 +193,16 @@ def test_a_windowed_source_declaration_is_checked_as_ksqldb_checks_it(window, me
         ddl.source_from_create(parse_statement(
             f"CREATE TABLE w (k STRING PRIMARY KEY, v INT) WITH (kafka_topic='w', value_format='JSON', {window});"), {})
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("text, message", [
+    # group-by.json: ksqlDB's aggregate analysis, before it compares SELECT with GROUP BY
+    ("SELECT SUM(COUNT()) FROM orders GROUP BY item EMIT CHANGES;", "Aggregate functions can not be nested: SUM(COUNT())"),
+    ("SELECT SUBSTRING(item, 1, 2) FROM orders GROUP BY qty EMIT CHANGES;",
+     "GROUP BY requires aggregate functions in either the SELECT or HAVING clause."),
+    ("SELECT COUNT(*) FROM orders GROUP BY item, orders.item EMIT CHANGES;", "Duplicate GROUP BY expression: ORDERS.ITEM"),
+])
+def test_aggregations_ksqldb_refuses_before_comparing_select_with_group_by(text, message):
+    with pytest.raises(StatementError) as info:
+        plan_of(text)
+    assert str(info.value) == message

@@ -106,6 +106,30 @@ def check_ungrouped_selects(stmt: ast.Select) -> None:
                                   for e in exprs])
 
 
+def check_group_by_unique(stmt: ast.Select, inputs) -> None:
+    """ksqlDB refuses a GROUP BY that names one expression twice (`data, test.data`)."""
+    seen = set()
+    for expr in stmt.group_by:
+        same = qualified(expr, inputs)
+        if same in seen:
+            raise StatementError(f"Duplicate GROUP BY expression: {render(same)}")
+        seen.add(same)
+
+
+def check_aggregate_rules(stmt: ast.Select) -> None:
+    """ksqlDB's aggregate analysis, before it compares SELECT with GROUP BY: no aggregate inside
+    another, and a GROUP BY needs an aggregate in SELECT or HAVING."""
+    exprs = [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)]
+    exprs += [stmt.having] if stmt.having is not None else []
+    for call in (c for e in exprs for c in aggregate_calls(e)):
+        inner = [c for arg in getattr(call, "args", ()) for c in aggregate_calls(arg)]
+        if inner:
+            raise StatementError(f"Aggregate functions can not be nested: {call.name}({inner[0].name}())")
+    visited = exprs + ([stmt.where] if stmt.where is not None else [])  # ksqlDB's visitor meets WHERE's too
+    if stmt.group_by and not any(aggregate_calls(e) for e in visited):
+        raise StatementError("GROUP BY requires aggregate functions in either the SELECT or HAVING clause.")
+
+
 def check_grouped(grouped: ast.Expr, what: str) -> None:
     """After substitution only group keys and aggregates may remain in HAVING (ksqlDB's message)."""
     loose = _loose(grouped)

@@ -19,7 +19,8 @@ from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from ..table_aggregate.rules import check_table_aggregates, keyed
 from .checks import check_clauses, check_persistent
-from .grouping import WINDOW_BOUNDS, aggregate_calls, grouping_of, qualified
+from .grouping import (WINDOW_BOUNDS, aggregate_calls, check_aggregate_rules, check_group_by_unique, grouping_of,
+                       qualified)
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
 from .join_key import JoinKey, is_synthetic_ref, join_key_of, key_output
@@ -58,6 +59,9 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
             outputs = repartitioned_join_star(inputs, dialect.naming)
         outputs = partitioned_star(outputs, stmt.partition_by, first.source, dialect.naming,
                                    inputs if stmt.joins else None)
+    if aggregating and dialect.ksql_clause_rules and written_in.ksql_clause_rules:
+        check_group_by_unique(stmt, inputs)
+        check_aggregate_rules(stmt)
     grouping = grouping_of(stmt, outputs, inputs) if aggregating else None
     retracts = retracting(stmt, first, aggregating)
     if retracts and dialect.ksql_clause_rules and written_in.ksql_clause_rules:
