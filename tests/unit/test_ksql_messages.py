@@ -206,3 +206,17 @@ def test_aggregations_ksqldb_refuses_before_comparing_select_with_group_by(text,
     with pytest.raises(StatementError) as info:
         plan_of(text)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("text, message", [
+    # joins.json: the ON columns are resolved before the join's kind or WITHIN is looked at
+    ("SELECT * FROM orders o LEFT JOIN clicks c ON o.iid = c.id EMIT CHANGES;", "JOIN ON column 'O.IID' cannot be resolved."),
+    ("SELECT * FROM orders o LEFT JOIN clicks c ON nosuch.id = c.id EMIT CHANGES;",
+     "'NOSUCH' is not a valid stream/table name or alias."),
+    ("SELECT * FROM items JOIN prices ON item = item EMIT CHANGES;",
+     "Column 'ITEM' is ambiguous. Could be ITEMS.ITEM or PRICES.ITEM."),
+])
+def test_a_joins_on_columns_are_resolved_first(text, message):
+    with pytest.raises(StatementError) as info:
+        plan_of(text)
+    assert str(info.value) == message

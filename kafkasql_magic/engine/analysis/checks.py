@@ -104,7 +104,9 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
                              "for an aggregation.")
     if stmt.having is not None and not aggregating:
         raise StatementError("HAVING requires a GROUP BY clause (or an aggregate in the SELECT list).")
-    for join, right in zip(stmt.joins, inputs[1:]):
+    for index, (join, right) in enumerate(zip(stmt.joins, inputs[1:])):
+        if ksql_rules:
+            check_join_columns(join, inputs[:index + 2])
         check_join(join, inputs[0], right, stmt.emit_changes and not diffs, ksql_rules)
     if ksql_rules:
         check_kafka_values(stmt, inputs, aggregating)
@@ -155,6 +157,25 @@ def check_kafka_values(stmt: ast.Select, inputs: list[Input], aggregating: bool)
     what = "JOIN" if stmt.joins else "GROUP BY"
     raise StatementError(f"Source(s) {', '.join(kafka)} are using the 'KAFKA' value format. This format does not "
                          f"yet support {what}.\n{KAFKA_VALUE_LIMITATION}")
+
+
+def check_join_columns(join: ast.Join, inputs: list[Input]) -> None:
+    """ksqlDB resolves a join's ON columns before it looks at the join's kind or WITHIN: an
+    unknown qualifier, an unknown column, a column more than one source has."""
+    for ref in (n for n in ast.walk(join.on) if isinstance(n, ast.ColumnRef)):
+        if ref.qualifier is not None:
+            side = next((s for s in inputs if ref.qualifier.lower() in {q.lower() for q in s.qualifiers}), None)
+            if side is None:
+                raise StatementError(f"'{ref.qualifier.upper()}' is not a valid stream/table name or alias.")
+            if ref.name.lower() not in {c.lower() for c in side.visible}:
+                raise StatementError(f"JOIN ON column '{ref.qualifier.upper()}.{ref.name.upper()}' cannot be resolved.")
+            continue
+        having = [s for s in inputs if ref.name.lower() in {c.lower() for c in s.visible}]
+        if not having:
+            raise StatementError(f"JOIN ON column '{ref.name.upper()}' cannot be resolved.")
+        if len(having) > 1 and ref.name.upper() not in PSEUDOCOLUMNS:
+            sides = " or ".join(f"{s.qualifiers[0].upper()}.{ref.name.upper()}" for s in having)
+            raise StatementError(f"Column '{ref.name.upper()}' is ambiguous. Could be {sides}.")
 
 
 def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:
