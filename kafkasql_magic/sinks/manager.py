@@ -86,8 +86,13 @@ class PersistentQueries:
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
         by_null = stmt.query.partition_by == (ast.Literal(None, "NULL"),)
-        sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
-                                     self.session.schema_registry_url, text, partitioned_by_null=by_null)
+        try:
+            sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
+                                         self.session.schema_registry_url, text, partitioned_by_null=by_null)
+        except StatementError as exc:  # ksqlDB meets a GROUP BY's key format later, naming the statement
+            if plan.grouping is None or not str(exc).startswith("Key format does not support schema."):
+                raise
+            raise StatementError(f"{exc}\nStatement: {sink_plan.formatted_statement(stmt, plan)}") from None
         if windowing is not None:  # read back one row per key and window
             sink = replace(sink, properties={**sink.properties, **windowing[1]})
         if not start:

@@ -93,6 +93,28 @@ def _check_format(spec: FormatSpec, fields: Sequence[Field], role: str, kind: st
                              f"Persistence{{columns={_listed(fields, True)}, features=[]}}\nreason: {reason}") from None
 
 
+def formatted_statement(stmt: ast.CreateAsSelect, plan) -> str:
+    """A CREATE ... AS SELECT over an aggregation as ksqlDB's formatter prints it in the message
+    of a key format its GROUP BY cannot take: one qualified SELECT expression a line, each with
+    its result name."""
+    from ..engine.analysis.grouping import qualified
+    from ..sql.render import render
+
+    query, inputs = stmt.query, plan.inputs
+
+    def text(expr):
+        return render(qualified(expr, inputs))
+
+    written = ", ".join(f"{p.name}={render(p.value)}" for p in stmt.properties)
+    lines = [f"CREATE {stmt.kind} {stmt.name}{f' WITH ({written})' if written else ''} AS SELECT",
+             ",\n".join(f"  {text(expr)} {name}" for name, expr in plan.outputs),
+             f"FROM {inputs[0].name} {inputs[0].qualifiers[0]}"]
+    lines += [f"WHERE {text(query.where)}"] if query.where is not None else []
+    lines += [f"GROUP BY {', '.join(text(e) for e in query.group_by)}"] if query.group_by else []
+    lines += [f"HAVING {text(query.having)}"] if query.having is not None else []
+    return "\n".join(lines + ["EMIT CHANGES"])
+
+
 def sink_formats(props: dict, leftmost: SourceDef, keyed: bool, settings: dict) -> tuple[FormatSpec, FormatSpec]:
     """(key, value) formats: WITH's, else the leftmost source's (KLIP 33)."""
     both = props.get("FORMAT")

@@ -94,3 +94,25 @@ def test_the_sink_schema_lists_the_key_columns_first_in_the_key_order():
     sink = sink_source("TABLE", "T", {"KEY_FORMAT": "JSON"}, keys_first(outputs, ["A", "B"]), source(), SETTINGS,
                        None, "")
     assert [(c.name, c.role) for c in sink.columns] == [("A", KEY), ("B", KEY), ("N", VALUE), ("M", VALUE)]
+
+
+def test_a_group_by_sink_is_named_in_its_key_format_message_as_ksqldbs_formatter_prints_it():
+    # group-by.json "multiple expressions - KAFKA key format": the message ends with the statement
+    from dataclasses import replace
+
+    from kafkasql_magic.catalog import Catalog
+    from kafkasql_magic.dialects import ksql_sources
+    from kafkasql_magic.engine.analysis import analyse
+    from kafkasql_magic.sinks.plan import formatted_statement
+    from kafkasql_magic.sql import parse_statement
+
+    cat = Catalog()
+    cat.add(ksql_sources.source_from_create(parse_statement(
+        "CREATE STREAM TEST (ID INT KEY, F1 INT, F2 INT) WITH (kafka_topic='t', value_format='JSON');"), {}))
+    stmt = parse_statement("CREATE TABLE OUTPUT WITH (KEY_FORMAT='KAFKA') AS SELECT f2, f1 AS k1, f2+f1, COUNT(*) "
+                           "FROM TEST WHERE f1 > 0 GROUP BY f1, f2 HAVING COUNT(*) > 1;")
+    plan = analyse(replace(stmt.query, emit_changes=True), cat, "ksql")
+    assert formatted_statement(stmt, plan) == (
+        "CREATE TABLE OUTPUT WITH (KEY_FORMAT='KAFKA') AS SELECT\n  TEST.F2 F2,\n  TEST.F1 K1,\n"
+        "  (TEST.F2 + TEST.F1) KSQL_COL_0,\n  COUNT(*) KSQL_COL_1\nFROM TEST TEST\nWHERE (TEST.F1 > 0)\n"
+        "GROUP BY TEST.F1, TEST.F2\nHAVING (COUNT(*) > 1)\nEMIT CHANGES")
