@@ -220,3 +220,23 @@ def test_a_joins_on_columns_are_resolved_first(text, message):
     with pytest.raises(StatementError) as info:
         plan_of(text)
     assert str(info.value) == message
+
+
+def test_joins_that_would_re_key_or_cannot_meet_are_refused_as_in_ksqldb():
+    from kafkasql_magic.dialects import ksql_sources as ddl
+
+    cat = catalog()
+    for create in ("CREATE STREAM hops (id INT KEY, v BIGINT) WITH (kafka_topic='h', value_format='JSON', "
+                   "window_type='HOPPING', window_size='5 SECONDS');",
+                   "CREATE STREAM tumbles (id INT KEY, v BIGINT) WITH (kafka_topic='t', value_format='JSON', "
+                   "window_type='TUMBLING', window_size='2 SECONDS');",
+                   "CREATE TABLE wide (id BIGINT PRIMARY KEY, foo INT) WITH (kafka_topic='w', value_format='JSON');",
+                   "CREATE TABLE narrow (id INT PRIMARY KEY, val STRING) WITH (kafka_topic='n', value_format='JSON');"):
+        cat.add(ddl.source_from_create(parse_statement(create), {}))
+    # joins.json "matching time-windowed join with different windows fails": their keys differ
+    with pytest.raises(StatementError, match=r"^Implicit repartitioning of windowed sources is not supported\."):
+        plan_of("SELECT * FROM hops JOIN tumbles WITHIN 1 MINUTE ON hops.id = tumbles.id EMIT CHANGES;", cat=cat)
+    # joins.json "table-table key-to-key - SR-enabled key format - incompatible schemas"
+    with pytest.raises(StatementError) as info:
+        plan_of("SELECT wide.id, narrow.val FROM narrow JOIN wide ON narrow.id = wide.id EMIT CHANGES;", cat=cat)
+    assert str(info.value) == "Invalid join condition: types don't match. Got NARROW.ID{INTEGER} = WIDE.ID{BIGINT}."

@@ -6,6 +6,7 @@ from ...dialects import KSQL
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
+from ...sql.typetext import display
 from ...typecheck import lambdas, signatures
 from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
 from .grouping import aggregate_calls, check_ungrouped_selects
@@ -107,6 +108,8 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
     for index, (join, right) in enumerate(zip(stmt.joins, inputs[1:])):
         if ksql_rules:
             check_join_columns(join, inputs[:index + 2])
+            if right.kind == "TABLE" and all(s.kind == "TABLE" for s in inputs[:index + 1]):
+                check_table_join_types(join, inputs[:index + 2])
         check_join(join, inputs[0], right, stmt.emit_changes and not diffs, ksql_rules)
     if ksql_rules:
         check_kafka_values(stmt, inputs, aggregating)
@@ -130,12 +133,40 @@ def check_join_sources(inputs: list[Input]) -> None:
             raise StatementError(
                 f"Can not join windowed source to non-windowed source. `{left.qualifiers[0].upper()}` is "
                 f"{kinds[0] or 'not'} windowed `{right.qualifiers[0].upper()}` is {kinds[1] or 'not'} windowed")
+        if kinds[0] and kinds[0] != "SESSION" and kinds[1] != "SESSION" and _window_size(left) != _window_size(right):
+            raise StatementError(WINDOWED_REPARTITION)  # their keys differ: one would be re-keyed
         if kinds[0] and (kinds[0] == "SESSION") != (kinds[1] == "SESSION"):
             raise StatementError(
                 f"Incompatible windowed sources. Left source: {kinds[0]} Right source: {kinds[1]} Session windowed "
                 "sources can only be joined to other session windowed sources, and may still not result in expected "
                 "behaviour as session bounds must be an exact match for the join to work Hopping and tumbling "
                 "windowed sources can only be joined to other hopping and tumbling windowed sources")
+
+
+def _window_size(side: Input):
+    from .windowed_source import window_of
+
+    return window_of(side.source).size
+
+
+def check_table_join_types(join: ast.Join, inputs: list[Input]) -> None:
+    """Two tables join key to key with no re-keying: ksqlDB refuses keys of different types."""
+    on = join.on
+    if not (isinstance(on, ast.BinaryOp) and on.op == "="
+            and all(isinstance(e, ast.ColumnRef) and e.qualifier is not None for e in (on.left, on.right))):
+        return
+    found = []
+    for ref in (on.left, on.right):
+        side = next((s for s in inputs if s.view is None and ref.qualifier.lower() in
+                     {q.lower() for q in s.qualifiers}), None)
+        column = None if side is None else next(
+            (c for c in side.source.key_columns if c.name.lower() == ref.name.lower()), None)
+        if column is None:
+            return
+        found.append((f"{ref.qualifier.upper()}.{ref.name.upper()}", display(column.type)))
+    if found[0][1] != found[1][1]:
+        raise StatementError(f"Invalid join condition: types don't match. Got {found[0][0]}{{{found[0][1]}}} = "
+                             f"{found[1][0]}{{{found[1][1]}}}.")
 
 
 #: ksqlDB's reason why KAFKA values take no part in a join or GROUP BY.
