@@ -167,16 +167,24 @@ def _select_processing_log(session, stmt: ast.Select):
 
 
 def explain(session, stmt: ast.Explain, text, timeout):
-    inner = stmt.statement
+    """A query's plan without running it; a CREATE ... AS SELECT or INSERT INTO ... SELECT (as in
+    ksqlDB) shows the persistent query it would start, and creates nothing."""
+    inner, sink = stmt.statement, None
+    if isinstance(inner, ast.CreateAsSelect):
+        inner, sink = replace(inner.query, emit_changes=True), f"{inner.kind} {inner.name} (new)"
+    elif isinstance(inner, ast.InsertSelect):
+        inner, sink = replace(inner.query, emit_changes=True), f"INSERT INTO {inner.target}"
     if not isinstance(inner, ast.Select):
-        raise StatementError("EXPLAIN supports queries (SELECT) only.")
-    prepared = prepare(session, inner)
+        raise StatementError("EXPLAIN supports queries: SELECT, CREATE ... AS SELECT and INSERT INTO ... SELECT.")
+    persistent = sink is not None
+    prepared = prepare(session, inner, keep_headers=persistent, changelog=persistent, persistent=persistent)
     plan, read = prepared.plan, prepared.read
-    rows = [("Query", text[len("EXPLAIN"):].strip()), ("Source", f"{plan.source.kind} {plan.source.name}"),
-            ("Topic", plan.source.topic),
+    rows = [("Query", text[len("EXPLAIN"):].strip())] + ([("Sink", sink)] if sink else []) + [
+            ("Source", f"{plan.source.kind} {plan.source.name}"), ("Topic", plan.source.topic),
             ("Formats", f"key {plan.source.key_format.name}, value {plan.source.value_format.name}"),
             ("Reads", read.describe()), ("Columns", ", ".join(plan.names))]
-    rows.append(("Operators", "\n".join(explain_lines(tree_of(plan), plan.dialect))))
+    tree = tree_of(plan, per_record=prepared.per_record)  # as prepare built it (the record cache's setting)
+    rows.append(("Operators", "\n".join(explain_lines(tree, plan.dialect))))
     if read.ranges() is not None:
         rows.append(("Offset ranges", read.ranges()))
     return pd.DataFrame(rows, columns=["Property", "Value"])

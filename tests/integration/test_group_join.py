@@ -221,6 +221,23 @@ def test_explain_shows_the_operator_tree(shop):
         "ON (O.ID = P.ID)")
 
 
+def test_explain_shows_the_persistent_query_a_statement_would_start_and_creates_nothing(shop):
+    # ksqlDB's EXPLAIN takes CREATE ... AS SELECT and INSERT INTO ... SELECT too
+    shop.sql("SET 'cache.max.bytes.buffering'='0';")
+    try:
+        created = dict(shop.sql("EXPLAIN CREATE TABLE per_item AS SELECT item, COUNT(*) AS n FROM orders "
+                                "GROUP BY item;").values)
+    finally:
+        shop.sql("UNSET 'cache.max.bytes.buffering';")
+    assert created["Sink"] == "TABLE PER_ITEM (new)"
+    assert created["Operators"].splitlines()[0] == (  # with the record cache off: a change per input record
+        "RecordAggregate (a change per input record; groups as keyed state): GROUP BY ITEM computing COUNT(*); "
+        "key ITEM")
+    assert "PER_ITEM" not in {name.upper() for name in shop.sql("SHOW TABLES;")["Table Name"]}
+    inserted = dict(shop.sql("EXPLAIN INSERT INTO orders SELECT * FROM orders WHERE qty > 1;").values)
+    assert inserted["Sink"] == "INSERT INTO ORDERS" and inserted["Operators"].splitlines()[0].startswith("Project")
+
+
 def test_select_star_over_a_join_prefixes_columns(shop):
     rows = shop.sql("SELECT * FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES LIMIT 1;")
     assert list(rows.columns) == ["O_ID", "O_ITEM", "O_QTY", "O_REGION", "I_ITEM", "I_PRICE"]
