@@ -54,6 +54,17 @@ def test_materialize_keeps_its_own_one_line_wording():
      "Can't find any functions with the name 'LIST_AGG'"),
     ("SELECT item, STRING_AGG(item, ',') FROM orders GROUP BY item EMIT CHANGES;",
      "Can't find any functions with the name 'STRING_AGG'"),
+    # group-by.json: ksqlDB's aggregate analysis, before it compares SELECT with GROUP BY
+    ("SELECT SUM(COUNT()) FROM orders GROUP BY item EMIT CHANGES;", "Aggregate functions can not be nested: SUM(COUNT())"),
+    ("SELECT SUBSTRING(item, 1, 2) FROM orders GROUP BY qty EMIT CHANGES;",
+     "GROUP BY requires aggregate functions in either the SELECT or HAVING clause."),
+    ("SELECT COUNT(*) FROM orders GROUP BY item, orders.item EMIT CHANGES;", "Duplicate GROUP BY expression: ORDERS.ITEM"),
+    # joins.json: the ON columns are resolved before the join's kind or WITHIN is looked at
+    ("SELECT * FROM orders o LEFT JOIN clicks c ON o.iid = c.id EMIT CHANGES;", "JOIN ON column 'O.IID' cannot be resolved."),
+    ("SELECT * FROM orders o LEFT JOIN clicks c ON nosuch.id = c.id EMIT CHANGES;",
+     "'NOSUCH' is not a valid stream/table name or alias."),
+    ("SELECT * FROM items JOIN prices ON item = item EMIT CHANGES;",
+     "Column 'ITEM' is ambiguous. Could be ITEMS.ITEM or PRICES.ITEM."),
 ])
 def test_ksqldb_messages(text, message):
     with pytest.raises(StatementError) as info:
@@ -193,33 +204,6 @@ def test_a_windowed_source_declaration_is_checked_as_ksqldb_checks_it(window, me
         ddl.source_from_create(parse_statement(
             f"CREATE TABLE w (k STRING PRIMARY KEY, v INT) WITH (kafka_topic='w', value_format='JSON', {window});"), {})
     assert str(info.value).startswith(message)
-
-
-@pytest.mark.parametrize("text, message", [
-    # group-by.json: ksqlDB's aggregate analysis, before it compares SELECT with GROUP BY
-    ("SELECT SUM(COUNT()) FROM orders GROUP BY item EMIT CHANGES;", "Aggregate functions can not be nested: SUM(COUNT())"),
-    ("SELECT SUBSTRING(item, 1, 2) FROM orders GROUP BY qty EMIT CHANGES;",
-     "GROUP BY requires aggregate functions in either the SELECT or HAVING clause."),
-    ("SELECT COUNT(*) FROM orders GROUP BY item, orders.item EMIT CHANGES;", "Duplicate GROUP BY expression: ORDERS.ITEM"),
-])
-def test_aggregations_ksqldb_refuses_before_comparing_select_with_group_by(text, message):
-    with pytest.raises(StatementError) as info:
-        plan_of(text)
-    assert str(info.value) == message
-
-
-@pytest.mark.parametrize("text, message", [
-    # joins.json: the ON columns are resolved before the join's kind or WITHIN is looked at
-    ("SELECT * FROM orders o LEFT JOIN clicks c ON o.iid = c.id EMIT CHANGES;", "JOIN ON column 'O.IID' cannot be resolved."),
-    ("SELECT * FROM orders o LEFT JOIN clicks c ON nosuch.id = c.id EMIT CHANGES;",
-     "'NOSUCH' is not a valid stream/table name or alias."),
-    ("SELECT * FROM items JOIN prices ON item = item EMIT CHANGES;",
-     "Column 'ITEM' is ambiguous. Could be ITEMS.ITEM or PRICES.ITEM."),
-])
-def test_a_joins_on_columns_are_resolved_first(text, message):
-    with pytest.raises(StatementError) as info:
-        plan_of(text)
-    assert str(info.value) == message
 
 
 def test_joins_that_would_re_key_or_cannot_meet_are_refused_as_in_ksqldb():
