@@ -131,7 +131,8 @@ def test_insert_into_select_lifecycle_and_drop_message(ksql, broker):
     ("CREATE TABLE X_{tag} AS SELECT ID, V, COUNT(*) AS N FROM {src} GROUP BY ID, V;",
      "Key format does not support schema.\nformat: KAFKA\nschema: Persistence{{columns=[`ID` INTEGER KEY, "
      "`V` STRING KEY], features=[]}}\nreason: The 'KAFKA' format only supports a single field. Got: "
-     "[`ID` INTEGER KEY, `V` STRING KEY]"),
+     "[`ID` INTEGER KEY, `V` STRING KEY]\nStatement: CREATE TABLE X_{tag} AS SELECT\n  S_{tag}.ID ID,\n"
+     "  S_{tag}.V V,\n  COUNT(*) N\nFROM S_{tag} S_{tag}\nGROUP BY S_{tag}.ID, S_{tag}.V\nEMIT CHANGES"),
     ("CREATE STREAM X_{tag} AS SELECT V FROM {src};",
      "Key missing from projection (ie, SELECT). \nThe query used to build "
      "`X_{tag}` must include the key column ID in its projection (eg, SELECT ID...)."),

@@ -201,3 +201,18 @@ def test_select_star_over_a_join_with_partition_by_writes_each_sides_pseudocolum
                                    (f"{l}_ROWOFFSET", 0), (f"{l}_ID", 0), (f"{r}_F1", "a"), (f"{r}_F2", -1),
                                    (f"{r}_ROWTIME", 12), (f"{r}_ROWPARTITION", 0), (f"{r}_ROWOFFSET", 0),
                                    (f"{r}_ID", 0)]
+
+
+def test_a_join_on_a_struct_meets_only_records_of_the_same_struct(ksql, broker):
+    # each struct join key keeps its own records in the keyed state (unlike GROUP BY a STRUCT, the join
+    # needs no flat key: this passes without engine/state_key)
+    l, r, out = streams(ksql, broker, ("S STRUCT<A INT>, V BIGINT", "S STRUCT<A INT>, W BIGINT"))
+    send(broker, l, [(1, {"S": {"A": 1}, "V": 10}, 1000), (2, {"S": {"A": 2}, "V": 20}, 1001),
+                     (3, {"S": None, "V": 30}, 1002)])
+    send(broker, r, [(4, {"S": {"A": 1}, "W": 40}, 1003), (5, {"S": None, "W": 50}, 1004)])
+    query = ksql.sql(f"CREATE STREAM {out} WITH (KEY_FORMAT='JSON') AS SELECT {l}.S AS S, V, W FROM {l} "
+                     f"JOIN {r} WITHIN 10 SECONDS ON {l}.S = {r}.S;")
+    assert query.wait_for_records(1, 120), query.failure
+    query.wait_for_records(2, 5)
+    got = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=None, timeout_s=30)
+    assert [(json.loads(g["key"]), json.loads(g["value"])) for g in got] == [({"A": 1}, {"V": 10, "W": 40})]
