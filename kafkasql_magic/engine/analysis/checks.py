@@ -112,7 +112,7 @@ def check_clauses(stmt: ast.Select, inputs: list[Input], aggregating: bool, ksql
                 check_table_join_types(join, inputs[:index + 2])
         check_join(join, inputs[0], right, stmt.emit_changes and not diffs, ksql_rules)
     if ksql_rules:
-        check_kafka_values(stmt, inputs, aggregating)
+        check_kafka_values(stmt, inputs)
 
 
 def check_join_sources(inputs: list[Input]) -> None:
@@ -180,7 +180,7 @@ KAFKA_VALUE_LIMITATION = (
     "https://github.com/confluentinc/ksql/issues/3060")
 
 
-def check_kafka_values(stmt: ast.Select, inputs: list[Input], aggregating: bool) -> None:
+def check_kafka_values(stmt: ast.Select, inputs: list[Input]) -> None:
     """ksqlDB refuses a join or a GROUP BY over sources whose values are in the KAFKA format."""
     kafka = [s.qualifiers[0].upper() for s in inputs if s.view is None and s.source.value_format.name == "KAFKA"]
     if not kafka or not (stmt.joins or stmt.group_by):
