@@ -193,7 +193,7 @@ def test_a_windowed_source_is_not_re_keyed():
     # a join meets the windowed source first: ksqlDB's analyzer refuses it before any re-keying
     with pytest.raises(StatementError) as caught:
         plan_of("SELECT * FROM counts c JOIN items i ON c.n = i.price EMIT CHANGES;", cat=cat)
-    assert str(caught.value) == ("Can not join windowed source to non-windowed source. `C` is TUMBLING windowed "
+    assert str(caught.value) == ("Can not join windowed source to non-windowed source.\n`C` is TUMBLING windowed\n"
                                  "`I` is not windowed")
     assert plan_of("SELECT * FROM counts PARTITION BY item EMIT CHANGES;", cat=cat).keys == ("ITEM",)
 

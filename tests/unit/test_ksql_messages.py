@@ -63,6 +63,8 @@ def test_materialize_keeps_its_own_one_line_wording():
     ("SELECT * FROM orders o LEFT JOIN clicks c ON o.iid = c.id EMIT CHANGES;", "JOIN ON column 'O.IID' cannot be resolved."),
     ("SELECT * FROM orders o LEFT JOIN clicks c ON nosuch.id = c.id EMIT CHANGES;",
      "'NOSUCH' is not a valid stream/table name or alias."),
+    ("SELECT * FROM items JOIN prices ON item = nosuch.item EMIT CHANGES;",  # every qualifier first
+     "'NOSUCH' is not a valid stream/table name or alias."),
     ("SELECT * FROM items JOIN prices ON item = item EMIT CHANGES;",
      "Column 'ITEM' is ambiguous. Could be ITEMS.ITEM or PRICES.ITEM."),
 ])
@@ -172,10 +174,10 @@ def _windowed_catalog():
     ("SELECT * FROM orders o JOIN clicks c WITHIN 1 HOUR ON o.id = c.id JOIN orders p WITHIN 1 HOUR ON o.id = p.id "
      "EMIT CHANGES;", "N-way joins do not support multiple occurrences of the same source. Source: 'ORDERS'."),
     ("SELECT * FROM sessions s JOIN clicks c WITHIN 1 MINUTE ON s.id = c.id EMIT CHANGES;",
-     "Can not join windowed source to non-windowed source. `S` is SESSION windowed `C` is not windowed"),
+     "Can not join windowed source to non-windowed source.\n`S` is SESSION windowed\n`C` is not windowed"),
     ("SELECT * FROM sessions s JOIN tumbles t WITHIN 1 MINUTE ON s.id = t.id EMIT CHANGES;",
-     "Incompatible windowed sources. Left source: SESSION Right source: TUMBLING Session windowed sources can only "
-     "be joined to other session windowed sources"),
+     "Incompatible windowed sources.\nLeft source: SESSION\nRight source: TUMBLING\nSession windowed sources can "
+     "only be joined to other session windowed sources"),
     ("SELECT * FROM orders o JOIN clicks c WITHIN 1 HOUR ON o.id = c.id AND o.id = c.id EMIT CHANGES;",
      "Invalid join condition: joins on multiple conditions are not yet supported. Got ((O.ID = C.ID) AND "
      "(O.ID = C.ID))."),

@@ -131,15 +131,15 @@ def check_join_sources(inputs: list[Input]) -> None:
                  for s in (left, right)]
         if bool(kinds[0]) != bool(kinds[1]):
             raise StatementError(
-                f"Can not join windowed source to non-windowed source. `{left.qualifiers[0].upper()}` is "
-                f"{kinds[0] or 'not'} windowed `{right.qualifiers[0].upper()}` is {kinds[1] or 'not'} windowed")
+                f"Can not join windowed source to non-windowed source.\n`{left.qualifiers[0].upper()}` is "
+                f"{kinds[0] or 'not'} windowed\n`{right.qualifiers[0].upper()}` is {kinds[1] or 'not'} windowed")
         if kinds[0] and kinds[0] != "SESSION" and kinds[1] != "SESSION" and _window_size(left) != _window_size(right):
             raise StatementError(WINDOWED_REPARTITION)  # their keys differ: one would be re-keyed
         if kinds[0] and (kinds[0] == "SESSION") != (kinds[1] == "SESSION"):
             raise StatementError(
-                f"Incompatible windowed sources. Left source: {kinds[0]} Right source: {kinds[1]} Session windowed "
+                f"Incompatible windowed sources.\nLeft source: {kinds[0]}\nRight source: {kinds[1]}\nSession windowed "
                 "sources can only be joined to other session windowed sources, and may still not result in expected "
-                "behaviour as session bounds must be an exact match for the join to work Hopping and tumbling "
+                "behaviour as session bounds must be an exact match for the join to work\nHopping and tumbling "
                 "windowed sources can only be joined to other hopping and tumbling windowed sources")
 
 
@@ -192,12 +192,15 @@ def check_kafka_values(stmt: ast.Select, inputs: list[Input]) -> None:
 
 def check_join_columns(join: ast.Join, inputs: list[Input]) -> None:
     """ksqlDB resolves a join's ON columns before it looks at the join's kind or WITHIN: an
-    unknown qualifier, an unknown column, a column more than one source has."""
-    for ref in (n for n in ast.walk(join.on) if isinstance(n, ast.ColumnRef)):
+    unknown qualifier (any, first), an unknown column, a column more than one source has."""
+    refs = [n for n in ast.walk(join.on) if isinstance(n, ast.ColumnRef)]
+    known = {q.lower() for s in inputs for q in s.qualifiers}
+    for ref in refs:
+        if ref.qualifier is not None and ref.qualifier.lower() not in known:
+            raise StatementError(f"'{ref.qualifier.upper()}' is not a valid stream/table name or alias.")
+    for ref in refs:
         if ref.qualifier is not None:
-            side = next((s for s in inputs if ref.qualifier.lower() in {q.lower() for q in s.qualifiers}), None)
-            if side is None:
-                raise StatementError(f"'{ref.qualifier.upper()}' is not a valid stream/table name or alias.")
+            side = next(s for s in inputs if ref.qualifier.lower() in {q.lower() for q in s.qualifiers})
             if ref.name.lower() not in {c.lower() for c in side.visible}:
                 raise StatementError(f"JOIN ON column '{ref.qualifier.upper()}.{ref.name.upper()}' cannot be resolved.")
             continue
