@@ -150,9 +150,10 @@ class Session:
         query_id = getattr(result, "id", None) if isinstance(stmt, PERSISTENT) else None
         self.commands.append(Command.of(text, dialect, dict(self.settings), query_id))
 
-    def replay(self, stmt, text: str) -> None:
-        """Run a logged DDL statement again (restoring from the command topic)."""
-        HANDLERS[type(stmt)](self, stmt, text, None)
+    def replay(self, stmt, text: str, **resume) -> None:
+        """Run a logged statement again (restoring from the command topic); `resume` tells a
+        handler that keeps state (a sink, a writable table) to take it up where it was."""
+        HANDLERS[type(stmt)](self, stmt, text, None, **resume)
 
     def restore(self) -> str | None:
         """Replay the command topic (at connect); what was restored. Without a service id there

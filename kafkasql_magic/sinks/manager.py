@@ -28,10 +28,10 @@ from ..formats import Field
 from ..kafka import admin
 from ..sql import ast
 from ..sql.ast_materialize import base_relation
-from ..statements.defaults import retry_backoff
 from . import plan as sink_plan
 from . import layout, schemas
 from .replay import Replay
+from .retry import retry_backoff
 from .runner import WINDOW_BOUNDS, PersistentQuery, SinkWrite
 QUERY_COLUMNS = ["Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String"]
 EXTENDED_COLUMNS = ["Records In/s", "Records Out/s", "Records Written", "Consumer Lag", "Processing Log"]
@@ -120,10 +120,9 @@ class PersistentQueries:
                       query_id: str | None = None) -> PersistentQuery:
         from ..engine.analysis import check_insert_kind
         from ..engine.analysis.key_projection import check_key_projected
-        from ..statements.records import check_insert_select, insert_target
 
-        target = insert_target(self.session.catalog, stmt, self.session.dialect_now.name)
-        check_insert_select(target)
+        target = sink_plan.insert_target(self.session.catalog, stmt, self.session.dialect_now.name)
+        sink_plan.check_insert_select(target)
         query, prepared, outputs, window, windowing = self._planned(stmt.query)
         check_key_projected(target.name, prepared.plan)
         check_insert_kind(target, prepared.plan)

@@ -187,6 +187,27 @@ def widens(got: ast.Type, want: ast.Type) -> bool:
     return types.display(got) == types.display(want)
 
 
+def insert_target(catalog, stmt: ast.InsertValues | ast.InsertSelect, dialect: str) -> SourceDef:
+    """The source an INSERT writes to, or ksqlDB's message when there is none: INSERT ... SELECT
+    says where, counting as ksqlDB does (INSERT INTO's length past the statement's column)."""
+    try:
+        return catalog.get(stmt.target, dialect)
+    except StatementError as unknown:
+        if isinstance(stmt, ast.InsertValues):
+            raise StatementError(f"Cannot insert values into an unknown stream/table: {stmt.target}").hinted(
+                unknown.hint) from None
+        raise StatementError(f"line {stmt.line}:{stmt.column + len('INSERT INTO')}: {stmt.target} does not exist.") \
+            .hinted(unknown.hint) from None
+
+
+def check_insert_select(target: SourceDef) -> None:
+    """What ksqlDB refuses of an INSERT INTO ... SELECT target before it plans the query."""
+    if target.kind == "TABLE":
+        raise StatementError(f"INSERT INTO can only be used to insert into a stream. {target.name} is a table.")
+    if target.header_columns:
+        raise StatementError(f"Cannot insert into {target.name} because it has header columns")
+
+
 def check_insert(target: SourceDef, outputs: Sequence[Output]) -> None:
     """INSERT INTO ... SELECT: the result's schema must be the target's, key columns first, then
     the value columns in order, each with its name and a type that `widens` into the target's

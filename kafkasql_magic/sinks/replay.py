@@ -130,17 +130,9 @@ class Replay:
                 manager.insert_select(stmt, command.statement, resume=True, query_id=command.query_id)
         elif isinstance(stmt, (CreateSink, DropSink)):  # a dropped sink is not restarted
             if running and isinstance(stmt, CreateSink):
-                from ..statements.sinks import create_sink
-
-                create_sink(session, stmt, command.statement, None, resume=True, query_id=command.query_id)
-        elif isinstance(stmt, CreateTable):  # its rows are in its topic: kept
-            from ..statements.tables import create_table
-
-            create_table(session, stmt, command.statement, None, resume=True)
-        elif isinstance(stmt, CreateValuesView):
-            from ..statements.constants import create_values_view
-
-            create_values_view(session, stmt, command.statement, None, resume=True)
+                session.replay(stmt, command.statement, resume=True, query_id=command.query_id)
+        elif isinstance(stmt, (CreateTable, CreateValuesView)):  # their rows are in their topics: kept
+            session.replay(stmt, command.statement, resume=True)
         elif not isinstance(stmt, ast.TerminateQuery):
             session.replay(stmt, command.statement)
 

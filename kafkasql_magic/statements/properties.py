@@ -5,7 +5,8 @@ from __future__ import annotations
 from .. import clientconf
 from ..errors import StatementError
 from ..sql import ast
-from .defaults import DEFAULT_SETTINGS, RETRY_INITIAL, RETRY_MAX
+from ..sinks.retry import RETRY_INITIAL, RETRY_MAX
+from .defaults import DEFAULT_SETTINGS
 
 
 #: processing.guarantee values (Kafka Streams' list) -> why the value cannot be honoured (None: it can).

@@ -6,7 +6,8 @@ from ..kafka.producer import produce
 from ..kafka.reach import ensure_reachable
 from ..sql import ast
 from .insert_expressions import evaluate
-from .records import insert_target, record_from_insert
+from ..sinks.plan import insert_target
+from .records import record_from_insert
 
 
 def insert_values(session, stmt: ast.InsertValues, text, timeout):

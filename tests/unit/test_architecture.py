@@ -32,8 +32,8 @@ def test_every_module_and_package_is_mapped():
 
 # ---------------------------------------------------------------- import direction
 #: ARCHITECTURE.md: "Imports go one way: `sql` ← `dialects` ← `engine.analysis` ← `engine.build`
-#: ← `runtime` ← `statements` ← `session` ← `magic`" (a layer imports only those before it).
-LAYERS = ("sql", "dialects", "engine.analysis", "engine.tree", "engine.build", "engine.api", "runtime", "statements", "session", "magic")
+#: ← `runtime` ← `sinks` ← `statements` ← `session` ← `magic`" (a layer imports only those before it).
+LAYERS = ("sql", "dialects", "engine.analysis", "engine.tree", "engine.build", "engine.api", "runtime", "sinks", "statements", "session", "magic")
 
 
 def _layer(module: str) -> int | None:

@@ -14,7 +14,7 @@ from kafkasql_magic.errors import StatementError
 from kafkasql_magic.formats import FormatSpec
 from kafkasql_magic.sinks.plan import Output, check_insert
 from kafkasql_magic.sql import ast, parse_statement
-from kafkasql_magic.statements.records import check_insert_select
+from kafkasql_magic.sinks.plan import check_insert_select
 
 from test_analysis import SETTINGS, plan_of
 

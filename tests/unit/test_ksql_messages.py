@@ -139,7 +139,7 @@ def test_materialize_aggregates_are_materialize_only():
 
 
 def test_an_insert_into_an_unknown_source_is_refused_in_ksqldbs_words():
-    from kafkasql_magic.statements.records import insert_target
+    from kafkasql_magic.sinks.plan import insert_target
 
     source_catalog = catalog()
     select = parse_statement("INSERT INTO nope SELECT * FROM orders;")

@@ -25,7 +25,7 @@ def test_unknown_guarantee_lists_the_values():
 
 
 def test_retry_back_off_comes_from_ksqldb_settings_in_milliseconds():
-    from kafkasql_magic.statements.defaults import retry_backoff
+    from kafkasql_magic.sinks.retry import retry_backoff
 
     assert retry_backoff({}) == (15.0, 900.0)  # ksqlDB's defaults
     assert retry_backoff({"ksql.query.retry.backoff.initial.ms": "500",
