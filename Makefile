@@ -75,6 +75,8 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/topic_identity.py
 	$(BIN)/python bench/state_probe.py
 	$(BIN)/python bench/state_growth.py
+	$(BIN)/python bench/first_output.py
+	$(BIN)/python bench/driver_memory.py
 	$(MAKE) $(BENCH_STAMP)
 	$(BIN)/python bench/peers.py --peer-python $(BENCH_VENV)/bin/python
 
