@@ -74,6 +74,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python bench/widget.py
 	$(BIN)/python bench/topic_identity.py
 	$(BIN)/python bench/state_probe.py
+	$(BIN)/python bench/row_conversion.py
 	$(BIN)/python bench/state_growth.py
 	$(BIN)/python bench/first_output.py
 	$(BIN)/python bench/driver_memory.py

@@ -1,0 +1,92 @@
+"""What a record costs to cross into a keyed Python step and back, per API of `transformWithState`.
+
+    python bench/row_conversion.py [--rows 50000] [--repeat 5] [--out bench/results/row-conversion.json]
+
+No Spark: the conversions themselves, on an Arrow batch shaped like the input of the TUMBLING
+aggregation's steps (group key, argument, partition, offset, topic, record time, headers, time,
+watermark). `row_api_in` is what PySpark's Row-based `transformWithState` does to each input record
+(`pyspark/worker.py`: one `as_py()` per column and row, then a `Row`), `row_api_out` what it does to
+each output row (`Row.asDict(True)`, then `RecordBatch.from_pylist`); `packed_in` the same input
+with the pass-through columns packed into one struct column; `pandas_round_trip` what
+`transformWithStateInPandas` does (the batch to pandas and back); `to_pylist` Arrow's own rows.
+Microseconds per row, the median of the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def batch(n: int) -> pa.RecordBatch:
+    when = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    return pa.RecordBatch.from_pydict({
+        "customer": pa.array([f"c{i % 1000}" for i in range(n)]), "qty": pa.array([i % 5 for i in range(n)], pa.int32()),
+        "partition": pa.array([i % 4 for i in range(n)], pa.int32()), "offset": pa.array(range(n), pa.int64()),
+        "topic": pa.array(["orders"] * n), "rt": pa.array([when] * n, pa.timestamp("us", tz="UTC")),
+        "rh": pa.array([[]] * n, headers), "t": pa.array(range(n), pa.int64()),
+        "wm": pa.array([when] * n, pa.timestamp("us", tz="UTC"))})
+
+
+def row_api_in(data: pa.RecordBatch) -> list:
+    from pyspark.sql import Row
+
+    make = Row(*data.schema.names)
+    return [make(*(data.column(i)[r].as_py() for i in range(data.num_columns))) for r in range(data.num_rows)]
+
+
+def row_api_out(rows: list, schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([row.asDict(True) for row in rows], schema=schema)
+
+
+def packed(data: pa.RecordBatch) -> pa.RecordBatch:
+    kept = ("partition", "offset", "t", "wm")
+    rest = [name for name in data.schema.names if name not in kept]
+    return pa.RecordBatch.from_arrays([data.column(n) for n in kept] + [pa.StructArray.from_arrays(
+        [data.column(n) for n in rest], names=rest)], names=[*kept, "pass"])
+
+
+def timed(fn, rows: int, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) / rows * 1e6)
+    return round(statistics.median(times), 2)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "row-conversion.json"))
+    args = ap.parse_args(argv)
+    data, n = batch(args.rows), args.rows
+    rows, packed_data = row_api_in(data), packed(data)
+    report = {"rows": n, "columns": data.num_columns, "cpu_count": os.cpu_count(),
+              "load_average_start": list(os.getloadavg()), "pyarrow": pa.__version__, "us_per_row": {
+                  "row_api_in": timed(lambda: row_api_in(data), n, args.repeat),
+                  "row_api_out": timed(lambda: row_api_out(rows, data.schema), n, args.repeat),
+                  "packed_in": timed(lambda: row_api_in(packed_data), n, args.repeat),
+                  "pandas_round_trip": timed(lambda: pa.RecordBatch.from_pandas(data.to_pandas(), schema=data.schema),
+                                             n, args.repeat),
+                  "to_pylist": timed(data.to_pylist, n, args.repeat)}}
+    print(json.dumps(report, indent=2))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
