@@ -62,10 +62,12 @@ class Format:
         if self.supported_types is not None:
             for f in fields:
                 if f.type.name not in self.supported_types:
-                    raise StatementError(
-                        f"The '{self.name}' format does not support type "
-                        f"'{types.display(f.type)}'"
-                    )
+                    raise StatementError(self.unsupported(f))
+
+    def unsupported(self, field: Field) -> str:
+        """ksqlDB's message for a column of a type this format cannot hold: the base type's name
+        (`DECIMAL`, `STRUCT`), as its serde factories say it."""
+        return f"The '{self.name}' format does not support type '{field.type.name}'"
 
     def decode(self, raw: Column, fields: Sequence[Field], spec: FormatSpec, role: str) -> Decoded:
         raise NotImplementedError

@@ -46,6 +46,9 @@ class DelimitedFormat(Format):
         {"BOOLEAN", "INT", "BIGINT", "DOUBLE", "DECIMAL", "STRING", "BYTES", "DATE", "TIME", "TIMESTAMP"}
     )
 
+    def unsupported(self, field):
+        return f"{super().unsupported(field)}, column: `{field.name}`"  # as ksqlDB's delimited serde says it
+
     def encode(self, values, fields, spec, role):
         if not fields:
             return None

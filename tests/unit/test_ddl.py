@@ -72,6 +72,17 @@ def test_kafka_format_rejects_boolean_and_many_columns():
         "CREATE STREAM s (a INT, b INT) WITH (kafka_topic='t', value_format='KAFKA');")
 
 
+@pytest.mark.parametrize("key, fmt, message", [  # ksqlDB names the base type; DELIMITED the column too
+    ("k DECIMAL(2, 1) KEY", "KAFKA", "The 'KAFKA' format does not support type 'DECIMAL'"),
+    ("k STRUCT<A INT> KEY", "KAFKA", "The 'KAFKA' format does not support type 'STRUCT'"),
+    ("k STRUCT<A INT> KEY", "DELIMITED", "The 'DELIMITED' format does not support type 'STRUCT', column: `K`"),
+    ("k ARRAY<INT> KEY", "DELIMITED", "The 'DELIMITED' format does not support type 'ARRAY', column: `K`"),
+])
+def test_a_key_type_a_format_cannot_hold_is_named_as_ksqldb_names_it(key, fmt, message):
+    assert error_of(f"CREATE STREAM s ({key}, v STRING) WITH (kafka_topic='t', key_format='{fmt}', "
+                    "value_format='JSON');") == message
+
+
 def test_none_key_format_needs_no_key_columns():
     assert error_of("CREATE STREAM s (k STRING KEY, v STRING) WITH (kafka_topic='t', key_format='NONE', "
                     "value_format='JSON');") == \
