@@ -60,13 +60,14 @@ def test_materialize_keeps_its_own_one_line_wording():
      "GROUP BY requires aggregate functions in either the SELECT or HAVING clause."),
     ("SELECT COUNT(*) FROM orders GROUP BY item, orders.item EMIT CHANGES;", "Duplicate GROUP BY expression: ORDERS.ITEM"),
     # joins.json: the ON columns are resolved before the join's kind or WITHIN is looked at
-    ("SELECT * FROM orders o LEFT JOIN clicks c ON o.iid = c.id EMIT CHANGES;", "JOIN ON column 'O.IID' cannot be resolved."),
+    ("SELECT * FROM orders o LEFT JOIN clicks c ON o.iid = c.id EMIT CHANGES;", "Line: 1, Col: 46: JOIN ON column 'O.IID' cannot be resolved."),
     ("SELECT * FROM orders o LEFT JOIN clicks c ON nosuch.id = c.id EMIT CHANGES;",
-     "'NOSUCH' is not a valid stream/table name or alias."),
+     "Failed to prepare statement: 'NOSUCH' is not a valid stream/table name or alias."),
     ("SELECT * FROM items JOIN prices ON item = nosuch.item EMIT CHANGES;",  # every qualifier first
-     "'NOSUCH' is not a valid stream/table name or alias."),
-    ("SELECT * FROM items JOIN prices ON item = item EMIT CHANGES;",
-     "Column 'ITEM' is ambiguous. Could be ITEMS.ITEM or PRICES.ITEM."),
+     "Failed to prepare statement: 'NOSUCH' is not a valid stream/table name or alias."),
+    ("SELECT * FROM items JOIN prices ON item = item EMIT CHANGES;",  # where: the first of the two
+     "Exception while preparing statement: Line: 1, Col: 36: Column 'ITEM' is ambiguous. Could be ITEMS.ITEM or "
+     "PRICES.ITEM."),
 ])
 def test_ksqldb_messages(text, message):
     with pytest.raises(StatementError) as info:

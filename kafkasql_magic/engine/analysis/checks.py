@@ -197,19 +197,28 @@ def check_join_columns(join: ast.Join, inputs: list[Input]) -> None:
     known = {q.lower() for s in inputs for q in s.qualifiers}
     for ref in refs:
         if ref.qualifier is not None and ref.qualifier.lower() not in known:
-            raise StatementError(f"'{ref.qualifier.upper()}' is not a valid stream/table name or alias.")
+            raise StatementError(f"Failed to prepare statement: '{ref.qualifier.upper()}' is not a valid "
+                                 "stream/table name or alias.")
     for ref in refs:
         if ref.qualifier is not None:
             side = next(s for s in inputs if ref.qualifier.lower() in {q.lower() for q in s.qualifiers})
             if ref.name.lower() not in {c.lower() for c in side.visible}:
-                raise StatementError(f"JOIN ON column '{ref.qualifier.upper()}.{ref.name.upper()}' cannot be resolved.")
+                raise StatementError(f"{_at(ref)}JOIN ON column '{ref.qualifier.upper()}.{ref.name.upper()}' "
+                                     "cannot be resolved.")
             continue
         having = [s for s in inputs if ref.name.lower() in {c.lower() for c in s.visible}]
         if not having:
-            raise StatementError(f"JOIN ON column '{ref.name.upper()}' cannot be resolved.")
+            raise StatementError(f"{_at(ref)}JOIN ON column '{ref.name.upper()}' cannot be resolved.")
         if len(having) > 1 and ref.name.upper() not in PSEUDOCOLUMNS:
             sides = " or ".join(f"{s.qualifiers[0].upper()}.{ref.name.upper()}" for s in having)
-            raise StatementError(f"Column '{ref.name.upper()}' is ambiguous. Could be {sides}.")
+            raise StatementError(f"Exception while preparing statement: {_at(ref)}Column '{ref.name.upper()}' is "
+                                 f"ambiguous. Could be {sides}.")
+
+
+def _at(ref: ast.ColumnRef) -> str:
+    """Where a column is, as ksqlDB's messages about a join's columns open: `Line: 3, Col: 70: `
+    (the line in the cell, the column counted from 1)."""
+    return f"Line: {ref.line}, Col: {ref.column}: " if ref.line else ""
 
 
 def check_join(join: ast.Join, left: Input, right: Input, push: bool, ksql_rules: bool) -> None:
