@@ -62,9 +62,11 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
     value_spec = with_default_wrapping(value_spec, sum(c.role == VALUE for c in columns), settings)
     KSQL.check_unique(c.name for c in columns)
     if not columns:
-        raise StatementError("The statement does not define any columns.")
+        raise StatementError("No columns supplied.")
     if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns):
         raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+    if props.get("WINDOW_TYPE") is not None and not any(c.role == KEY for c in columns):
+        raise StatementError("Windowed sources require a key column.")
     check_key_types((c.name, c.type) for c in columns if c.role == KEY)
     check_formats(stmt.kind, key_spec, value_spec, columns)
     if stmt.kind == "TABLE" and key_spec.name == "NONE":
@@ -173,10 +175,11 @@ def _column(kind: str, c: ast.ColumnDef) -> Column:
         raise StatementError(
             f"'{c.name.upper()}' is a reserved column name. You cannot use it as a name for a column."
         )
+    at = f"Line: {c.line}, Col: {c.column}: " if c.line else ""  # where ksqlDB's parser says it is
     if kind == "STREAM" and c.role == "PRIMARY_KEY":
-        raise StatementError(f"Column `{c.name}` is a 'PRIMARY KEY' column: please use 'KEY' for streams.")
+        raise StatementError(f"{at}Column `{c.name}` is a 'PRIMARY KEY' column: please use 'KEY' for streams.")
     if kind == "TABLE" and c.role == "KEY":
-        raise StatementError(f"Column `{c.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.")
+        raise StatementError(f"{at}Column `{c.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.")
     return Column(c.name, c.type, ROLES[c.role], c.header_key)
 
 

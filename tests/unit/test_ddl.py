@@ -117,13 +117,22 @@ def test_header_and_headers_stay_usable_as_column_names():
     assert [(c.name, c.role) for c in src.columns] == [("HEADER", VALUE), ("HEADERS", VALUE)]
 
 
+@pytest.mark.parametrize("text, message", [  # elements.json
+    ("CREATE STREAM s WITH (kafka_topic='t', format='DELIMITED');", "No columns supplied."),
+    ("CREATE STREAM s (f0 INT) WITH (kafka_topic='t', value_format='JSON', window_type='SESSION');",
+     "Windowed sources require a key column."),
+])
+def test_sources_without_the_columns_they_need(text, message):
+    assert error_of(text) == message
+
+
 def test_table_rules():
     assert error_of("CREATE TABLE t (v STRING) WITH (kafka_topic='t', value_format='JSON');") == \
         "Tables require a PRIMARY KEY. Please define the PRIMARY KEY."
     assert error_of("CREATE TABLE t (id INT KEY, v STRING) WITH (kafka_topic='t', value_format='JSON');") == \
-        "Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables."
-    assert error_of("CREATE STREAM s (id INT PRIMARY KEY) WITH (kafka_topic='t', value_format='JSON');") == \
-        "Column `ID` is a 'PRIMARY KEY' column: please use 'KEY' for streams."
+        "Line: 1, Col: 17: Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables."
+    assert error_of("CREATE STREAM s (v INT,\n  id INT PRIMARY KEY) WITH (kafka_topic='t', value_format='JSON');") == \
+        "Line: 2, Col: 3: Column `ID` is a 'PRIMARY KEY' column: please use 'KEY' for streams."
 
 
 def test_missing_topic_unknown_property_duplicate_columns():
