@@ -143,12 +143,17 @@ class PlacedError(StatementError):
     """A mistake at a place in the statement; the message names line and column and, when the
     cell is known, shows it with a caret."""
 
-    def __init__(self, message: str, line: int, column: int, excerpt: str = ""):
+    #: How a message says where: as ksqlDB's parser does (`line 1:8: `), or as its analyzer does
+    #: an unknown or ambiguous column (`Line: 1, Col: 8: `).
+    LOCATIONS = {"parser": "line {line}:{column}: ", "analyzer": "Line: {line}, Col: {column}: "}
+
+    def __init__(self, message: str, line: int, column: int, excerpt: str = "", location: str = "parser"):
         self.reason = message
         self.line = line
         self.column = column
         self.excerpt = excerpt
-        text = f"line {line}:{column}: {message}" if line else message
+        self.location = location
+        text = self.LOCATIONS[location].format(line=line, column=column) + message if line else message
         if excerpt:
             text += "\n" + excerpt
         super().__init__(text)

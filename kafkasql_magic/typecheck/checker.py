@@ -39,7 +39,7 @@ class Checker:
         self.types: dict[int, ast.Type | None] = {}
         self.plain: dict[str, ast.Type] = {}
         self.lambda_vars: dict[str, ast.Type | None] = {}  # the parameters of the lambdas around a node
-        self.partitioning = False  # typing PARTITION BY: an unknown column says it resolves on the input
+        self.clause: str | None = None  # the clause being typed: ksqlDB names it in an unknown column's message
         self.qualified: dict[str, dict[str, ast.Type]] = {}
         for name, type_ in columns.items():
             qualifier, dot, column = name.rpartition(".")
@@ -49,9 +49,13 @@ class Checker:
                 self.plain[name] = type_
 
     # ------------------------------------------------------------ errors
-    def error(self, node: ast.Node, message: str) -> ExpressionTypeError:
+    def error(self, node: ast.Node, message: str, location: str = "parser") -> ExpressionTypeError:
         shown = excerpt(self.text, node.line, node.column) if self.text and node.line else ""
-        return ExpressionTypeError(message, node.line, node.column, shown)
+        return ExpressionTypeError(message, node.line, node.column, shown, location)
+
+    def column_error(self, node: ast.Node, message: str) -> ExpressionTypeError:
+        """A column that does not resolve, placed as the dialect's messages place it."""
+        return self.error(node, message, self.messages.column_location)
 
     def describe(self, e: ast.Expr, t: ast.Type | None) -> str:
         return f"{render(e)} ({self.messages.type_name(t)})"
@@ -70,7 +74,11 @@ class Checker:
 
     def check_condition(self, e: ast.Expr, clause: str) -> None:
         """WHERE, HAVING and ON conditions must be BOOLEAN (a bare NULL is allowed)."""
-        t = self.type_of(e)
+        self.clause = "JOIN ON" if clause == "ON" else clause
+        try:
+            t = self.type_of(e)
+        finally:
+            self.clause = None
         if t is not None and t != BOOLEAN:
             raise self.error(e, self.messages.not_boolean(clause, render(e), t))
 
@@ -100,11 +108,10 @@ class Checker:
             known = [*self.plain, *(n for columns in self.qualified.values() for n in columns)]
         if not found:
             name = f"{e.qualifier}.{e.name}" if e.qualifier else e.name
-            unknown = self.messages.unknown_partition_column if self.partitioning else self.messages.unknown_column
-            raise self.error(e, unknown(name)).hinted(did_you_mean(e.name, known))
+            raise self.column_error(e, self.messages.unknown_column(name, self.clause)).hinted(
+                did_you_mean(e.name, known))
         if len(found) > 1:
-            raise self.error(e, f"Column '{e.name}' is ambiguous. Could be any of: "
-                             + ", ".join(f"{q.upper()}.{n}" for q, n, _ in found))
+            raise self.column_error(e, self.messages.ambiguous_column(e.name, [f"{q.upper()}.{n}" for q, n, _ in found]))
         return found[0][2]
 
     # ------------------------------------------------------------ structure access
@@ -381,13 +388,15 @@ def check_select(select: ast.Select, columns: Mapping[str, ast.Type], dialect: s
         checker.check_condition(join.on, "ON")
     if select.where is not None:
         checker.check_condition(select.where, "WHERE")
+    checker.clause = "GROUP BY"
     for expr in select.group_by:
         checker.type_of(expr)
-    checker.partitioning = True
+    checker.clause = "PARTITION BY"
     for expr in select.partition_by:
         checker.type_of(expr)
-    checker.partitioning = False
+    checker.clause = "SELECT"
     items = tuple(checker.type_of(i.expr) if isinstance(i, ast.SelectItem) else None for i in select.items)
+    checker.clause = None
     if select.having is not None:
         checker.check_condition(select.having, "HAVING")
     return SelectTypes(items, checker)

@@ -39,12 +39,21 @@ class Messages:
         return f"Type error in {clause} expression: Should evaluate to boolean but is {expression} " \
                f"({display(t)}) instead."
 
-    def unknown_column(self, name: str) -> str:
-        return f"Column '{name}' cannot be resolved."
+    #: Where an unknown or ambiguous column is, as ksqlDB's analyzer says it (errors.PlacedError).
+    column_location = "analyzer"
 
-    def unknown_partition_column(self, name: str) -> str:
-        return (f"PARTITION BY column '{name}' cannot be resolved. '{name}' must be a column in the source schema "
-                "since PARTITION BY is applied on the input.")
+    def unknown_column(self, name: str, clause: str | None = None) -> str:
+        """ksqlDB's UnknownColumnException: the clause the column is in opens the message."""
+        if clause == "PARTITION BY":
+            return (f"PARTITION BY column '{name}' cannot be resolved. '{name}' must be a column in the source "
+                    "schema since PARTITION BY is applied on the input.")
+        return f"{clause} column '{name}' cannot be resolved." if clause else f"Column '{name}' cannot be resolved."
+
+    def ambiguous_column(self, name: str, candidates: Sequence[str]) -> str:
+        """ksqlDB's AmbiguousColumnException: the candidates sorted, the last joined by `or`."""
+        ordered = sorted(candidates)
+        joined = ordered[0] if len(ordered) == 1 else f"{', '.join(ordered[:-1])} or {ordered[-1]}"
+        return f"Column '{name}' is ambiguous. Could be {joined}."
 
     def unknown_function(self, name: str, args: Sequence[ast.Type | None]) -> str:
         return f"Can't find any functions with the name '{name}'"
@@ -123,8 +132,13 @@ class MaterializeMessages(Messages):
     def not_boolean(self, clause: str, expression: str, t: ast.Type) -> str:
         return f"{clause} clause must have type boolean, not type {self.type_name(t)}"
 
-    def unknown_column(self, name: str) -> str:
+    column_location = "parser"
+
+    def unknown_column(self, name: str, clause: str | None = None) -> str:
         return f'column "{name}" does not exist'
+
+    def ambiguous_column(self, name: str, candidates: Sequence[str]) -> str:
+        return f'column reference "{name.lower()}" is ambiguous'
 
     def unknown_function(self, name: str, args: Sequence[ast.Type | None]) -> str:
         return self.no_overload(name, args, ())

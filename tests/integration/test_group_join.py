@@ -241,7 +241,7 @@ def test_explain_shows_the_persistent_query_a_statement_would_start_and_creates_
 def test_select_star_over_a_join_prefixes_columns(shop):
     rows = shop.sql("SELECT * FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES LIMIT 1;")
     assert list(rows.columns) == ["O_ID", "O_ITEM", "O_QTY", "O_REGION", "I_ITEM", "I_PRICE"]
-    with pytest.raises(StatementError, match="Column 'ITEM' is ambiguous. Could be any of: O.ITEM, I.ITEM"):
+    with pytest.raises(StatementError, match="Column 'ITEM' is ambiguous. Could be I.ITEM or O.ITEM."):
         shop.sql("SELECT item FROM orders o JOIN items i ON o.item = i.item EMIT CHANGES;")
 
 

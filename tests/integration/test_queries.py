@@ -204,7 +204,7 @@ def test_sql_errors_point_at_line_and_column(session):
         session.sql("SET 'auto.offset.reset'='earliest';\nSELECT a,\n  FROM s EMIT CHANGES;")
     assert (info.value.line, info.value.column) == (3, 3)
     assert "^" in str(info.value)
-    with pytest.raises(ks.StatementError, match="Column 'NOPE' cannot be resolved"):
+    with pytest.raises(ks.StatementError, match="SELECT column 'NOPE' cannot be resolved"):
         session.sql(f"CREATE STREAM e1 (v STRING) WITH (kafka_topic='{uuid.uuid4().hex}', value_format='JSON', "
                     "partitions=1); SELECT nope FROM e1 EMIT CHANGES LIMIT 1;")
 

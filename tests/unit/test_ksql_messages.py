@@ -93,6 +93,43 @@ def test_a_persistent_aggregation_without_group_by(text, message, kind):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("text", [  # elements.json: `x.*` names a source, joined or not
+    "SELECT id, nosuch.* FROM orders o EMIT CHANGES;",
+    "SELECT nosuch.* FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id EMIT CHANGES;",
+])
+def test_a_star_of_an_unknown_source(text):
+    with pytest.raises(StatementError) as info:
+        plan_of(text)
+    assert str(info.value) == "'NOSUCH' is not a valid stream/table name or alias."
+
+
+RESERVED = "Reserved column name in select: `{}`. Please remove or alias the column."
+
+
+@pytest.mark.parametrize("text, message", [  # elements.json: a system column under its own name
+    ("SELECT id, WINDOWSTART FROM orders;", RESERVED.format("WINDOWSTART")),
+    ("SELECT id, o.windowend FROM orders o;", RESERVED.format("WINDOWEND")),
+    ("SELECT o.id, o.ROWTIME AS rowtime, c.id FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id;",
+     RESERVED.format("ROWTIME")),
+    # before the GROUP BY is compared with the SELECT list, as ksqlDB's analyzer visits it first
+    ("SELECT id, WINDOWSTART, COUNT(*) AS n FROM orders GROUP BY WINDOWSTART;", RESERVED.format("WINDOWSTART")),
+])
+def test_a_persistent_query_selecting_a_system_column_under_its_own_name(text, message):
+    with pytest.raises(StatementError) as info:
+        check_persistent(parse_statement(text))
+    assert str(info.value) == message
+
+
+def test_a_persistent_query_may_select_a_system_column_renamed_or_qualified_in_a_join():
+    for text in ("SELECT id, WINDOWSTART AS ws FROM orders;",
+                 "SELECT o.id, o.ROWTIME, c.ROWTIME FROM orders o JOIN clicks c WITHIN 1 SECONDS ON o.id = c.id;"):
+        check_persistent(parse_statement(text))
+
+
+def test_a_push_query_may_select_a_system_column_under_its_own_name():
+    assert "ROWTIME" in plan_of("SELECT id, ROWTIME AS rowtime FROM orders EMIT CHANGES;").names
+
+
 @pytest.mark.parametrize("statement_kind, query, message", [
     ("STREAM", "SELECT item, COUNT(*) FROM orders GROUP BY item EMIT CHANGES;",
      "Invalid result type. Your SELECT query produces a TABLE. Please use CREATE TABLE AS SELECT statement instead."),

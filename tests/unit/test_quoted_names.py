@@ -33,9 +33,9 @@ def test_a_quoted_lower_case_column_and_an_unquoted_one_are_different_columns(ca
 
 
 @pytest.mark.parametrize("text, message", [
-    ("SELECT bar FROM only_quoted EMIT CHANGES;", "Column 'BAR' cannot be resolved."),
-    ('SELECT "a" FROM "lower" EMIT CHANGES;', "Column 'a' cannot be resolved."),
-    ('SELECT "mixed" FROM q EMIT CHANGES;', "Column 'mixed' cannot be resolved."),
+    ("SELECT bar FROM only_quoted EMIT CHANGES;", "SELECT column 'BAR' cannot be resolved."),
+    ('SELECT "a" FROM "lower" EMIT CHANGES;', "SELECT column 'a' cannot be resolved."),
+    ('SELECT "mixed" FROM q EMIT CHANGES;', "SELECT column 'mixed' cannot be resolved."),
     ("SELECT * FROM lower EMIT CHANGES;", "LOWER does not exist."),
 ])
 def test_an_unquoted_name_does_not_find_a_quoted_lower_case_one(cat, text, message):

@@ -137,7 +137,10 @@ KSQL_ERRORS = [
      "the desired type."),
     ("SELECT 123456789012345678901234567890123456789.5 FROM s", 1, 8,
      "Invalid numeric literal: 123456789012345678901234567890123456789.5"),
-    ("SELECT nope FROM s", 1, 8, "Column 'NOPE' cannot be resolved."),
+    ("SELECT nope FROM s", 1, 8, "SELECT column 'NOPE' cannot be resolved."),
+    ("SELECT id FROM s WHERE nope > 1", 1, 24, "WHERE column 'NOPE' cannot be resolved."),
+    ("SELECT COUNT(*) FROM s GROUP BY id HAVING nope > 1", 1, 43, "HAVING column 'NOPE' cannot be resolved."),
+    ("SELECT COUNT(*) FROM s GROUP BY nope", 1, 33, "GROUP BY column 'NOPE' cannot be resolved."),
     ("SELECT id FROM s GROUP BY ABS(v)", 1, 27, "Function 'ABS' does not accept parameters (STRING).\n"
      "Valid alternatives are:\nABS(INT val)\nABS(BIGINT val)\nABS(DOUBLE val)\nABS(DECIMAL val)"),
     ("SELECT id FROM s PARTITION BY v + 1", 1, 31,
@@ -149,7 +152,8 @@ KSQL_ERRORS = [
 def test_ksql_type_errors(statement, line, column, message):
     error = error_of(statement)
     assert (error.reason, error.line, error.column) == (message, line, column)
-    assert str(error).startswith(f"line {line}:{column}: {message}\n{statement}\n")
+    place = "Line: {}, Col: {}: " if "column '" in message else "line {}:{}: "  # ksqlDB's analyzer, its parser
+    assert str(error).startswith(f"{place.format(line, column)}{message}\n{statement}\n")
     assert str(error).endswith(" " * (column - 1) + "^")
 
 
@@ -173,6 +177,13 @@ def test_materialize_type_errors(statement, message):
     assert error_of(statement, "materialize", columns).reason == message
 
 
+def test_an_ambiguous_column_in_materialize_is_postgres_ambiguous_reference():
+    columns = {"a.id": INT, "b.id": INT}
+    error = error_of("SELECT id FROM a JOIN b ON a.id = b.id", "materialize", columns)
+    assert (error.reason, str(error).split("\n")[0]) == ('column reference "id" is ambiguous',
+                                                         'line 1:8: column reference "id" is ambiguous')
+
+
 def test_materialize_compares_with_null_and_casts_booleans_as_postgres_does():
     statement = parse_statement("SELECT b::int, id::boolean FROM s WHERE id = NULL", dialect="materialize")
     assert check_select(statement, {"id": INT, "b": BOOLEAN}, "materialize").items == (INT, BOOLEAN)
@@ -185,7 +196,7 @@ def test_join_columns_qualified_and_ambiguous():
     statement = parse_statement("SELECT a.id + b.id, w FROM a JOIN b WITHIN 1 SECOND ON a.id = b.id")
     assert check_select(statement, columns).items == (BIGINT, STRING)
     assert error_of("SELECT id FROM a JOIN b ON a.id = b.id", columns=columns).reason == \
-        "Column 'ID' is ambiguous. Could be any of: A.ID, B.ID"
+        "Column 'ID' is ambiguous. Could be A.ID or B.ID."
     assert error_of("SELECT c.id FROM a JOIN b ON a.id = b.id", columns=columns).reason == \
         "'C' is not a valid stream/table name or alias."
     assert error_of("SELECT v FROM a JOIN b ON a.v", columns=columns).reason == \
@@ -197,7 +208,7 @@ def test_a_joined_source_is_named_by_its_alias_or_its_name():
     statement = parse_statement("SELECT orders.qty, o.qty FROM orders o JOIN items AS i ON orders.item = i.item")
     assert check_select(statement, columns).items == (INT, INT)
     assert error_of("SELECT item FROM orders o JOIN items AS i ON o.item = i.item", columns=columns).reason == \
-        "Column 'ITEM' is ambiguous. Could be any of: O.ITEM, I.ITEM"
+        "Column 'ITEM' is ambiguous. Could be I.ITEM or O.ITEM."
 
 
 def test_sub_expression_types_are_kept_for_the_planner():

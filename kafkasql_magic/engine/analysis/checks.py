@@ -8,7 +8,7 @@ from ...sql import ast
 from ...sql.render import render
 from ...sql.typetext import display
 from ...typecheck import lambdas, signatures
-from ..columns import PSEUDOCOLUMNS, ROWOFFSET, ROWPARTITION
+from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES, ROWOFFSET, ROWPARTITION
 from .grouping import aggregate_calls, check_ungrouped_selects
 from .plan import Input
 
@@ -283,7 +283,16 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
     """A persistent query's output is a new source: pseudocolumns there need an alias; one
     that aggregates needs GROUP BY. ksqlDB's message lists the calls and names CREATE TABLE
     AS SELECT whatever the statement (CREATE STREAM AS SELECT and INSERT INTO alike): it
-    finds the missing key before it compares the result's kind with the statement's."""
+    finds the missing key before it compares the result's kind with the statement's. A system
+    column (ROWTIME, ROWPARTITION, ROWOFFSET, WINDOWSTART, WINDOWEND) selected under its own name
+    is refused first, as ksqlDB's analyzer does while it visits the SELECT list."""
+    for item in stmt.items:
+        if isinstance(item, ast.SelectItem) and isinstance(item.expr, ast.ColumnRef) \
+                and item.expr.name.upper() in RESERVED_COLUMN_NAMES \
+                and (item.alias is None and not (item.expr.qualifier and stmt.joins)  # S1.ROWTIME: S1_ROWTIME
+                     or item.alias is not None and item.alias.upper() == item.expr.name.upper()):
+            raise StatementError(
+                f"Reserved column name in select: `{item.expr.name.upper()}`. Please remove or alias the column.")
     check_functions(stmt)
     if not stmt.group_by:
         calls = [c for i in stmt.items if isinstance(i, ast.SelectItem) for c in aggregate_calls(i.expr)]
@@ -291,11 +300,6 @@ def check_persistent(stmt: ast.Select, kind: str | None = None) -> None:
             check_ungrouped_selects(stmt)
             raise StatementError("CREATE TABLE AS SELECT statement does not support aggregate function "
                                  f"[{', '.join(_aggregate_text(c) for c in calls)}] without a GROUP BY clause.")
-    for item in stmt.items:
-        if isinstance(item, ast.SelectItem) and item.alias is None and isinstance(item.expr, ast.ColumnRef) \
-                and item.expr.name in PSEUDOCOLUMNS and not (item.expr.qualifier and stmt.joins):  # S1.ROWTIME: S1_ROWTIME
-            raise StatementError(
-                f"Reserved column name in select: `{item.expr.name}`. Please remove or alias the column.")
 
 
 def check_result_kind(statement_kind: str, plan) -> None:

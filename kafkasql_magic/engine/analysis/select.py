@@ -166,6 +166,9 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
     common = {c for c in seen if seen.count(c) > 1}  # columns more than one joined source has
     for item in stmt.items:
         if isinstance(item, ast.Star):
+            if item.qualifier is not None and not any(
+                    item.qualifier.lower() in {q.lower() for q in side.qualifiers} for side in inputs):
+                raise StatementError(f"'{item.qualifier.upper()}' is not a valid stream/table name or alias.")
             if synthetic is not None and item.qualifier is None:
                 outputs.append((synthetic, ast.ColumnRef(synthetic)))
             for side in inputs:
@@ -178,7 +181,8 @@ def outputs_of(stmt: ast.Select, inputs, naming=dialects.KSQL.naming, *,
                 outputs += [(prefix + name(c), ast.ColumnRef(c, qualifier)) for c in side.columns]
             continue
         if item.alias is not None:
-            if item.alias.upper() in RESERVED_COLUMN_NAMES:
+            if item.alias.upper() in RESERVED_COLUMN_NAMES and not (  # `l.ROWTIME AS ROWTIME` names itself
+                    isinstance(item.expr, ast.ColumnRef) and item.expr.name.upper() == item.alias.upper()):
                 raise StatementError(
                     f"`{item.alias.upper()}` is a reserved column name. You cannot use it as an alias for a column."
                 )
