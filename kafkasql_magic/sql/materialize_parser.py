@@ -376,6 +376,8 @@ class MaterializeDialect(Dialect):
             return "".join(items)
         return "one of " + " or ".join(items)
 
+    reports_missing = False  # Materialize's own parser says "Expected '(', found X"
+
     def mismatch_message(self, token: Token, expected: str) -> str:
         found = self.describe_found(token)
         return f"Expected {expected}, found {found}" if expected else f"Unexpected {found}"

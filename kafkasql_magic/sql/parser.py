@@ -144,6 +144,12 @@ class Dialect:
         return lark
 
     @functools.cached_property
+    def punctuation(self) -> dict[str, str]:
+        """Terminal name -> its text, for the fixed terminals that are not words (`)`, `,`, `=>`)."""
+        return {t.name: t.pattern.value for t in self.lark.terminals
+                if isinstance(t.pattern, PatternStr) and not t.pattern.value.isidentifier()}
+
+    @functools.cached_property
     def identifier_terminals(self) -> frozenset[str]:
         return _terminals_of(self.lark, "identifier")
 
@@ -219,11 +225,44 @@ class Dialect:
         else:
             line, column = token.line, token.column
         accepts = e.accepts or e.expected
-        message = self.mismatch_message(token, self.describe_expected(accepts))
+        missing = self._missing(e, accepts, text)
+        message = self.missing_message(token, missing) if missing else \
+            self.mismatch_message(token, self.describe_expected(accepts))
         hint = self.hint(token, accepts)
         if hint:
             message += " " + hint
         return SqlSyntaxError(message, line, column, excerpt(text, line, column))
+
+    def _missing(self, e: UnexpectedToken, accepts, text: str) -> str | None:
+        """The one punctuation mark whose insertion lets the parser take the unexpected token
+        (ANTLR's single-token insertion, which ksqlDB reports as `missing ')' at ','`), or None;
+        None too where dropping the token would do (ANTLR tries that first: a mismatch)."""
+        if not self.reports_missing or e.token.type == "$END" or getattr(e, "interactive_parser", None) is None:
+            return None
+        try:
+            after = next((t for t in self.lark.lex(text) if t.start_pos >= e.token.end_pos), None)
+        except UnexpectedCharacters:  # what follows does not lex: no deletion to try
+            after = None
+        if after is not None:
+            trial = e.interactive_parser.copy(deepcopy_values=False)
+            try:
+                trial.feed_token(after)
+                return None
+            except (UnexpectedToken, UnexpectedCharacters):
+                pass
+        fits = []
+        for name in accepts:
+            mark = self.punctuation.get(name)
+            if mark is None:
+                continue  # only a punctuation mark is inserted: a missing word reads as a mismatch
+            trial = e.interactive_parser.copy(deepcopy_values=False)
+            try:
+                trial.feed_token(Token(name, mark))
+                trial.feed_token(e.token)
+            except (UnexpectedToken, UnexpectedCharacters):
+                continue
+            fits.append(mark)
+        return fits[0] if len(fits) == 1 else None
 
     def _unexpected_character(self, e: UnexpectedCharacters, text: str) -> SqlSyntaxError:
         rest = text[e.pos_in_stream:]
@@ -284,6 +323,12 @@ class Dialect:
         if len(items) <= 1:
             return "".join(items)
         return "one of: " + ", ".join(items)
+
+    #: Whether a token the parser lacks is reported as ANTLR's `missing ')' at ','` (ksqlDB's parser)
+    reports_missing = True
+
+    def missing_message(self, token: Token, missing: str) -> str:
+        return f"missing '{missing}' at '{token}'"
 
     def mismatch_message(self, token: Token, expected: str) -> str:
         if token.type == "$END":

@@ -772,3 +772,20 @@ def test_windows_parse_after_from_and_joins():
 def test_window_words_stay_identifiers():
     assert [i.expr for i in parse_statement("SELECT size, session, tumbling, hopping, advance FROM s").items] == [
         C("SIZE"), C("SESSION"), C("TUMBLING"), C("HOPPING"), C("ADVANCE")]
+
+
+@pytest.mark.parametrize("text, reason", [  # ANTLR's single-token insertion, as ksqlDB reports it
+    ("SELECT f1 FROM t GROUP BY f3, (f2, f1);", "missing ')' at ','"),  # group-by.json
+    ("SELECT a FROM s WHERE (a = 1;", "missing ')' at ';'"),
+    ("SELECT ARRAY[1, 2 FROM s;", "missing ']' at 'FROM'"),
+    # where dropping the token would do, ANTLR calls it a mismatch (it tries that first)
+    ("SELECT a b c FROM s;", "mismatched input 'c' expecting one of: ',', FROM"),
+])
+def test_a_missing_punctuation_mark_is_named(text, reason):
+    assert syntax_error(text).reason == reason
+
+
+def test_materialize_names_what_it_expected_instead():
+    with pytest.raises(SqlSyntaxError) as info:
+        parse_statement("SELECT a FROM s WHERE (a = 1", dialect="materialize")
+    assert "missing" not in str(info.value)
