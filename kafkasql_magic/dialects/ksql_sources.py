@@ -58,6 +58,9 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
     if topic is None:
         raise StatementError('Missing required property "KAFKA_TOPIC" which has no default value.')
     key_spec, value_spec = _formats(props, settings)
+    _check_schema_ids(columns, key_spec, value_spec, props)
+    if stmt.kind == "TABLE" and key_spec.name not in INFERABLE and not any(c.role == KEY for c in columns):
+        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")  # before the registry
     columns, value_spec = _with_inferred(columns, key_spec, value_spec, props, infer)
     value_spec = with_default_wrapping(value_spec, sum(c.role == VALUE for c in columns), settings)
     KSQL.check_unique(c.name for c in columns)
@@ -120,6 +123,19 @@ def check_formats(kind: str, key_spec: FormatSpec, value_spec: FormatSpec, colum
         fmt.validate(fields, role, kind)
         if fields and hasattr(fmt, "check_spec"):  # e.g. AVRO needs a registry
             fmt.check_spec(spec)
+
+
+def _check_schema_ids(columns, key_spec, value_spec, props) -> None:
+    """A KEY_SCHEMA_ID or VALUE_SCHEMA_ID needs a format that infers columns and no columns of
+    its part declared, as ksqlDB's schema injector checks them before it asks the registry."""
+    for part, role, spec in (("KEY", KEY, key_spec), ("VALUE", VALUE, value_spec)):
+        if props.get(f"{part}_SCHEMA_ID") is None:
+            continue
+        if spec.name not in INFERABLE:
+            raise StatementError(f"{part}_FORMAT should support schema inference when {part}_SCHEMA_ID is provided. "
+                                 f"Current format is {spec.name}.")
+        if any(c.role == role for c in columns):
+            raise StatementError(f"Table elements and {part}_SCHEMA_ID cannot both exist for create statement.")
 
 
 def _with_inferred(columns, key_spec, value_spec, props, infer):

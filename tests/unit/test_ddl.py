@@ -193,3 +193,19 @@ def test_map_key_columns_are_refused_with_ksqldbs_message(key_type, fmt, shown):
 def test_a_map_in_a_value_column_is_taken():
     src = create("CREATE STREAM s (k STRING KEY, v MAP<STRING, INT>) WITH (kafka_topic='t', format='JSON');")
     assert [c.type.name for c in src.columns] == ["STRING", "MAP"]
+
+
+@pytest.mark.parametrize("text, message", [  # elements.json: checked before the registry is asked
+    ("CREATE STREAM s WITH (kafka_topic='t', key_format='kafka', value_format='avro', key_schema_id=1);",
+     "KEY_FORMAT should support schema inference when KEY_SCHEMA_ID is provided. Current format is KAFKA."),
+    ("CREATE STREAM s WITH (kafka_topic='t', key_format='avro', value_format='kafka', value_schema_id=1);",
+     "VALUE_FORMAT should support schema inference when VALUE_SCHEMA_ID is provided. Current format is KAFKA."),
+    ("CREATE STREAM s (c3 INT KEY) WITH (kafka_topic='t', format='avro', key_schema_id=1);",
+     "Table elements and KEY_SCHEMA_ID cannot both exist for create statement."),
+    ("CREATE STREAM s (c1 INT, c2 INT) WITH (kafka_topic='t', format='avro', value_schema_id=2);",
+     "Table elements and VALUE_SCHEMA_ID cannot both exist for create statement."),
+    ("CREATE TABLE s WITH (kafka_topic='t', value_format='avro');",
+     "Tables require a PRIMARY KEY. Please define the PRIMARY KEY."),
+])
+def test_schema_ids_and_table_keys_checked_before_the_registry(text, message):
+    assert error_of(text) == message
