@@ -383,15 +383,17 @@ def create_statement(name: str, topic: str, inferred_or_guess, *, kind: str = "S
     if kind == "TABLE" and not key_cols and not omit_key:
         key_cols = [(ROWKEY, types.STRING)]
     lines = [] if omit_key else [f"{ident(n)} {types.display(t)} {role}" for n, t in key_cols]
-    if explicit or not src.value_inferred:
+    list_values = explicit or not src.value_inferred
+    if list_values:
         lines += [f"{ident(n)} {types.display(t)}" for n, t in src.value_columns]
     props = [f"KAFKA_TOPIC={_quote(topic)}", f"KEY_FORMAT={_quote(key_format)}",
              f"VALUE_FORMAT={_quote(value_format)}"]
     if not src.value_wrapped and value_format in ("JSON", "JSON_SR", "AVRO", "PROTOBUF"):
         props.append("WRAP_SINGLE_VALUE=false")
-    if src.key_pinned_id is not None:
+    # a schema id pins only what the statement leaves to inference (ksqlDB refuses columns beside it)
+    if src.key_pinned_id is not None and omit_key:
         props.append(f"KEY_SCHEMA_ID={src.key_pinned_id}")
-    if src.value_pinned_id is not None:
+    if src.value_pinned_id is not None and not list_values:
         props.append(f"VALUE_SCHEMA_ID={src.value_pinned_id}")
     head = f"CREATE {kind} {ident(name)}"
     body = (" (\n" + ",\n".join("  " + line for line in lines) + "\n)") if lines else ""

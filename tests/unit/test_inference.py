@@ -499,3 +499,10 @@ def test_avro_recursive_schema_is_an_error_naming_the_field():
                                                          {"name": "next", "type": ["null", "Node"]}]}
     with pytest.raises(StatementError, match="field `next`"):
         inf.infer_from("t", key_format="KAFKA", value_format="AVRO", value=reg(node))
+
+
+def test_a_pinned_schema_id_is_not_written_beside_listed_columns(fake_registry):
+    """ksqlDB refuses `Table elements and VALUE_SCHEMA_ID cannot both exist for create statement.`"""
+    got = inf.infer("http://reg", "t", key_format="KAFKA", value_format="AVRO", value_schema_id=2)
+    text = inf.create_statement("S", "t", got, key_format="KAFKA", value_format="AVRO", explicit=True)
+    assert "A INTEGER" in text and "VALUE_SCHEMA_ID" not in text
