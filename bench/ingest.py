@@ -139,7 +139,8 @@ def spark_session(cores: int, conf: dict | None = None):
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              # a loaded shared machine: give Python workers time to connect back
              .config("spark.python.authenticate.socketTimeout", "120s")
-             .config("spark.driver.memory", "2g"))
+             .config("spark.driver.memory", "2g")
+             .config("spark.python.unix.domain.socket.enabled", "true"))  # as the project's session
     for key, value in (conf or {}).items():
         spark = spark.config(key, value)
     spark = spark.getOrCreate()

@@ -54,7 +54,7 @@ VARIANTS = ["groupby_agg", "apply_in_pandas"] + [f"tws_{api}_{kind}" for api in 
 GRID_VARIANTS = {"groupby_agg", "apply_in_pandas", "tws_pandas_value", "tws_row_value", "tws_pandas_none"}
 
 
-def spark_session():
+def spark_session(unix_socket: bool = False):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bench"), str(ROOT),
@@ -72,6 +72,7 @@ def spark_session():
              .config("spark.driver.memory", "2g")
              .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
              .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+             .config("spark.python.unix.domain.socket.enabled", str(unix_socket).lower())
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -305,6 +306,8 @@ def main(argv=None) -> int:
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--timer-keys", type=int, default=10_000)
     p.add_argument("--no-timers", action="store_true")
+    p.add_argument("--socket", choices=("tcp", "unix"), default="unix",
+                   help="how Python workers and the state server talk to the JVM (the project uses unix)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "state-probe.json"))
     args = p.parse_args(argv)
 
@@ -315,7 +318,7 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown variants {sorted(unknown)}; known: {VARIANTS}")
     facts = machine()
-    spark = spark_session()
+    spark = spark_session(args.socket == "unix")
     work = Path(tempfile.mkdtemp(prefix="state-probe-"))
     started = time.perf_counter()
     try:

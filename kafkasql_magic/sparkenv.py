@@ -39,6 +39,9 @@ LOCAL_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "1g",
+    # Python workers and keyed-state servers over Unix sockets: a TCP state server takes the first
+    # connection to its port, so a local client retrying a port it once knew could hang a query
+    "spark.python.unix.domain.socket.enabled": "true",
 }
 
 

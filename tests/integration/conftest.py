@@ -43,20 +43,15 @@ def spark():
     os.environ.update(spark_env())
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkasql_magic-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-        .getOrCreate()
-    )
+    from kafkasql_magic.sparkenv import LOCAL_CONF
+
+    builder = SparkSession.builder.master("local[2]").appName("kafkasql_magic-tests")
+    for key, value in {**LOCAL_CONF, "spark.sql.execution.arrow.pyspark.enabled": "true",
+                       "spark.sql.session.timeZone": "UTC",
+                       "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+                       "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"]}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     from kafkasql_magic.sparkenv import prepare
 
