@@ -295,8 +295,9 @@ AGGREGATE: dict[str, list[str]] = {
     "MAP_AGG": ["MAP_AGG(STRING k, T v) -> MAP<STRING, T>"],
     "STRING_AGG": ["STRING_AGG(STRING val, STRING delimiter) -> STRING"],
     "COLLECT_SET": ["COLLECT_SET(T col) -> ARRAY<T>"],
-    "LATEST_BY_OFFSET": ["LATEST_BY_OFFSET(T val) -> T"],
-    "EARLIEST_BY_OFFSET": ["EARLIEST_BY_OFFSET(T val) -> T"],
+    **{name: [f"{name}(T val) -> T", f"{name}(T val, BOOLEAN ignoreNulls) -> T",
+              f"{name}(T val, INT {n}) -> ARRAY<T>", f"{name}(T val, INT {n}, BOOLEAN ignoreNulls) -> ARRAY<T>"]
+       for name, n in (("LATEST_BY_OFFSET", "latestN"), ("EARLIEST_BY_OFFSET", "earliestN"))},
     "TOPK": [f"TOPK({t} val, INT k) -> ARRAY<{t}>" for t in _COMPARABLE] + [  # other columns ride along
         f"TOPK(T val, {', '.join(f'{v} col{i}' for i, v in enumerate('ABCD'[:n]))}, INT k) -> "
         f"ARRAY<STRUCT<sort_col T, {', '.join(f'col{i} {v}' for i, v in enumerate('ABCD'[:n]))}>>"

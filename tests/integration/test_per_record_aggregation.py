@@ -60,6 +60,32 @@ def test_cache_off_writes_one_change_per_record_in_offset_order(ksql, broker):
         ("b", {"N": 2, "S": 8, "M": 5, "L": [3, 5], "LAST": 5}, 7, "4")]
 
 
+#: ksqlDB's latest-offset-udaf.json and earliest-offset-udaf.json forms, over 12, NULL, 13.
+BY_OFFSET = ("LATEST_BY_OFFSET(V, false) AS L1, LATEST_BY_OFFSET(V, 2) AS L2, LATEST_BY_OFFSET(V, 2, false) AS L3, "
+             "EARLIEST_BY_OFFSET(V, false) AS E1, EARLIEST_BY_OFFSET(V, 2, false) AS E3")
+BY_OFFSET_CHANGES = [{"L1": 12, "L2": [12], "L3": [12], "E1": 12, "E3": [12]},
+                     {"L1": None, "L2": [12], "L3": [12, None], "E1": 12, "E3": [12, None]},
+                     {"L1": 13, "L2": [12, 13], "L3": [None, 13], "E1": 12, "E3": [12, None]}]
+
+
+def test_cache_off_by_offset_with_n_and_ignore_nulls_as_ksqldb(ksql, broker):
+    src, _ = _source(ksql, broker, [("a", 12, 1), ("a", None, 2), ("a", 13, 3)])
+    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE O_{src} AS SELECT K, {BY_OFFSET} FROM {src} GROUP BY K;")
+    assert query.wait_for_records(3, 120), query.failure
+    assert [value for _, value, _, _ in _changes(_read(broker, f"O_{src}", 3))] == BY_OFFSET_CHANGES
+
+
+def test_by_offset_with_n_and_ignore_nulls_per_micro_batch(session, broker):
+    """With the record cache on, a micro-batch's records come to one change per group (Spark's
+    aggregation over the batch): the same values as the last change above."""
+    src, _ = _source(session, broker, [("a", 12, 1), ("a", None, 2), ("a", 13, 3)])
+    rows = session.sql(f"SELECT K, {BY_OFFSET} FROM {src} GROUP BY K EMIT CHANGES LIMIT 1;")
+    got = rows.iloc[-1].to_dict()
+    assert {k: (list(v) if hasattr(v, "__len__") and not isinstance(v, str) else (None if v != v else v))
+            for k, v in got.items() if k != "K"} == BY_OFFSET_CHANGES[-1]
+
+
 def test_cache_off_having_writes_a_tombstone_only_where_the_row_before_passed_it(ksql, broker):
     # ksqlDB's having.json and group-by.json ("udafs only in having"): a change failing HAVING is a
     # tombstone after a row that passed it; after nothing, or after a failing row, nothing is written

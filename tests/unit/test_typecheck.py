@@ -67,6 +67,8 @@ def error_of(statement: str, dialect: str = "ksql", columns=None) -> ExpressionT
     ("AVG(id)", DOUBLE), ("MIN(v)", STRING), ("MAX(ts)", T("TIMESTAMP")), ("COLLECT_LIST(s)",
                                                                           T("ARRAY", element=COLUMNS["S"])),
     ("LATEST_BY_OFFSET(v)", STRING), ("COUNT_DISTINCT(v)", BIGINT),
+    ("LATEST_BY_OFFSET(v, false)", STRING), ("LATEST_BY_OFFSET(id, 2)", T("ARRAY", element=INT)),
+    ("EARLIEST_BY_OFFSET(v, 2, false)", T("ARRAY", element=STRING)),
 ])
 def test_types_of_valid_expressions(text, expected):
     assert type_of(text) == expected

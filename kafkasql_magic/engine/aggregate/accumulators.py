@@ -97,12 +97,40 @@ def _count_distinct(nargs: int, bits: int | None) -> Accumulator:
 
 def _by_offset(latest: bool) -> Callable[[int, int | None], Accumulator]:
     """LATEST_BY_OFFSET / EARLIEST_BY_OFFSET over records added in offset order: the last (or
-    first) non-NULL value, as ksqlDB's default ignores NULLs."""
+    first) non-NULL value, as ksqlDB's default ignores NULLs. With more arguments (ksqlDB's
+    `(val, ignoreNulls)`, `(val, N)`, `(val, N, ignoreNulls)`) the state is the values kept
+    (NULLs too when not ignored) and N (0: the one-value forms), which each record's literal
+    arguments give."""
     def make(nargs: int, bits: int | None) -> Accumulator:
-        def add(s, a):
-            return s if a[0] is None or (not latest and s[0] is not None) else (a[0],)
-        return Accumulator(("result",), (None,), add, lambda s: s[0])
+        if nargs == 1:
+            def add(s, a):
+                return s if a[0] is None or (not latest and s[0] is not None) else (a[0],)
+            return Accumulator(("result",), (None,), add, lambda s: s[0])
+
+        def add_kept(s, a):
+            n, ignore_nulls = by_offset_options(a)
+            kept = s[0]
+            if a[0] is not None or not ignore_nulls:
+                if latest:
+                    kept = [*kept, a[0]][-max(n, 1):]
+                elif len(kept) < max(n, 1):
+                    kept = [*kept, a[0]]
+            return (kept, n)
+        return Accumulator(("args", "long"), ([], 0), add_kept,
+                           lambda s: list(s[0]) if s[1] else (s[0][-1] if s[0] else None))
     return make
+
+
+def by_offset_options(args: tuple) -> tuple[int, bool]:
+    """(N, ignoreNulls) of a *_BY_OFFSET call's arguments after its value: N is 0 for the
+    one-value forms, ignoreNulls True unless given (a BOOLEAN; an INT is N)."""
+    n, ignore_nulls = 0, True
+    for value in args[1:]:
+        if isinstance(value, bool):
+            ignore_nulls = value
+        elif value is not None:
+            n = value
+    return n, ignore_nulls
 
 
 def _undo_count(nargs: int, bits: int | None) -> Accumulator:

@@ -13,6 +13,7 @@ class Signature:
     args: int = 1
     variadic: bool = False  # takes `args` or more (TOPK's columns carried beside its sort column)
     star: bool = False  # COUNT(*)
+    most: int | None = None  # takes `args` to `most` (LATEST_BY_OFFSET's N and ignoreNulls)
 
 
 SIGNATURES: dict[str, Signature] = {
@@ -28,8 +29,8 @@ SIGNATURES: dict[str, Signature] = {
     "MAP_AGG": Signature(args=2),
     "STRING_AGG": Signature(args=2),
     "COLLECT_SET": Signature(),
-    "LATEST_BY_OFFSET": Signature(),
-    "EARLIEST_BY_OFFSET": Signature(),
+    "LATEST_BY_OFFSET": Signature(most=3),
+    "EARLIEST_BY_OFFSET": Signature(most=3),
     "TOPK": Signature(args=2, variadic=True),
     "TOPKDISTINCT": Signature(args=2),
 }
@@ -41,7 +42,8 @@ def lookup(name: str, nargs: int, star: bool) -> Signature:
     if star and not signature.star:
         raise StatementError(f"Function '{name}' does not accept '*'.")
     counts_rows = signature.star and nargs == 0  # ksqlDB's COUNT() counts rows, as COUNT(*) does
-    if not star and not counts_rows and nargs != signature.args and not (signature.variadic and nargs > signature.args):
+    most = None if signature.variadic else signature.most or signature.args
+    if not star and not counts_rows and not (signature.args <= nargs and (most is None or nargs <= most)):
         raise StatementError(f"Function '{name}' does not accept {nargs} argument(s).")
     return signature
 

@@ -110,9 +110,21 @@ def _sum(args, types_, order):
     return total.cast(types_[0]) if isinstance(types_[0], _INTEGRAL) else total
 
 
-def _by_offset(pick):
-    """LATEST_BY_OFFSET / EARLIEST_BY_OFFSET: NULLs are ignored, as ksqlDB's default does."""
-    return lambda args, types_, order: pick(args[0], F.when(args[0].isNotNull(), order))
+def _by_offset(latest: bool):
+    """LATEST_BY_OFFSET / EARLIEST_BY_OFFSET: the last (first) value in arrival order, NULLs
+    ignored unless a BOOLEAN `ignoreNulls` argument is false; with an INT `N`, the last (first)
+    N values, oldest first, as ksqlDB's `(val, N[, ignoreNulls])` forms."""
+    def build(args, types_, order):
+        options = list(zip(args[1:], types_[1:]))
+        n = next((a for a, t in options if not isinstance(t, T.BooleanType)), None)
+        ignore_nulls = next((a for a, t in options if isinstance(t, T.BooleanType)), F.lit(True))
+        if n is None:
+            return (F.max_by if latest else F.min_by)(args[0], F.when(args[0].isNotNull() | ~ignore_nulls, order))
+        rows = F.filter(sorted_rows(F.struct(args[0].alias("x"), ignore_nulls.alias("i")), Sorting((), order)),
+                        lambda e: e["v"]["x"].isNotNull() | ~e["v"]["i"])
+        values, count = F.transform(rows, lambda e: e["v"]["x"]), F.max(n)
+        return F.slice(values, F.greatest(F.size(values) - count + 1, F.lit(1)) if latest else F.lit(1), count)
+    return build
 
 
 def _top(distinct: bool):
@@ -149,8 +161,8 @@ AGGREGATES: dict[str, Aggregate] = {
     "MAP_AGG": Aggregate(_map_agg, in_order=True),
     "STRING_AGG": Aggregate(_string_agg, in_order=True),
     "COLLECT_SET": Aggregate(lambda a, t, o: F.collect_set(a[0]), empty=_no_elements),
-    "LATEST_BY_OFFSET": Aggregate(_by_offset(F.max_by)),
-    "EARLIEST_BY_OFFSET": Aggregate(_by_offset(F.min_by)),
+    "LATEST_BY_OFFSET": Aggregate(_by_offset(latest=True)),
+    "EARLIEST_BY_OFFSET": Aggregate(_by_offset(latest=False)),
     "TOPK": Aggregate(_topk, empty=_no_elements),
     "TOPKDISTINCT": Aggregate(_top(True), empty=_no_elements),
 }

@@ -52,6 +52,41 @@ def test_by_offset_ignores_nulls():
     assert run("EARLIEST_BY_OFFSET", [None, "x", None, "y"]) == [None, "x", "x", "x"]
 
 
+def run_with(name, values, *options):
+    """The result after each value, every record carrying the call's literal `options`."""
+    acc = accumulator(name, 1 + len(options))
+    state, results = acc.initial, []
+    for value in values:
+        state = acc.add(state, (value, *options))
+        results.append(acc.result(state))
+    return results
+
+
+#: ksqlDB's latest-offset-udaf.json and earliest-offset-udaf.json: (call, options, inputs, outputs).
+BY_OFFSET_CASES = [
+    ("LATEST_BY_OFFSET", (True,), [12, None, 13], [12, 12, 13]),
+    ("LATEST_BY_OFFSET", (2, True), [12, None, 13], [[12], [12], [12, 13]]),
+    ("LATEST_BY_OFFSET", (False,), [12, None, 13], [12, None, 13]),
+    ("LATEST_BY_OFFSET", (2, False), [12, None, 13], [[12], [12, None], [None, 13]]),
+    ("LATEST_BY_OFFSET", (2,), [12, None], [[12], [12]]),
+    ("LATEST_BY_OFFSET", (2,), [None, None], [[], []]),
+    ("LATEST_BY_OFFSET", (2,), [12, 21, 31], [[12], [12, 21], [21, 31]]),
+    ("EARLIEST_BY_OFFSET", (True,), [None, 13], [None, 13]),
+    ("EARLIEST_BY_OFFSET", (2,), [None, 13], [[], [13]]),
+    ("EARLIEST_BY_OFFSET", (False,), [None, 13], [None, None]),
+    ("EARLIEST_BY_OFFSET", (2, False), [None, 13], [[None], [None, 13]]),
+    ("EARLIEST_BY_OFFSET", (False,), [12, None, 13], [12, 12, 12]),
+    ("EARLIEST_BY_OFFSET", (2, False), [12, None, 13], [[12], [12, None], [12, None]]),
+    ("EARLIEST_BY_OFFSET", (2,), [12, 21, 31], [[12], [12, 21], [12, 21]]),
+    ("EARLIEST_BY_OFFSET", (2,), [None, None], [[], []]),
+]
+
+
+@pytest.mark.parametrize("name, options, values, expected", BY_OFFSET_CASES)
+def test_by_offset_with_n_and_ignore_nulls_as_ksqldb(name, options, values, expected):
+    assert run_with(name, values, *options) == expected
+
+
 def test_a_result_never_shares_the_state_it_came_from():
     acc = accumulator("COLLECT_LIST", 1)
     state = acc.add(acc.initial, (1,))

@@ -29,6 +29,13 @@ def test_topk_takes_columns_beside_its_sort_column_and_topkdistinct_does_not():
         lookup("TOPKDISTINCT", 3, star=False)
 
 
+def test_by_offset_takes_its_value_then_n_and_ignore_nulls():
+    for nargs in (1, 2, 3):
+        lookup("LATEST_BY_OFFSET", nargs, star=False)
+    with pytest.raises(StatementError, match=r"^Function 'EARLIEST_BY_OFFSET' does not accept 4 argument\(s\)\.$"):
+        lookup("EARLIEST_BY_OFFSET", 4, star=False)
+
+
 def test_only_the_table_s_names_are_aggregates():
     assert is_aggregate("LATEST_BY_OFFSET") and not is_aggregate("ABS")
 
