@@ -59,15 +59,14 @@ def source_from_create(stmt: ast.CreateSource, settings: dict[str, str], text: s
         raise StatementError('Missing required property "KAFKA_TOPIC" which has no default value.')
     key_spec, value_spec = _formats(props, settings)
     _check_schema_ids(columns, key_spec, value_spec, props)
-    if stmt.kind == "TABLE" and key_spec.name not in INFERABLE and not any(c.role == KEY for c in columns):
-        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")  # before the registry
+    if key_spec.name not in INFERABLE:  # no registry can supply the key: say so before asking it
+        _require_table_key(stmt.kind, columns)
     columns, value_spec = _with_inferred(columns, key_spec, value_spec, props, infer)
     value_spec = with_default_wrapping(value_spec, sum(c.role == VALUE for c in columns), settings)
     KSQL.check_unique(c.name for c in columns)
     if not columns:
         raise StatementError("No columns supplied.")
-    if stmt.kind == "TABLE" and not any(c.role == KEY for c in columns):
-        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+    _require_table_key(stmt.kind, columns)
     if props.get("WINDOW_TYPE") is not None and not any(c.role == KEY for c in columns):
         raise StatementError("Windowed sources require a key column.")
     check_key_types((c.name, c.type) for c in columns if c.role == KEY)
@@ -164,6 +163,11 @@ def _properties(stmt: ast.CreateSource) -> dict:
 
 #: Java's TimeUnit names, which ksqlDB's WINDOW_SIZE durations take (with or without the final S).
 DURATION_UNITS = ("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS")
+
+
+def _require_table_key(kind: str, columns) -> None:
+    if kind == "TABLE" and not any(c.role == KEY for c in columns):
+        raise StatementError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
 
 
 def _check_window(props: dict) -> None:
