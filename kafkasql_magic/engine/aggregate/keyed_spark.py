@@ -61,7 +61,12 @@ def conform(value, dtype: T.DataType):
     return value
 
 
-def accumulator_states(specs, make) -> tuple[list, list[T.StructField]]:
+def stream_accumulator(name: str, nargs: int, arg_type: T.DataType | None, result: T.DataType):
+    """A stream aggregation's accumulator: a SUM of an integral argument wraps at its width."""
+    return accumulator(name, nargs, _BITS.get(type(arg_type)))
+
+
+def accumulator_states(specs, make=stream_accumulator) -> tuple[list, list[T.StructField]]:
     """Per spec (aggregate name, argument positions, argument type, result type) its accumulator,
     `make(name, nargs, arg_type, result)`, with its state fields' types; and those fields
     (`a{i}_{n}`), which a group's ValueState holds after its own."""
@@ -83,8 +88,7 @@ class PerRecord(StatefulProcessor):
         self.names = names
 
     def init(self, handle) -> None:
-        self.accumulators, fields = accumulator_states(
-            self.specs, lambda name, nargs, arg_type, result: accumulator(name, nargs, _BITS.get(type(arg_type))))
+        self.accumulators, fields = accumulator_states(self.specs)
         rt = T.StructField("rt", T.LongType())  # the group's latest time, in µs
         self.state = handle.getValueState("aggregates", T.StructType([rt, *fields]))
         self.out = Row(*self.names)

@@ -23,8 +23,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
-from ..aggregate.accumulators import accumulator
-from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, accumulator_states, conform, micros
+from ..aggregate.keyed_spark import EPOCH, MICROSECOND, accumulator_states, conform, micros
 from .rules import closes_at, expired_message, is_closed, window_starts
 
 
@@ -61,8 +60,7 @@ class WindowAggregates(StatefulProcessor):
 
     def init(self, handle) -> None:
         self.handle = handle
-        self.accumulators, accumulated = accumulator_states(
-            self.specs, lambda name, nargs, arg_type, result: accumulator(name, nargs, _BITS.get(type(arg_type))))
+        self.accumulators, accumulated = accumulator_states(self.specs)
         fields = [T.StructField("start", T.LongType()), T.StructField("rt", T.LongType()),
                   T.StructField("rh", self.headers_type), T.StructField("p", T.IntegerType()),
                   T.StructField("o", T.LongType()), *accumulated]

@@ -26,8 +26,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
-from ..aggregate.accumulators import accumulator
-from ..aggregate.keyed_spark import _BITS, EPOCH, accumulator_states, conform
+from ..aggregate.keyed_spark import EPOCH, accumulator_states, conform
 from .session_rules import closes_at, expired_message, found, is_late, merged_bounds
 
 # a session in memory: [start, end, headers, partition, offset, accumulator states, members per
@@ -47,8 +46,7 @@ class SessionAggregates(StatefulProcessor):
 
     def init(self, handle) -> None:
         self.handle = handle
-        self.accumulators, accumulated = accumulator_states(
-            self.specs, lambda name, nargs, arg_type, result: accumulator(name, nargs, _BITS.get(type(arg_type))))
+        self.accumulators, accumulated = accumulator_states(self.specs)
         members = [T.StructField(f"m{i}", T.ArrayType(T.StructType(
             [T.StructField("n", T.LongType()), *[T.StructField(f"v{k}", t) for k, t in enumerate(types_)]]), False))
             for i, ((acc, *_), types_) in enumerate(zip(self.accumulators, self.argument_types)) if acc.merge is None]
