@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from ingest import machine_facts, spark_session  # noqa: E402
+from ingest import machine_facts, spark_session, write_report  # noqa: E402
 from peers import order  # noqa: E402
 
 CLK = os.sysconf("SC_CLK_TCK")
@@ -306,9 +306,7 @@ def main(argv=None) -> int:
     load.append(os.getloadavg()[0])
     report["machine"] = {"cores": os.cpu_count(), "load_average_1m": load, **machine_facts()}
     report["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report, indent=1)
     return 0
 
 

@@ -216,7 +216,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decode-stages.json"))
     args = ap.parse_args(argv)
 
-    from ingest import machine_facts, spark_session
+    from ingest import machine_facts, spark_session, write_report
 
     sizes = [int(x) for x in args.records.split(",")]
     cases = {name: CASES[name] for name in args.only.split(",")}
@@ -248,9 +248,7 @@ def main(argv=None) -> int:
     results.update({"load_average_1min": [round(load_before, 2), round(load_after, 2)], "machine": machine_facts(),
                     "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     print(json.dumps({"steps": results["steps"], "stages": results["stages"]}, indent=1))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, results)
     return 0
 
 

@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "driver-memory.json"))
     args = ap.parse_args(argv)
 
-    from ingest import machine_facts
+    from ingest import machine_facts, write_report
 
     from kafkasql_magic.local import LocalStack, produce
     from kafkasql_magic.session import Session
@@ -107,8 +107,7 @@ def main(argv=None) -> int:
                                                 - sampler.start["driver_python_rss_mb"], 1),
                   checkpoint_mb=round(checkpoint / MB, 1), load_average_end=list(os.getloadavg()))
     print(json.dumps(report, indent=2))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.out, report)
     return 0
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from ingest import machine_facts  # noqa: E402
+from ingest import machine_facts, write_report  # noqa: E402
 from peers import order  # noqa: E402
 
 STATEMENT = ("CREATE STREAM {name} WITH (KAFKA_TOPIC='{name}', VALUE_FORMAT='JSON') AS "
@@ -109,9 +109,7 @@ def main(argv=None) -> int:
         finally:
             session.stop()
     report["load_average_end"] = list(os.getloadavg())
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
     return 0
 
 

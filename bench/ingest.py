@@ -90,6 +90,14 @@ def make_records(n: int):
                "headers": [("source", b"bench"), ("seq", str(i).encode())]}
 
 
+def write_report(path, report: dict, indent: int = 2) -> None:
+    """A bench's JSON report at `path` (its folder made), and where it went."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=indent) + "\n")
+    print(f"wrote {out}")
+
+
 def machine_facts() -> dict:
     import confluent_kafka
     import pyarrow
@@ -422,9 +430,7 @@ def main(argv=None) -> int:
           f"(cores: {cores})")
     print(f"seek: {seek}")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_report(out, results)
     return 0
 
 

@@ -215,7 +215,7 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps(spark_worker(master, bootstrap, topic, int(n), int(repeat), int(broker_pid))))
         return 0
 
-    from ingest import make_records, machine_facts
+    from ingest import machine_facts, make_records, write_report
 
     from kafkasql_magic.local import LocalStack, produce
 
@@ -269,9 +269,7 @@ def main(argv=None) -> int:
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     print(json.dumps(results, indent=2))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, results)
     return 0
 
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ingest import machine_facts, make_records  # noqa: E402
+from ingest import machine_facts, make_records, write_report  # noqa: E402
 
 BATCH = 10_000
 COLUMNS = (("id", "BIGINT"), ("name", "STRING"), ("amount", "DOUBLE"), ("ts", "BIGINT"), ("tags", "STRING"),
@@ -137,8 +137,7 @@ def main(argv=None) -> int:
     results["machine"] = machine_facts()
     results["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     print(json.dumps(results, indent=1))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    write_report(args.out, results, indent=1)
     return 0
 
 

@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "source-cpu.json"))
     args = ap.parse_args(argv)
 
-    from ingest import machine_facts, make_records, spark_session
+    from ingest import machine_facts, make_records, spark_session, write_report
 
     from kafkasql_magic.local import LocalStack, produce
 
@@ -189,9 +189,7 @@ def main(argv=None) -> int:
            "cpu_s_per_million_records": results, "load_average_1min": load,
            "machine": machine_facts(), "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(json.dumps(out, indent=2))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, out)
     return 0
 
 

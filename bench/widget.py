@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ingest import machine_facts, retried, spark_session  # noqa: E402  (bench/ is the script's folder)
+from ingest import machine_facts, retried, spark_session, write_report  # noqa: E402  (bench/ is the script's folder)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -181,9 +181,7 @@ def main(argv=None) -> int:
                "machine": machine_facts(), "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(json.dumps({k: results[k] for k in ("cores", "trigger_interval", "throughput", "latency")}, indent=2))
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_report(out, results)
     return 0
 
 
