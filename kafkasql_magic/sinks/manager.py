@@ -86,7 +86,6 @@ class PersistentQueries:
         check_result_kind(stmt.kind, plan)  # after the key check, as in ksqlDB
         settings = self.session.settings
         by_null = stmt.query.partition_by == (ast.Literal(None, "NULL"),)
-        sink_plan.check_join_key_types(plan.join_key, outputs)
         try:
             sink = sink_plan.sink_source(stmt.kind, stmt.name, props, outputs, leftmost, settings,
                                          self.session.schema_registry_url, text, partitioned_by_null=by_null)

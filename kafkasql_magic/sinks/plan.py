@@ -208,16 +208,6 @@ def check_insert_select(target: SourceDef) -> None:
         raise StatementError(f"Cannot insert into {target.name} because it has header columns")
 
 
-def check_join_key_types(join_key, outputs: Sequence[Output]) -> None:
-    """A join keyed by a MAP (or a type holding one) is refused where ksqlDB re-keys the left
-    side for it, under that side's qualified name (`L_L0`), before the sink's own key is checked."""
-    if join_key is None or join_key.synthetic is not None:
-        return
-    left = join_key.left
-    if isinstance(left, ast.ColumnRef) and left.qualifier:
-        check_key_types((f"{left.qualifier.upper()}_{left.name.upper()}", o.type) for o in outputs if o.key)
-
-
 def check_insert(target: SourceDef, outputs: Sequence[Output]) -> None:
     """INSERT INTO ... SELECT: the result's schema must be the target's, key columns first, then
     the value columns in order, each with its name and a type that `widens` into the target's

@@ -116,18 +116,3 @@ def test_a_group_by_sink_is_named_in_its_key_format_message_as_ksqldbs_formatter
         "CREATE TABLE OUTPUT WITH (KEY_FORMAT='KAFKA') AS SELECT\n  TEST.F2 F2,\n  TEST.F1 K1,\n"
         "  (TEST.F2 + TEST.F1) KSQL_COL_0,\n  COUNT(*) KSQL_COL_1\nFROM TEST TEST\nWHERE (TEST.F1 > 0)\n"
         "GROUP BY TEST.F1, TEST.F2\nHAVING (COUNT(*) > 1)\nEMIT CHANGES")
-
-
-def test_a_join_keyed_by_a_map_is_refused_under_the_left_sides_qualified_name():
-    """joins.json `on MAP column`: ksqlDB meets the MAP where it re-keys the left side (`L_L0`)."""
-    from kafkasql_magic.engine.analysis.join_key import JoinKey
-    from kafkasql_magic.sinks.plan import check_join_key_types
-
-    map_type = ast.Type("MAP", key=ast.Type("STRING"), value=ast.Type("INT"))
-    key = JoinKey(ast.ColumnRef("l0", "L"), ast.ColumnRef("r0", "R"), None)
-    outputs = [Output("L0", map_type, key=True), Output("L1", ast.Type("INT"))]
-    with pytest.raises(StatementError) as info:
-        check_join_key_types(key, outputs)
-    assert "Key column name: `L_L0`. Column type: MAP<STRING, INTEGER>." in str(info.value)
-    check_join_key_types(key, [Output("L0", ast.Type("STRING"), key=True)])  # any other key type passes
-    check_join_key_types(None, outputs)  # not a join: the sink's own check names the column

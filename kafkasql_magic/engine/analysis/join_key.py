@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...dialects.ksql_sources import check_key_types
 from ...sql import ast
 
 #: The synthetic key column's name before numbering.
@@ -42,6 +43,18 @@ class JoinKey:
     synthetic: str | None
     filled: tuple[str, ...] = ()
     viable: tuple[ast.ColumnRef, ...] = ()
+
+
+def check_join_key_type(key: JoinKey | None, type_of) -> None:
+    """A join on a MAP (or a type holding one) is refused where ksqlDB re-keys the left side for
+    it, under that side's qualified name (`L_L0`); `type_of` types an expression of the query."""
+    if key is None or key.synthetic is not None:
+        return
+    left = key.left
+    if isinstance(left, ast.ColumnRef) and left.qualifier:
+        found = type_of(left)
+        if found is not None:
+            check_key_types([(f"{left.qualifier.upper()}_{left.name.upper()}", found)])
 
 
 def join_key_of(stmt: ast.Select, inputs) -> JoinKey | None:

@@ -23,7 +23,7 @@ from .grouping import (WINDOW_BOUNDS, aggregate_calls, check_aggregate_rules, ch
                        qualified)
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
-from .join_key import JoinKey, is_synthetic_ref, join_key_of, key_output
+from .join_key import JoinKey, check_join_key_type, is_synthetic_ref, join_key_of, key_output
 from .lookup import key_lookup
 from .seek import Seek, seek_of
 from ..lookup_join.choice import check_lookup_join, looks_up_table
@@ -93,6 +93,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         tracks_time=tracks_time, lookup=key_lookup(stmt, first.source) if first.view is None else None,
         table_join=table_join, join_key=join, diffs=diffs, looks_up=looks_up)
     checked = check_types(plan, dialect, text)
+    check_join_key_type(join, checked.checker.type_of)
     if dialect.refuses_duplicate_names:
         check_duplicates(outputs, checked.checker.type_of)
     return plan
