@@ -49,11 +49,17 @@ class SinkFormat:
     registry_url: str | None = None
 
 
+#: The Schema Registry's compatibility levels, as Materialize accepts them (upper case only).
+COMPATIBILITY_LEVELS = ("BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE",
+                        "NONE")
+
+
 @dataclass(frozen=True)
 class AvroShape:
     """How a sink's generated Avro schemas are named and documented (the registry format's
     options): each record's fullname, the docs of the key's and the value's records and of their
-    fields (by column), and whether nullable fields default to null."""
+    fields (by column), whether nullable fields default to null, and the compatibility level each
+    subject gets when it has none of its own."""
 
     key_name: str = "row"
     value_name: str = "envelope"
@@ -62,6 +68,8 @@ class AvroShape:
     value_doc: str | None = None
     key_field_docs: tuple[tuple[str, str], ...] = ()
     value_field_docs: tuple[tuple[str, str], ...] = ()
+    key_compatibility: str | None = None
+    value_compatibility: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,10 +198,14 @@ def _avro_shape(stmt: CreateSink, columns: dict[str, Field]) -> AvroShape:
             raise StatementError(f'column "{".".join(doc.name)}" does not exist')
         for schema in ((doc.schema,) if doc.schema else ("KEY", "VALUE")):
             docs[(schema, column)] = doc.text
+    for level in (options.key_compatibility, options.value_compatibility):
+        if level is not None and level not in COMPATIBILITY_LEVELS:
+            raise StatementError(f"invalid compatibility level: {level}")
     return AvroShape(options.key_fullname or "row", options.value_fullname or "envelope", options.null_defaults,
                      docs.get(("KEY", None)), docs.get(("VALUE", None)),
                      tuple((c, t) for (s, c), t in docs.items() if s == "KEY" and c is not None),
-                     tuple((c, t) for (s, c), t in docs.items() if s == "VALUE" and c is not None))
+                     tuple((c, t) for (s, c), t in docs.items() if s == "VALUE" and c is not None),
+                     options.key_compatibility, options.value_compatibility)
 
 
 def with_endpoints(stmt: CreateSink, endpoint: Callable[[str, str], str]) -> CreateSink:

@@ -199,8 +199,24 @@ def avro_payloads(rows: list, schema_id: int, text: str, shape: str, fields) -> 
     return out
 
 
-def register_avro(url: str, topic: str, role: str, schema: dict, shape: str, fields) -> AvroWriter:
-    """Register `schema` under `<topic>-<role>`; the registry's refusal is a user error."""
+def _subject_level(client, subject: str) -> str | None:
+    """The compatibility level set on `subject` itself, None when it has none (40408) or the
+    subject is new (40401)."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    try:
+        return client.get_compatibility(subject)
+    except SchemaRegistryError as exc:
+        if exc.error_code in (40401, 40408):
+            return None
+        raise
+
+
+def register_avro(url: str, topic: str, role: str, schema: dict, shape: str, fields,
+                  compatibility: str | None = None) -> AvroWriter:
+    """Register `schema` under `<topic>-<role>`; the registry's refusal is a user error. With
+    `compatibility` (KEY / VALUE COMPATIBILITY LEVEL) the subject gets that level first, as
+    Materialize sets it: only when the subject has no level of its own."""
     from confluent_kafka.schema_registry import Schema
 
     from ..formats import schema_registry as sr
@@ -208,7 +224,10 @@ def register_avro(url: str, topic: str, role: str, schema: dict, shape: str, fie
     text = json.dumps(schema)
     subject = sr.subject(topic, role)
     try:
-        schema_id = sr.client(url).register_schema(subject, Schema(text, "AVRO"))
+        client = sr.client(url)
+        if compatibility is not None and _subject_level(client, subject) is None:
+            client.set_compatibility(subject, compatibility)
+        schema_id = client.register_schema(subject, Schema(text, "AVRO"))
     except Exception as exc:  # noqa: BLE001 - incompatible schema, registry down: a user error
         reason = getattr(exc, "error_message", None) or str(exc)
         raise StatementError(f"Could not register schema for subject {subject}: {reason}") from None

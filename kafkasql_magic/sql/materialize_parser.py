@@ -181,6 +181,12 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def csr_null_defaults(self, meta, flag):
         return "null_defaults", True if flag is None else flag, "NULL DEFAULTS", (meta.line, meta.column)
 
+    def csr_key_compatibility(self, meta, level):
+        return "key_compatibility", _unquote(level), "KEY COMPATIBILITY LEVEL", (meta.line, meta.column)
+
+    def csr_value_compatibility(self, meta, level):
+        return "value_compatibility", _unquote(level), "VALUE COMPATIBILITY LEVEL", (meta.line, meta.column)
+
     def csr_doc_on(self, meta, schema, kind, *rest):
         *name, text = rest
         return ast.AvroDoc(schema or "", kind, tuple(name), _unquote(text), **_pos(meta))

@@ -64,6 +64,8 @@ def _avro_options(w, o: ast.AvroSchemaOptions | None) -> str:
     given += ["NULL DEFAULTS"] if o.null_defaults else []
     given += [(f"{d.schema} " if d.schema else "") + f"DOC ON {d.kind} {'.'.join(w.ident(n) for n in d.name)} = "
               f"{quoted(d.text)}" for d in o.docs]
+    given += [f"{role} COMPATIBILITY LEVEL {quoted(level)}" for role, level in
+              (("KEY", o.key_compatibility), ("VALUE", o.value_compatibility)) if level is not None]
     return f" ({', '.join(given)})"
 
 

@@ -79,13 +79,15 @@ def _writers(spec: SinkSpec):
     if spec.key and spec.key_format is not None and spec.key_format.name == "AVRO":
         schema = mz_encode.row_schema(spec.key, shape.key_name, shape.key_doc, dict(shape.key_field_docs),
                                       shape.null_defaults)
-        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key", schema, "row", spec.key)
+        key_writer = mz_encode.register_avro(spec.key_format.registry_url, spec.topic, "key", schema, "row", spec.key,
+                                             shape.key_compatibility)
     if spec.value_format.name == "AVRO":
         debezium = spec.envelope == "DEBEZIUM"
         schema = (mz_encode.debezium_schema if debezium else mz_encode.row_schema)(
             spec.columns, shape.value_name, shape.value_doc, dict(shape.value_field_docs), shape.null_defaults)
         value_writer = mz_encode.register_avro(spec.value_format.registry_url, spec.topic, "value", schema,
-                                               "debezium" if debezium else "row", spec.columns)
+                                               "debezium" if debezium else "row", spec.columns,
+                                               shape.value_compatibility)
     return key_writer, value_writer
 
 

@@ -175,3 +175,26 @@ def test_avro_fullnames_docs_and_null_defaults_shape_the_registered_schemas(mz, 
         mz.sql(f"CREATE SINK bad_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC 'x') "
                f"KEY (k) NOT ENFORCED FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_{t} "
                "(AVRO VALUE FULLNAME 'v') ENVELOPE UPSERT")
+
+
+def test_compatibility_levels_are_set_on_subjects_that_have_none(mz, broker):
+    """KEY / VALUE COMPATIBILITY LEVEL: each subject gets its level before the schema is
+    registered, unless the subject has a level of its own already (Materialize sets it only then)."""
+    from kafkasql_magic.formats import schema_registry as sr
+
+    t, out, url = f"c_{tag()}", f"levels-{tag()}", broker.endpoints["schema.registry.url"]
+    client = sr.client(url)
+    client.set_compatibility(f"{out}-key", "FORWARD")  # the key subject's own level stays
+    mz.sql(f"CREATE CONNECTION csr_{t} TO CONFLUENT SCHEMA REGISTRY (URL '{url}');"
+           f"CREATE TABLE {t} (k int, v text); INSERT INTO {t} VALUES (1, 'one')")
+    into = f"INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC '{out}') KEY (k) NOT ENFORCED"
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} {into} FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION "
+                  f"csr_{t} (KEY COMPATIBILITY LEVEL 'NONE', VALUE COMPATIBILITY LEVEL 'FULL_TRANSITIVE') "
+                  "ENVELOPE UPSERT")
+    assert sink.wait_for_records(1, 120), sink.failure
+    assert (client.get_compatibility(f"{out}-key"), client.get_compatibility(f"{out}-value")) == (
+        "FORWARD", "FULL_TRANSITIVE")
+    assert "VALUE COMPATIBILITY LEVEL 'FULL_TRANSITIVE'" in mz.sql(f"SHOW CREATE SINK s_{t}")["create_sql"][0]
+    with pytest.raises(ks.KStreamError, match="^invalid compatibility level: backward$"):
+        mz.sql(f"CREATE SINK bad_{t} FROM {t} {into} FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION "
+               f"csr_{t} (VALUE COMPATIBILITY LEVEL 'backward') ENVELOPE UPSERT")

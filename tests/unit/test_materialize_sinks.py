@@ -209,3 +209,15 @@ def test_the_exactly_once_prefixes_are_kept_as_written_once_each():
         sink("CREATE SINK s FROM src INTO KAFKA BROKER 'b:9092' (TOPIC 'out', TRANSACTIONAL ID PREFIX 'a', "
              "TRANSACTIONAL ID PREFIX 'b') KEY (id) FORMAT JSON ENVELOPE UPSERT")
     assert parse_statement("SUBSCRIBE t WITH (PROGRESS)", dialect="materialize").options[0].name == "PROGRESS"
+
+
+def test_compatibility_levels_are_kept_for_each_subject_and_checked_as_materialize_checks_them():
+    shape = plan_sink(sink(f"CREATE SINK s FROM src {INTO} KEY (id) {AVRO_CSR} (KEY COMPATIBILITY LEVEL 'NONE', "
+                           "VALUE COMPATIBILITY LEVEL = 'FULL') ENVELOPE UPSERT"), COLUMNS, (("id",),)).avro
+    assert (shape.key_compatibility, shape.value_compatibility) == ("NONE", "FULL")
+    with pytest.raises(StatementError, match="^invalid compatibility level: full$"):
+        plan_sink(sink(f"CREATE SINK s FROM src {INTO} KEY (id) {AVRO_CSR} (VALUE COMPATIBILITY LEVEL 'full') "
+                       "ENVELOPE UPSERT"), COLUMNS, (("id",),))
+    with pytest.raises(SqlSyntaxError, match="KEY COMPATIBILITY LEVEL specified more than once"):
+        sink(f"CREATE SINK s FROM src {INTO} {AVRO_CSR} (KEY COMPATIBILITY LEVEL 'NONE', KEY COMPATIBILITY LEVEL "
+             "'FULL') ENVELOPE DEBEZIUM")

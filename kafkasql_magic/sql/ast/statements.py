@@ -250,6 +250,8 @@ class AvroSchemaOptions(Node):
     value_fullname: str | None = None  # AVRO VALUE FULLNAME (default: envelope)
     null_defaults: bool = False  # NULL DEFAULTS: nullable fields default to null
     docs: tuple[AvroDoc, ...] = ()
+    key_compatibility: str | None = None  # KEY COMPATIBILITY LEVEL: the key subject's, when it has none
+    value_compatibility: str | None = None  # VALUE COMPATIBILITY LEVEL
 
 
 @dataclass(frozen=True)
