@@ -110,11 +110,26 @@ def row_schema(fields: Sequence[Field], name: str, doc: str | None = None, field
             defined.add(own["name"])
         if f.name in field_docs:
             field["doc"] = field_docs[f.name]
-        if null_defaults and isinstance(field["type"], list) and field["type"][0] == "null":
-            field["default"] = None
+    _null_defaults(record, null_defaults)
     if doc is not None:
         record["doc"] = doc
     return record
+
+
+def _null_defaults(schema, given: bool) -> None:
+    """Every nullable field of `schema`'s records, nested ones too, defaults to null when `given`
+    (NULL DEFAULTS) and has no default otherwise, as Materialize generates them."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _null_defaults(branch, given)
+    elif isinstance(schema, dict):
+        for field in schema.get("fields", ()):
+            field.pop("default", None)
+            if given and isinstance(field["type"], list) and field["type"][0] == "null":
+                field["default"] = None
+            _null_defaults(field["type"], given)
+        for inner in ("items", "values"):
+            _null_defaults(schema.get(inner), given)
 
 
 def _avro_field(value, f: Field):
@@ -129,12 +144,14 @@ def _avro_field(value, f: Field):
 def debezium_schema(fields: Sequence[Field], name: str = VALUE_RECORD, doc: str | None = None,
                     field_docs: Mapping[str, str] = {}, null_defaults: bool = False) -> dict:
     """Debezium's record `name` of `before` and `after`, each a nullable `row` of `fields`
-    (the docs and NULL DEFAULTS as `row_schema` takes them)."""
-    row = row_schema(fields, KEY_RECORD, field_docs=field_docs, null_defaults=null_defaults)
-    record = {"type": "record", "name": name, "fields": [
-        {"name": "before", "type": ["null", row], "default": None},
-        {"name": "after", "type": ["null", KEY_RECORD], "default": None}]}
-    return record if doc is None else {**record, "doc": doc}
+    (the docs and NULL DEFAULTS as `row_schema` takes them). As Materialize writes it, the doc
+    is the row's, not the envelope's, and `before` and `after` default to null only under
+    NULL DEFAULTS."""
+    row = row_schema(fields, KEY_RECORD, doc, field_docs=field_docs, null_defaults=null_defaults)
+    default = {"default": None} if null_defaults else {}
+    return {"type": "record", "name": name, "fields": [
+        {"name": "before", "type": ["null", row], **default},
+        {"name": "after", "type": ["null", KEY_RECORD], **default}]}
 
 
 @dataclass(frozen=True)

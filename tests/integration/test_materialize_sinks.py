@@ -256,6 +256,23 @@ def test_an_avro_sink_writes_include_offset_as_materializes_uint8(mz, broker, ne
         ("a", (0).to_bytes(8, "big")), ("b", (1).to_bytes(8, "big"))]
 
 
+def test_an_avro_debezium_sinks_schema_is_materializes(mz, broker, registry):
+    """As Materialize registers it (its checks' comment.py and sink tests): a doc on the `row`
+    record, not on the envelope; no defaults without NULL DEFAULTS, on `before`/`after` or a field."""
+    t, out = f"dz_{tag()}", f"dz-{tag()}"
+    mz.sql(f"CREATE CONNECTION csr_{t} TO CONFLUENT SCHEMA REGISTRY (URL '{registry}');"
+           f"CREATE TABLE {t} (f3 int); INSERT INTO {t} VALUES (1)", **MZ)
+    query = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC '{out}') "
+                   f"FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_{t} (DOC ON TYPE {t} = 'the table') "
+                   "ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(1, 120), query.failure
+    assert json.loads(sr.client(registry).get_latest_version(f"{out}-value").schema.schema_str) == {
+        "type": "record", "name": "envelope", "fields": [
+            {"name": "before", "type": ["null", {"type": "record", "name": "row", "doc": "the table", "fields": [
+                {"name": "f3", "type": ["null", "int"]}]}]},
+            {"name": "after", "type": ["null", "row"]}]}
+
+
 def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
                                                                                    tmp_path):
     service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()

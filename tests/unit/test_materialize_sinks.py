@@ -196,7 +196,20 @@ def test_the_schemas_carry_the_names_docs_and_null_defaults():
             {"name": "id", "type": ["null", "int"], "doc": "the id", "default": None},
             {"name": "name", "type": ["null", "string"], "default": None}]}
     value = debezium_schema(fields, "a.V", "top")
-    assert (value["name"], value["doc"], value["fields"][0]["type"][1]["name"]) == ("a.V", "top", "row")
+    assert (value["name"], value["fields"][0]["type"][1]["name"]) == ("a.V", "row")
+
+
+def test_a_debezium_schema_documents_its_row_and_gives_before_and_after_no_default():
+    """Materialize's checks/all_checks/comment.py: the envelope has no doc of its own, its `row`
+    has the relation's, and `before` and `after` have no default (without NULL DEFAULTS)."""
+    from kafkasql_magic.sinks.mz_encode import debezium_schema
+
+    assert debezium_schema((Field("f3", INT),), doc="comment on comment_table") == {
+        "type": "record", "name": "envelope", "fields": [
+            {"name": "before", "type": ["null", {"type": "record", "name": "row", "fields": [
+                {"name": "f3", "type": ["null", "int"]}], "doc": "comment on comment_table"}]},
+            {"name": "after", "type": ["null", "row"]}]}
+    assert [f["default"] for f in debezium_schema((Field("f3", INT),), null_defaults=True)["fields"]] == [None, None]
 
 
 def test_the_exactly_once_prefixes_are_kept_as_written_once_each():
