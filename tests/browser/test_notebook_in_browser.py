@@ -104,8 +104,17 @@ def _shot(page, name: str) -> None:
         page.screenshot(path=str(SCREENSHOTS / f"step-{name}.png"))
 
 
+def _saved_outputs(path) -> list:
+    """The live cell's outputs in the saved notebook; none while the server is still writing the
+    file (read between its truncation and its last byte, it is empty or cut short)."""
+    try:
+        return nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
+    except nbformat.reader.NotJSONError:
+        return []
+
+
 def _saved_final_state(path) -> bool:
-    outputs = nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
+    outputs = _saved_outputs(path)
     data = [o.get("data", {}) for o in outputs]
     return (bool(data) and not any("application/vnd.jupyter.widget-view+json" in d for d in data)
             and any("STOPPED" in d.get("text/html", "") for d in data))
@@ -113,7 +122,7 @@ def _saved_final_state(path) -> bool:
 
 def _saved_copy(path) -> str:
     """The HTML of the live cell's saved copy in the notebook file ("" if none)."""
-    outputs = nbformat.read(path, as_version=4).cells[LIVE].get("outputs", [])
+    outputs = _saved_outputs(path)
     return next((o["data"]["text/html"] for o in outputs if "kstream-saved-" in o.get("data", {}).get("text/html", "")), "")
 
 
