@@ -88,12 +88,15 @@ class Catalog:
     Materialize's secrets and connections live beside them (`connections`)."""
 
     def __init__(self):
-        from .dialects.connections import Connections  # the dialects import this module
+        from .dialects.comments import Comments  # the dialects import this module
+        from .dialects.connections import Connections
 
         self._sources: dict[str, SourceDef | ViewDef] = {}
         self.connections = Connections()
         #: Materialize's custom types by name (dialects/custom_types.TypeDef)
         self.types: dict = {}
+        #: Materialize's COMMENT ON texts (dialects/comments.py)
+        self.comments = Comments()
 
     def connection(self, name: str, kind: str | None = None):
         """Connection `name` as a `dialects.connections.Endpoint` (address, client properties
@@ -135,6 +138,7 @@ class Catalog:
                 return None
             raise StatementError(f"{kind.capitalize()} {name} does not exist.").hinted(
                 did_you_mean(name, [n for n, s in self._sources.items() if kind in (s.kind, "SOURCE")]))
+        self.comments.drop(source.name)
         return self._sources.pop(source.name)
 
     def __iter__(self):

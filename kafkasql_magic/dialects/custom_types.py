@@ -79,9 +79,9 @@ def define(stmt: mz_ast.CreateType, types: dict[str, TypeDef], taken, text: str 
     return TypeDef(stmt.name, resolved, names_in(stmt.type), text)
 
 
-def show_rows(types: dict[str, TypeDef]) -> list[dict]:
-    """SHOW TYPES: each custom type by name, with a comment column as Materialize shows."""
-    return [{"name": name, "comment": ""} for name in sorted(types)]
+def show_rows(types: dict[str, TypeDef], comments) -> list[dict]:
+    """SHOW TYPES: each custom type by name, with its comment (COMMENT ON TYPE; "" for none)."""
+    return [{"name": name, "comment": comments.of(name) or ""} for name in sorted(types)]
 
 
 def check_drop(name: str, types: dict[str, TypeDef], catalog) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .. import redact
 from ..kafka import admin
 from ..sql import ast
-from ..sql.ast_materialize import CreateConnection, CreateLoadGenerator, CreateSink, CreateType, DropSink
+from ..sql.ast_materialize import CommentOn, CreateConnection, CreateLoadGenerator, CreateSink, CreateType, DropSink
 from ..sql.ast_tables import CreateTable, CreateValuesView
 
 #: Statements the command topic keeps. Materialize's connections are kept as written: an option
@@ -25,7 +25,7 @@ from ..sql.ast_tables import CreateTable, CreateValuesView
 #: are in its own topic: CREATE TABLE is logged, its INSERT, UPDATE and DELETE are not.
 LOGGED = (ast.CreateSource, ast.CreateKafkaSource, ast.CreateView, ast.Drop, ast.CreateAsSelect,
           ast.InsertSelect, ast.TerminateQuery, CreateSink, DropSink, CreateConnection, CreateTable,
-          CreateValuesView, CreateLoadGenerator, CreateType)
+          CreateValuesView, CreateLoadGenerator, CreateType, CommentOn)
 TOPIC_CONFIG = {"retention.ms": "-1", "cleanup.policy": "delete"}
 
 

@@ -230,6 +230,18 @@ class NamedType(Type):
 
 
 @dataclass(frozen=True)
+class CommentOn(Statement):
+    """COMMENT ON kind name IS 'text' | NULL: `kind` as Materialize names the object (table,
+    source, view, materialized view, sink, type, connection, secret, column); `column_name` for
+    a column's comment; `text` None removes the comment."""
+
+    kind: str
+    name: str
+    column_name: str | None
+    text: str | None
+
+
+@dataclass(frozen=True)
 class CreateType(Statement):
     """CREATE TYPE name AS (field type, ...) | AS LIST (ELEMENT TYPE = t) | AS MAP (KEY TYPE = text,
     VALUE TYPE = t): `type` is the STRUCT, ARRAY or MAP it names (its parts may be NamedTypes)."""

@@ -259,6 +259,40 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def show_create_sink(self, meta, name):
         return mz_ast.ShowCreateSink(name, **_pos(meta))
 
+    def comment_on(self, meta, target, text):
+        kind, name, column = target
+        return mz_ast.CommentOn(kind, name, column, text, **_pos(meta))
+
+    def comment_text(self, meta, token=None):
+        return None if token is None else _unquote(token)
+
+    def comment_table(self, meta, name):
+        return "table", name, None
+
+    def comment_source(self, meta, name):
+        return "source", name, None
+
+    def comment_materialized_view(self, meta, name):
+        return "materialized view", name, None
+
+    def comment_view(self, meta, name):
+        return "view", name, None
+
+    def comment_sink(self, meta, name):
+        return "sink", name, None
+
+    def comment_type(self, meta, name):
+        return "type", name, None
+
+    def comment_connection(self, meta, name):
+        return "connection", name, None
+
+    def comment_secret(self, meta, name):
+        return "secret", name, None
+
+    def comment_column(self, meta, relation, column):
+        return "column", relation, column
+
     def drop_object(self, meta, kind, if_exists, name):
         if kind == "SINK":
             return mz_ast.DropSink(name, bool(if_exists), **_pos(meta))

@@ -163,6 +163,11 @@ def _create_type(w, s: mz.CreateType) -> str:
     return f"CREATE TYPE {w.ident(s.name)} AS (" + ", ".join(f"{w.ident(n)} {w.type(ft)}" for n, ft in t.fields) + ")"
 
 
+def _comment_on(w, s: mz.CommentOn) -> str:
+    target = (f"{w.ident(s.name)}.{w.ident(s.column_name)}" if s.column_name is not None else w.ident(s.name))
+    return f"COMMENT ON {s.kind.upper()} {target} IS {'NULL' if s.text is None else quoted(s.text)}"
+
+
 def _create_view(w, s: ast.CreateView) -> str:
     return (f"CREATE {'OR REPLACE ' if s.or_replace else ''}{'MATERIALIZED ' if s.materialized else ''}VIEW "
             f"{if_not_exists(s)}{w.ident(s.name)} AS {w.select(s.query)}")
@@ -177,6 +182,7 @@ MATERIALIZE_STATEMENTS = {
     mz.CreateConnection: _create_connection,
     ast.CreateView: _create_view,
     mz.CreateType: _create_type,
+    mz.CommentOn: _comment_on,
     mz.CreateSink: _create_sink,
     ast.Subscribe: lambda w, s: (f"SUBSCRIBE {w.ident(s.name)}" if s.query is None else f"SUBSCRIBE ({w.select(s.query)})") + (
         f" ENVELOPE {s.envelope[0]} (KEY (" + ", ".join(w.ident(k) for k in s.envelope[1]) + "))" if s.envelope else "") + (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..sql import ast
 from ..sql import ast_materialize as mz_ast
 from ..sql import ast_tables
-from . import connections, constants, custom_types, inspect, properties, queries, sinks, sources, tables, writes
+from . import comments, connections, constants, custom_types, inspect, properties, queries, sinks, sources, tables, writes
 
 HANDLERS = {
     ast.CreateSource: sources.create_source,
@@ -42,6 +42,7 @@ HANDLERS = {
     ast_tables.Delete: tables.delete_rows,
     ast_tables.CreateValuesView: constants.create_values_view,
     mz_ast.CreateType: custom_types.create_type,
+    mz_ast.CommentOn: comments.comment_on,
 }
 
 __all__ = ["HANDLERS"]

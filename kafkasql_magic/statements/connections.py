@@ -51,14 +51,21 @@ def drop(session, kind: str, name: str, if_exists: bool) -> None:
             raise StatementError(f"cannot drop connection '{name}': still depended upon by "
                                  + ", ".join(f"source '{u}'" for u in users))
     session.catalog.connections.drop(kind, name, if_exists)
+    session.catalog.comments.drop(name)
 
 
 def show_secrets(session) -> pd.DataFrame:
-    return pd.DataFrame(session.catalog.connections.show_secrets(), columns=["name", "comment"])
+    return pd.DataFrame(_commented(session, session.catalog.connections.show_secrets()), columns=["name", "comment"])
 
 
 def show_connections(session) -> pd.DataFrame:
-    return pd.DataFrame(session.catalog.connections.show_connections(), columns=["name", "type", "comment"])
+    return pd.DataFrame(_commented(session, session.catalog.connections.show_connections()),
+                        columns=["name", "type", "comment"])
+
+
+def _commented(session, rows: list[dict]) -> list[dict]:
+    """SHOW rows with each object's COMMENT ON text, where it has one."""
+    return [{**row, "comment": session.catalog.comments.of(row["name"]) or row["comment"]} for row in rows]
 
 
 def _reach_registry(url: str) -> None:

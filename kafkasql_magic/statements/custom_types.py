@@ -25,8 +25,9 @@ def drop_type(session, name: str, if_exists: bool) -> None:
         raise StatementError(f"unknown catalog item '{name}'")
     check_drop(name, types, session.catalog)
     del types[name]
+    session.catalog.comments.drop(name)
     return None
 
 
 def show_types(session) -> pd.DataFrame:
-    return pd.DataFrame(show_rows(session.catalog.types), columns=["name", "comment"])
+    return pd.DataFrame(show_rows(session.catalog.types, session.catalog.comments), columns=["name", "comment"])

@@ -23,7 +23,9 @@ def describe(session, stmt: ast.Describe, text, timeout):
     columns = _view_columns(session, relation) if isinstance(relation, ViewDef) else relation.star_columns
     rows = session.dialect_now.show_columns(columns, relation)
     if rows is not None:
-        return pd.DataFrame(rows, columns=list(SHOW_COLUMNS_HEADER))
+        commented = session.catalog.comments.parts(relation.name)  # COMMENT ON COLUMN
+        return pd.DataFrame([{**row, "comment": commented.get(row["name"], row["comment"])} for row in rows],
+                            columns=list(SHOW_COLUMNS_HEADER))
     if not isinstance(relation, ViewDef):
         return listings.describe(relation)
     return listings.describe_columns(relation.name, [(c.name, types.display(c.type)) for c in columns])

@@ -158,8 +158,8 @@ def show_relations(catalog: Catalog, kind: str) -> pd.DataFrame:
 def show_source_tables(catalog: Catalog) -> pd.DataFrame:
     """Materialize's SHOW TABLES: the tables made with CREATE TABLE ... FROM SOURCE or as writable
     tables (not the hidden ones of constant relations) (`name`, `comment`)."""
-    return pd.DataFrame([(t.name, None) for t in catalog if _source_table(t) or is_writable(t) and
-                         not t.properties.get(CONSTANT)], columns=["name", "comment"])
+    return pd.DataFrame([(t.name, catalog.comments.of(t.name)) for t in catalog if _source_table(t) or
+                         is_writable(t) and not t.properties.get(CONSTANT)], columns=["name", "comment"])
 
 
 def describe_columns(name: str, columns: list[tuple[str, str]]) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import types
+from ..dialects.comments import with_comment_docs
 from ..dialects.materialize_sinks import SinkSpec, plan_sink, qualified, with_endpoints
 from ..engine.analysis import analyse
 from ..engine.analysis.plan import MZ_COLUMNS, TABLE
@@ -109,6 +110,7 @@ def create_sink(session, stmt: CreateSink, text, timeout, *, resume: bool = Fals
             return None
         kind = "sink" if stmt.name in session.sinks else session.catalog.get(stmt.name).kind.lower()
         raise StatementError(f"{kind} {qualified(stmt.name)} already exists")
+    stmt = with_comment_docs(stmt, session.catalog.comments)  # as Materialize purifies it
     stmt = with_endpoints(stmt, lambda name, kind: session.catalog.connection(name, kind).address)
     base = session.base_source(stmt.relation)  # an unknown relation fails here, by name
     select = ast.Select(items=(ast.Star(),), source=ast.SourceRef(stmt.relation), emit_changes=True)
@@ -154,6 +156,7 @@ def drop_sink(session, stmt: DropSink, text, timeout):
     if sink.query_id in session.persistent.queries:
         session.persistent.terminate(sink.query_id)
     del session.sinks[stmt.name]
+    session.catalog.comments.drop(stmt.name)
     return None
 
 

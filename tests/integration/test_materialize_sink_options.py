@@ -198,3 +198,35 @@ def test_compatibility_levels_are_set_on_subjects_that_have_none(mz, broker):
     with pytest.raises(ks.KStreamError, match="^invalid compatibility level: backward$"):
         mz.sql(f"CREATE SINK bad_{t} FROM {t} {into} FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION "
                f"csr_{t} (VALUE COMPATIBILITY LEVEL 'backward') ENVELOPE UPSERT")
+
+
+def test_comments_show_in_show_columns_and_become_a_sinks_avro_docs(mz, broker):
+    """COMMENT ON as Materialize's checks (all_checks/comment.py) use it: the table's and its
+    columns' comments are the docs of a sink created after them (a DOC ON of the statement wins),
+    SHOW COLUMNS and SHOW TABLES show them, IS NULL removes one."""
+    from kafkasql_magic.formats import schema_registry as sr
+
+    t, out, url = f"cm_{tag()}", f"commented-{tag()}", broker.endpoints["schema.registry.url"]
+    mz.sql(f"CREATE CONNECTION csr_{t} TO CONFLUENT SCHEMA REGISTRY (URL '{url}');"
+           f"CREATE TABLE {t} (f1 int, f2 text); INSERT INTO {t} VALUES (1, 'a');"
+           f"COMMENT ON TABLE {t} IS 'comment on the table';"
+           f"COMMENT ON COLUMN {t}.f1 IS 'comment on f1'; COMMENT ON COLUMN {t}.f2 IS 'comment on f2'")
+    columns = mz.sql(f"SHOW COLUMNS FROM {t}")
+    assert dict(zip(columns.name, columns.comment)) == {"f1": "comment on f1", "f2": "comment on f2"}
+    tables = mz.sql("SHOW TABLES")
+    assert dict(zip(tables.name, tables.comment))[t] == "comment on the table"
+    sink = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC '{out}') "
+                  f"FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr_{t} "
+                  f"(VALUE DOC ON COLUMN {t}.f2 = 'given') ENVELOPE DEBEZIUM")
+    assert sink.wait_for_records(1, 120), sink.failure
+    schema = json.loads(sr.client(url).get_latest_version(f"{out}-value").schema.schema_str)
+    row = schema["fields"][0]["type"][1]
+    assert (row.get("doc"), [f.get("doc") for f in row["fields"]]) == ("comment on the table", ["comment on f1", "given"])
+    mz.sql(f"COMMENT ON COLUMN {t}.f1 IS NULL")
+    assert list(mz.sql(f"SHOW COLUMNS FROM {t}").comment) == ["", "comment on f2"]
+    with pytest.raises(ks.KStreamError, match=f"^unknown catalog item 'nope_{t}'$"):
+        mz.sql(f"COMMENT ON TABLE nope_{t} IS 'x'")
+    with pytest.raises(ks.KStreamError, match=f'^"materialize.public.{t}" is a table not a view$'):
+        mz.sql(f"COMMENT ON VIEW {t} IS 'x'")
+    with pytest.raises(ks.KStreamError, match=f'^column "{t}.nope" does not exist$'):
+        mz.sql(f"COMMENT ON COLUMN {t}.nope IS 'x'")

@@ -50,7 +50,9 @@ def test_define_and_resolve():
     record = ast.Type("STRUCT", fields=(("a", INT), ("b", TEXT)))
     assert types["m"].type == ast.Type("MAP", key=TEXT, value=ast.Type("ARRAY", element=record))
     assert types["m"].uses == ("l",) and types["l"].uses == ("rec",)
-    assert ct.show_rows(types) == [{"name": n, "comment": ""} for n in ("l", "m", "rec")]
+    from kafkasql_magic.dialects.comments import Comments
+
+    assert ct.show_rows(types, Comments()) == [{"name": n, "comment": ""} for n in ("l", "m", "rec")]
     assert ct.type_word(types["m"].type) == "map[text=>record list]"
 
 
