@@ -266,29 +266,11 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
     def comment_text(self, meta, token=None):
         return None if token is None else _unquote(token)
 
-    def comment_table(self, meta, name):
-        return "table", name, None
+    def comment_kind(self, meta, *words):
+        return " ".join(str(w).lower() for w in words)
 
-    def comment_source(self, meta, name):
-        return "source", name, None
-
-    def comment_materialized_view(self, meta, name):
-        return "materialized view", name, None
-
-    def comment_view(self, meta, name):
-        return "view", name, None
-
-    def comment_sink(self, meta, name):
-        return "sink", name, None
-
-    def comment_type(self, meta, name):
-        return "type", name, None
-
-    def comment_connection(self, meta, name):
-        return "connection", name, None
-
-    def comment_secret(self, meta, name):
-        return "secret", name, None
+    def comment_object(self, meta, kind, name):
+        return kind, name, None
 
     def comment_column(self, meta, relation, column):
         return "column", relation, column
