@@ -110,10 +110,46 @@ def row_schema(fields: Sequence[Field], name: str, doc: str | None = None, field
             defined.add(own["name"])
         if f.name in field_docs:
             field["doc"] = field_docs[f.name]
+    named: dict[str, str] = {}
+    for field in record["fields"]:
+        field["type"] = _record_names(field["type"], named)
     _null_defaults(record, null_defaults)
     if doc is not None:
         record["doc"] = doc
     return record
+
+
+#: The namespace of the records Materialize generates for record columns.
+RECORD_NAMESPACE = "com.materialize.sink"
+
+
+def _record_names(schema, seen: dict[str, str]):
+    """`schema` with each nested record named as Materialize names it: `record0`, `record1`, ...
+    in the order they are met (a record before its fields), in `com.materialize.sink`; a record of
+    the same fields again is that name (`seen`: the fields' JSON -> the full name)."""
+    if isinstance(schema, list):
+        return [_record_names(branch, seen) for branch in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") == "record":
+        shape = json.dumps(_unnamed(schema["fields"]), sort_keys=True)
+        if shape in seen:
+            return seen[shape]
+        name = f"record{len(seen)}"
+        seen[shape] = f"{RECORD_NAMESPACE}.{name}"
+        fields = [{**f, "type": _record_names(f["type"], seen)} for f in schema["fields"]]
+        return {**schema, "name": name, "namespace": RECORD_NAMESPACE, "fields": fields}
+    return {**schema, **{k: _record_names(schema[k], seen) for k in ("items", "values") if k in schema}}
+
+
+def _unnamed(schema):
+    """`schema` without its records' names: what makes two record types the same."""
+    if isinstance(schema, list):
+        return [_unnamed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    record = schema.get("type") == "record"
+    return {k: _unnamed(v) for k, v in schema.items() if not (record and k in ("name", "namespace"))}
 
 
 def _null_defaults(schema, given: bool) -> None:

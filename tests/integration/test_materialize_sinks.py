@@ -273,6 +273,24 @@ def test_an_avro_debezium_sinks_schema_is_materializes(mz, broker, registry):
             {"name": "after", "type": ["null", "row"]}]}
 
 
+def test_an_avro_sink_names_a_record_column_as_materialize_does_and_writes_it(mz, broker, registry):
+    t, out = f"rc_{tag()}", f"rc-{tag()}"
+    mz.sql(f"CREATE TYPE pt_{t} AS (x text, y int); CREATE TABLE {t} (a pt_{t}, b pt_{t}, n int);"
+           f"INSERT INTO {t} VALUES (ROW('p', 1), NULL, 7)", **MZ)
+    query = mz.sql(f"CREATE SINK s_{t} FROM {t} INTO KAFKA BROKER '{broker.bootstrap_servers}' (TOPIC '{out}') "
+                   f"FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY '{registry}' ENVELOPE DEBEZIUM", **MZ)
+    assert query.wait_for_records(1, 120), query.failure
+    schema = json.loads(sr.client(registry).get_latest_version(f"{out}-value").schema.schema_str)
+    row = schema["fields"][0]["type"][1]
+    assert [f["type"] for f in row["fields"]] == [
+        ["null", {"type": "record", "name": "record0", "namespace": "com.materialize.sink", "fields": [
+            {"name": "x", "type": ["null", "string"]}, {"name": "y", "type": ["null", "int"]}]}],
+        ["null", "com.materialize.sink.record0"], ["null", "int"]]
+    (record,) = read_back(broker, out, 1)
+    value = fastavro.schemaless_reader(io.BytesIO(record["value"][5:]), fastavro.parse_schema(schema))
+    assert value == {"before": None, "after": {"a": {"x": "p", "y": 1}, "b": None, "n": 7}}
+
+
 def test_a_sink_is_replayed_from_the_command_topic_and_resumes_from_its_checkpoint(broker, spark, new_topic,
                                                                                    tmp_path):
     service, state, topic = f"mzsink{tag()}", str(tmp_path / "state"), new_topic()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kafkasql_magic.dialects.materialize_sinks import plan_sink, uniqueness_message, with_endpoints
@@ -234,3 +236,20 @@ def test_compatibility_levels_are_kept_for_each_subject_and_checked_as_materiali
     with pytest.raises(SqlSyntaxError, match="KEY COMPATIBILITY LEVEL specified more than once"):
         sink(f"CREATE SINK s FROM src {INTO} {AVRO_CSR} (KEY COMPATIBILITY LEVEL 'NONE', KEY COMPATIBILITY LEVEL "
              "'FULL') ENVELOPE DEBEZIUM")
+
+
+def test_record_columns_are_named_as_materialize_names_them():
+    """Materialize's checks/all_checks/comment.py, `comment-sink1-value`: a record column's record
+    is `record0` in `com.materialize.sink`; the same record type again is its name."""
+    from kafkasql_magic.sinks.mz_encode import debezium_schema, row_schema
+
+    record = ast.Type("STRUCT", fields=(("x", TEXT), ("y", INT), ("z", INT)))
+    fields = (Field("f1", record), Field("f2", ast.Type("ARRAY", element=INT)), Field("f3", INT))
+    assert debezium_schema(fields) == json.loads(
+        '{"type":"record","name":"envelope","fields":[{"name":"before","type":["null",{"type":"record","name":"row",'
+        '"fields":[{"name":"f1","type":["null",{"type":"record","name":"record0","namespace":"com.materialize.sink",'
+        '"fields":[{"name":"x","type":["null","string"]},{"name":"y","type":["null","int"]},{"name":"z","type":'
+        '["null","int"]}]}]},{"name":"f2","type":["null",{"type":"array","items":["null","int"]}]},{"name":"f3",'
+        '"type":["null","int"]}]}]},{"name":"after","type":["null","row"]}]}')
+    twice = row_schema((Field("a", record), Field("b", record)), "row")
+    assert twice["fields"][1]["type"] == ["null", "com.materialize.sink.record0"]
