@@ -27,8 +27,9 @@ from . import avro_columns
 _JSON_READY: dict[str, Callable[[Column], Column]] = {
     "TIMESTAMP": F.unix_millis,
     "DATE": F.unix_date,
+    # milliseconds of the day (Spark's second() of a TIME drops the fraction)
     "TIME": lambda c: (F.hour(c) * 3_600_000 + F.minute(c) * 60_000
-                       + (F.second(c) * 1000).cast("bigint")),
+                       + (F.extract(F.lit("SECOND"), c) * 1000).cast("bigint")),
     "BYTES": F.base64,
 }
 
@@ -48,8 +49,24 @@ def anonymous(fields: Sequence[Field], spec: FormatSpec, role: str) -> bool:
 
 
 def _json_ready(column: Column, t: ast.Type) -> Column:
+    """`column` as ksqlDB's JSON writes it, at any depth: inside an ARRAY, a MAP's values or a
+    STRUCT's fields too (Spark's JSON writer would spell a TIME or TIMESTAMP there as text)."""
     convert = _JSON_READY.get(t.name)
-    return convert(column) if convert else column
+    if convert is not None:
+        return convert(column)
+    if not _spelled_otherwise(t):
+        return column
+    if t.name == "ARRAY":
+        return F.transform(column, lambda e: _json_ready(e, t.element))
+    if t.name == "MAP":
+        return F.transform_values(column, lambda k, v: _json_ready(v, t.value))
+    return F.when(column.isNotNull(), F.struct(*[_json_ready(column[n], ft).alias(n) for n, ft in t.fields]))
+
+
+def _spelled_otherwise(t: ast.Type) -> bool:
+    """Whether a value of `t` holds a type `_JSON_READY` converts."""
+    inner = [t.element, t.value, *(ft for _, ft in t.fields)]
+    return t.name in _JSON_READY or any(_spelled_otherwise(i) for i in inner if i is not None)
 
 
 def _utf8(text: Column) -> Column:

@@ -159,3 +159,22 @@ def test_cache_off_groups_by_a_struct_with_null_fields_each_on_its_own(ksql, bro
             for r in _read(broker, f"G_{src}", 7)] == [
         ({"F1": "a", "F2": 2}, 1), ({"F1": "b", "F2": 4}, 1), ({"F1": "a", "F2": None}, 1),
         ({"F1": None, "F2": 1}, 1), ({"F1": "a", "F2": 2}, 2), ({"F1": "b", "F2": 4}, 2), ({"F1": "b", "F2": 1}, 1)]
+
+
+@pytest.mark.parametrize("window", ["", "WINDOW TUMBLING (SIZE 1 HOUR) "])
+def test_cache_off_aggregates_time_values(ksql, broker, window):
+    """A TIME in a group's keyed state (latest-offset-udaf.json "latest by offset with an array
+    added"): Spark's state store has no TIME, so the state holds its microseconds of the day."""
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic = f"TM_{tag}", f"tm-{tag.lower()}"
+    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, K STRING, T TIME) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    produce(broker.bootstrap_servers, topic, [{"value": json.dumps({"K": "a", "T": t}).encode(), "timestamp": BASE + i}
+                                              for i, t in enumerate([123, 45_000, 7])])
+    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    query = ksql.sql(f"CREATE TABLE O_{src} AS SELECT K, LATEST_BY_OFFSET(T) AS L, MIN(T) AS M, COLLECT_LIST(T) AS C "
+                     f"FROM {src} {window}GROUP BY K;")
+    assert query.wait_for_records(3, 120), query.failure
+    assert [json.loads(r["value"]) for r in _read(broker, f"O_{src}", 3)] == [
+        {"L": 123, "M": 123, "C": [123]}, {"L": 45_000, "M": 123, "C": [123, 45_000]},
+        {"L": 7, "M": 7, "C": [123, 45_000, 7]}]

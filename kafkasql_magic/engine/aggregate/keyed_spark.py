@@ -13,8 +13,9 @@ Spark's Python workers unpickle the processor without importing the planner.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, time as dt_time, timedelta, timezone
 from decimal import Decimal
+from functools import lru_cache
 
 from pyspark.sql import Row
 from pyspark.sql import types as T
@@ -46,6 +47,66 @@ def state_type(kind: str, arg: T.DataType | None, result: T.DataType) -> T.DataT
     return T.LongType() if type(arg) in _BITS else T.DoubleType()
 
 
+def stored_type(dtype: T.DataType) -> T.DataType:
+    """The type a state field holds for values of `dtype`: a TIME (at any depth) as its
+    microseconds of the day, since Spark's state store turns every state schema into an Avro
+    schema, and its Avro schema converter has no TIME (IncompatibleSchemaException)."""
+    if isinstance(dtype, T.TimeType):
+        return T.LongType()
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(stored_type(dtype.elementType), dtype.containsNull)
+    if isinstance(dtype, T.MapType):
+        return T.MapType(stored_type(dtype.keyType), stored_type(dtype.valueType), dtype.valueContainsNull)
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f.name, stored_type(f.dataType), f.nullable) for f in dtype.fields])
+    return dtype
+
+
+def to_state(value, dtype: T.DataType):
+    """A value of `dtype` as its state field holds it (`stored_type`)."""
+    return _codec(dtype)[0](value)
+
+
+def from_state(value, dtype: T.DataType):
+    """A state field's value back as a value of `dtype`."""
+    return _codec(dtype)[1](value)
+
+
+def _same(value):
+    return value
+
+
+def _micros_of_day(value):
+    return None if value is None else ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+
+
+def _time_of_day(value):
+    if value is None:
+        return None
+    seconds, micros = divmod(value, 1_000_000)
+    return dt_time(seconds // 3600, seconds // 60 % 60, seconds % 60, micros)
+
+
+@lru_cache(maxsize=None)
+def _codec(dtype: T.DataType):
+    """(to the state, from the state) for values of `dtype`: the identity unless it holds a TIME."""
+    if stored_type(dtype) == dtype:
+        return _same, _same
+    if isinstance(dtype, T.TimeType):
+        return _micros_of_day, _time_of_day
+    if isinstance(dtype, T.ArrayType):
+        encode, decode = _codec(dtype.elementType)
+        return ((lambda v: None if v is None else [encode(x) for x in v]),
+                (lambda v: None if v is None else [decode(x) for x in v]))
+    if isinstance(dtype, T.MapType):
+        (ke, kd), (ve, vd) = _codec(dtype.keyType), _codec(dtype.valueType)
+        return ((lambda v: None if v is None else {ke(k): ve(x) for k, x in dict(v).items()}),
+                (lambda v: None if v is None else {kd(k): vd(x) for k, x in dict(v).items()}))
+    codecs, row = [_codec(f.dataType) for f in dtype.fields], Row(*dtype.names)
+    return ((lambda v: None if v is None else tuple(c[0](x) for c, x in zip(codecs, v))),
+            (lambda v: None if v is None else row(*(c[1](x) for c, x in zip(codecs, v)))))
+
+
 def conform(value, dtype: T.DataType):
     """A Python value as `dtype` takes it (a DECIMAL at its scale, a DOUBLE as a float)."""
     if value is None:
@@ -74,7 +135,7 @@ def accumulator_states(specs, make=stream_accumulator) -> tuple[list, list[T.Str
     for i, (name, positions, arg_type, result) in enumerate(specs):
         acc = make(name, len(positions), arg_type, result)
         types_ = [state_type(kind, arg_type, result) for kind in acc.fields]
-        fields += [T.StructField(f"a{i}_{n}", t) for n, t in enumerate(types_)]
+        fields += [T.StructField(f"a{i}_{n}", stored_type(t)) for n, t in enumerate(types_)]
         accumulators.append((acc, positions, types_, result))
     return accumulators, fields
 
@@ -116,14 +177,14 @@ class PerRecord(StatefulProcessor):
             return None, [acc.initial for acc, *_ in self.accumulators]
         at, states = 1, []
         for acc, _, types_, _ in self.accumulators:
-            states.append(tuple(stored[at:at + len(types_)]))
+            states.append(tuple(from_state(v, t) for v, t in zip(stored[at:at + len(types_)], types_)))
             at += len(types_)
         return stored[0], states
 
     def _pack(self, time, states) -> tuple:
         values = [time]
         for (_, _, types_, _), state in zip(self.accumulators, states):
-            values += [conform(v, t) for v, t in zip(state, types_)]
+            values += [to_state(conform(v, t), t) for v, t in zip(state, types_)]
         return tuple(values)
 
     def close(self) -> None:

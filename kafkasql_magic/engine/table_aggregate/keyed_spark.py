@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from ..aggregate.accumulators import undoable
-from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, accumulator_states, conform, micros
+from ..aggregate.keyed_spark import _BITS, EPOCH, MICROSECOND, accumulator_states, conform, from_state, micros, to_state
 from .rules import Group, change_order, moves
 
 #: Columns of a group step, between the steps (besides the group keys and arguments).
@@ -115,14 +115,14 @@ class GroupChanges(StatefulProcessor):
             return None, Group(accumulators)
         at, states = 2, []
         for _, _, types_, _ in self.accumulators:
-            states.append(tuple(stored[at:at + len(types_)]))
+            states.append(tuple(from_state(v, t) for v, t in zip(stored[at:at + len(types_)], types_)))
             at += len(types_)
         return stored[0], Group(accumulators, states, stored[1])
 
     def _pack(self, time, group: Group) -> tuple:
         values = [time, group.members]
         for (_, _, types_, _), state in zip(self.accumulators, group.states):
-            values += [conform(v, t) for v, t in zip(state, types_)]
+            values += [to_state(conform(v, t), t) for v, t in zip(state, types_)]
         return tuple(values)
 
     def close(self) -> None:

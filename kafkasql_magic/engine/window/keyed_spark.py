@@ -23,7 +23,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
-from ..aggregate.keyed_spark import EPOCH, MICROSECOND, accumulator_states, conform, micros
+from ..aggregate.keyed_spark import EPOCH, MICROSECOND, accumulator_states, conform, from_state, micros, to_state
 from .rules import closes_at, expired_message, is_closed, window_starts
 
 
@@ -141,7 +141,7 @@ class WindowAggregates(StatefulProcessor):
         for window in (stored[0] if stored is not None else ()):
             at, states = 5, []
             for _, _, types_, _ in self.accumulators:
-                states.append(tuple(window[at:at + len(types_)]))
+                states.append(tuple(from_state(v, t) for v, t in zip(window[at:at + len(types_)], types_)))
                 at += len(types_)
             windows[window[0]] = [window[1], window[2], window[3], window[4], states]
         return windows
@@ -151,7 +151,7 @@ class WindowAggregates(StatefulProcessor):
         for start, (rt, rh, partition, offset, states) in sorted(windows.items()):
             values = [start, rt, rh, partition, offset]
             for (_, _, types_, _), state in zip(self.accumulators, states):
-                values += [conform(v, t) for v, t in zip(state, types_)]
+                values += [to_state(conform(v, t), t) for v, t in zip(state, types_)]
             packed.append(tuple(values))
         return (packed,)
 

@@ -26,7 +26,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
-from ..aggregate.keyed_spark import EPOCH, accumulator_states, conform
+from ..aggregate.keyed_spark import EPOCH, accumulator_states, conform, from_state, stored_type, to_state
 from .session_rules import closes_at, expired_message, found, is_late, merged_bounds
 
 # a session in memory: [start, end, headers, partition, offset, accumulator states, members per
@@ -48,7 +48,8 @@ class SessionAggregates(StatefulProcessor):
         self.handle = handle
         self.accumulators, accumulated = accumulator_states(self.specs)
         members = [T.StructField(f"m{i}", T.ArrayType(T.StructType(
-            [T.StructField("n", T.LongType()), *[T.StructField(f"v{k}", t) for k, t in enumerate(types_)]]), False))
+            [T.StructField("n", T.LongType()), *[T.StructField(f"v{k}", stored_type(t)) for k, t in enumerate(types_)]]),
+            False))
             for i, ((acc, *_), types_) in enumerate(zip(self.accumulators, self.argument_types)) if acc.merge is None]
         fields = [T.StructField("start", T.LongType()), T.StructField("end", T.LongType()),
                   T.StructField("rh", self.headers_type), T.StructField("p", T.IntegerType()),
@@ -155,11 +156,11 @@ class SessionAggregates(StatefulProcessor):
         for packed in stored[1]:
             at, states, members = 5, [], []
             for acc, _, types_, _ in self.accumulators:
-                states.append(tuple(packed[at:at + len(types_)]))
+                states.append(tuple(from_state(v, t) for v, t in zip(packed[at:at + len(types_)], types_)))
                 at += len(types_)
-            for acc, *_ in self.accumulators:
+            for (acc, *_), types_ in zip(self.accumulators, self.argument_types):
                 if acc.merge is None:
-                    members.append([(m[0], tuple(m[1:])) for m in packed[at]])
+                    members.append([(m[0], tuple(from_state(v, t) for v, t in zip(m[1:], types_))) for m in packed[at]])
                     at += 1
                 else:
                     members.append(None)
@@ -171,10 +172,11 @@ class SessionAggregates(StatefulProcessor):
         for session in sorted(sessions, key=lambda s: (s[END], s[START])):
             values = [session[START], session[END], session[RH], session[P], session[O]]
             for (_, _, types_, _), state in zip(self.accumulators, session[STATES]):
-                values += [conform(v, t) for v, t in zip(state, types_)]
+                values += [to_state(conform(v, t), t) for v, t in zip(state, types_)]
             for members, types_ in zip(session[MEMBERS], self.argument_types):
                 if members is not None:
-                    values.append([(n, *[conform(v, t) for v, t in zip(args, types_)]) for n, args in members])
+                    values.append([(n, *[to_state(conform(v, t), t) for v, t in zip(args, types_)])
+                                   for n, args in members])
             packed.append(tuple(values))
         return (arrivals, packed)
 
