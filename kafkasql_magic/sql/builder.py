@@ -130,14 +130,14 @@ class Builder(Transformer):
                           "emit_changes" in clauses or "emit_final" in clauses, clauses.get("limit"), joins,
                           window, emit_final="emit_final" in clauses, **_pos(meta))
 
-    def tumbling(self, meta, size, retention, grace):
+    def tumbling(self, meta, _name, size, retention, grace):
         return ast.Window("TUMBLING", _positive(size, "SIZE", meta), None, retention, grace, **_pos(meta))
 
-    def hopping(self, meta, size, advance, retention, grace):
+    def hopping(self, meta, _name, size, advance, retention, grace):
         return ast.Window("HOPPING", _positive(size, "SIZE", meta), _positive(advance, "ADVANCE BY", meta),
                           retention, grace, **_pos(meta))
 
-    def session(self, meta, gap, retention, grace):
+    def session(self, meta, _name, gap, retention, grace):
         return ast.Window("SESSION", _positive(gap, "the session gap", meta), None, retention, grace, **_pos(meta))
 
     def retention(self, meta, duration):

@@ -769,6 +769,14 @@ def test_windows_parse_after_from_and_joins():
         ast.Window("SESSION", 1_800_000)
 
 
+def test_a_window_may_be_named_as_ksqldbs_grammar_lets_it():
+    """earliest-offset-udaf.json "merging session windows": `WINDOW nWINDOW SESSION (1 SECONDS)`."""
+    assert parse_statement("SELECT id, COUNT(*) FROM s WINDOW nWINDOW SESSION (1 SECONDS) GROUP BY id").window == \
+        ast.Window("SESSION", 1000)
+    assert parse_statement("SELECT COUNT(*) FROM s WINDOW w TUMBLING (SIZE 5 SECONDS) GROUP BY k").window == \
+        ast.Window("TUMBLING", 5000)
+
+
 def test_window_words_stay_identifiers():
     assert [i.expr for i in parse_statement("SELECT size, session, tumbling, hopping, advance FROM s").items] == [
         C("SIZE"), C("SESSION"), C("TUMBLING"), C("HOPPING"), C("ADVANCE")]
