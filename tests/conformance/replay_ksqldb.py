@@ -31,6 +31,7 @@ import struct
 import sys
 import time
 import traceback
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +134,7 @@ def decode(role: str, raw: bytes | None, source):
     columns = source.key_columns if role == "key" else source.value_columns
     name = spec.name
     if name == "JSON":
-        return json.loads(raw)
+        return json.loads(raw, parse_float=Decimal)  # a DECIMAL's scale is in its text (3.40)
     if name == "DELIMITED":
         return raw.decode()
     if name == "KAFKA":
@@ -165,10 +166,13 @@ def split_window(raw: bytes | None, kind: str | None):
 
 
 def same(expected, got) -> bool:
-    """ksqlDB's runner compares JSON values: numbers by value, objects member by member."""
+    """ksqlDB's runner compares JSON values: numbers by value (a DECIMAL as its text, scale and
+    all), objects member by member."""
     if isinstance(expected, bool) or isinstance(got, bool):
         return expected == got
-    if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
+    if isinstance(expected, str) and isinstance(got, Decimal):  # ksqlDB's cases spell a DECIMAL "3.40"
+        return expected == str(got)
+    if isinstance(expected, (int, float, Decimal)) and isinstance(got, (int, float, Decimal)):
         return abs(float(expected) - float(got)) <= 1e-9 * max(1.0, abs(float(expected)))
     if isinstance(expected, dict) and isinstance(got, dict):
         return expected.keys() == got.keys() and all(same(expected[k], got[k]) for k in expected)
