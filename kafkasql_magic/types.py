@@ -75,3 +75,18 @@ def from_spark(dt: T.DataType) -> ast.Type:
     if isinstance(dt, T.StructType):
         return ast.Type("STRUCT", fields=tuple((f.name, from_spark(f.dataType)) for f in dt.fields))
     return ast.Type(KSQL_FROM_SPARK[type(dt)])
+
+
+def with_time_as(dt: T.DataType, replacement: T.DataType) -> T.DataType:
+    """`dt` with every TIME in it, at any depth, replaced by `replacement`."""
+    if isinstance(dt, T.TimeType):
+        return replacement
+    if isinstance(dt, T.ArrayType):
+        return T.ArrayType(with_time_as(dt.elementType, replacement), dt.containsNull)
+    if isinstance(dt, T.MapType):
+        return T.MapType(with_time_as(dt.keyType, replacement), with_time_as(dt.valueType, replacement),
+                         dt.valueContainsNull)
+    if isinstance(dt, T.StructType):
+        return T.StructType([T.StructField(f.name, with_time_as(f.dataType, replacement), f.nullable)
+                             for f in dt.fields])
+    return dt

@@ -56,15 +56,7 @@ def _barrier(error: Column) -> Column:
 def exchange_type(dt: T.DataType) -> T.DataType:
     """The Spark type a UDF can return for `dt`: Arrow times come back as TIME(6) whatever
     their unit, so TIME(3) travels as TIME(6) and is cast back (see `_declared`)."""
-    if isinstance(dt, T.TimeType):
-        return T.TimeType(6)
-    if isinstance(dt, T.ArrayType):
-        return T.ArrayType(exchange_type(dt.elementType), dt.containsNull)
-    if isinstance(dt, T.MapType):
-        return T.MapType(exchange_type(dt.keyType), exchange_type(dt.valueType), dt.valueContainsNull)
-    if isinstance(dt, T.StructType):
-        return T.StructType([T.StructField(f.name, exchange_type(f.dataType), f.nullable) for f in dt.fields])
-    return dt
+    return types.with_time_as(dt, T.TimeType(6))
 
 
 def _declared(column: Column, field: Field) -> Column:

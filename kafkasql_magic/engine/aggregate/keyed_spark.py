@@ -21,6 +21,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
+from ...types import with_time_as
 from .accumulators import accumulator
 
 _BITS = {T.IntegerType: 32, T.LongType: 64, T.ShortType: 32, T.ByteType: 32}
@@ -51,15 +52,7 @@ def stored_type(dtype: T.DataType) -> T.DataType:
     """The type a state field holds for values of `dtype`: a TIME (at any depth) as its
     microseconds of the day, since Spark's state store turns every state schema into an Avro
     schema, and its Avro schema converter has no TIME (IncompatibleSchemaException)."""
-    if isinstance(dtype, T.TimeType):
-        return T.LongType()
-    if isinstance(dtype, T.ArrayType):
-        return T.ArrayType(stored_type(dtype.elementType), dtype.containsNull)
-    if isinstance(dtype, T.MapType):
-        return T.MapType(stored_type(dtype.keyType), stored_type(dtype.valueType), dtype.valueContainsNull)
-    if isinstance(dtype, T.StructType):
-        return T.StructType([T.StructField(f.name, stored_type(f.dataType), f.nullable) for f in dtype.fields])
-    return dtype
+    return with_time_as(dtype, T.LongType())
 
 
 def to_state(value, dtype: T.DataType):
