@@ -58,3 +58,34 @@ def test_a_persistent_join_meets_the_table_of_each_records_time_and_keeps_it_acr
     # keyed by the join key, as ksqlDB keys a stream-table join's result
     assert rows == [(b"apple", {"ID": 1, "PRICE": 1}, 2000), (b"apple", {"ID": 2, "PRICE": 2}, 3000),
                     (b"apple", {"ID": 3, "PRICE": 2}, 4000)]
+
+
+def test_bigints_past_two_to_the_53_beside_nulls_come_through_exactly(ksql, broker):
+    """pandas makes a BIGINT column holding a NULL a float column, which has 53 bits, and holds
+    timestamps in nanoseconds, which end in 2262: the join carries such columns (the join key
+    too) exactly."""
+    suffix, bootstrap = uuid.uuid4().hex[:8], broker.bootstrap_servers
+    orders, accounts, out = f"lbo_{suffix}", f"lba_{suffix}", f"LBE_{suffix}".upper()
+    big, last = 2**53 + 1, 253402300799999  # 9999-12-31T23:59:59.999
+    produce(bootstrap, accounts, [{"key": struct.pack(">q", big), "value": json.dumps({"LIMIT": 2**62 + 3}),
+                                   "timestamp": 1000},
+                                  {"key": struct.pack(">q", big + 2), "value": json.dumps({"LIMIT": None}),
+                                   "timestamp": 1000}],
+            create_partitions=1)
+    produce(bootstrap, orders, [{"key": b"o1", "value": json.dumps({"ACCOUNT": big, "AMOUNT": 2**60 + 7, "DUE": last}),
+                                 "timestamp": 5000},
+                                {"key": b"o2", "value": json.dumps({"ACCOUNT": big + 2, "AMOUNT": None}),
+                                 "timestamp": 5000},
+                                {"key": b"o3", "value": json.dumps({"ACCOUNT": None, "AMOUNT": big}),
+                                 "timestamp": 5000}], create_partitions=1)
+    query = ksql.sql(f"""CREATE TABLE accounts (id BIGINT PRIMARY KEY, `LIMIT` BIGINT) WITH (kafka_topic='{accounts}', value_format='JSON');
+        CREATE STREAM orders (k STRING KEY, account BIGINT, amount BIGINT, due TIMESTAMP) WITH (kafka_topic='{orders}', value_format='JSON');
+        CREATE STREAM {out} AS SELECT o.account, o.k, o.amount, o.due, a.`LIMIT` FROM orders o LEFT JOIN accounts a ON o.account = a.id;""")
+    assert query.wait_for_records(3, 120), query.failure
+    got = fetch_records(bootstrap, out, from_beginning=True, limit=3, timeout_s=30, until_end=False)
+    values = sorted((json.loads(r["value"]) for r in got), key=lambda v: v["K"])
+    assert values == [{"K": "o1", "AMOUNT": 2**60 + 7, "DUE": last, "LIMIT": 2**62 + 3},
+                      {"K": "o2", "AMOUNT": None, "DUE": None, "LIMIT": None},
+                      {"K": "o3", "AMOUNT": big, "DUE": None, "LIMIT": None}]
+    assert sorted(r["key"] for r in got if r["key"] is not None) == sorted([struct.pack(">q", big),
+                                                                             struct.pack(">q", big + 2)])

@@ -8,7 +8,8 @@ the executor holding the bucket, checkpointed with the query.
 
 Why buckets and pandas (bench/README.md, "The stream-table join with the table as keyed
 state"): the Row API handed each record to Python as a Row, which cost more per record than
-re-reading a small table; a call per bucket pays the API's per-call cost once for many keys."""
+re-reading a small table; a call per bucket pays the API's per-call cost once for many keys.
+BIGINT and TIMESTAMP columns, the join key too, travel as `engine/pandas_step` carries them."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from ..columns import OFFSET, RAW_TIMESTAMP
+from ..pandas_step.exact_spark import arrived, travel_type, travelling
 from .rules import STREAM, TABLE
 
 #: Hash buckets of join keys: each a call of the step per micro-batch with records.
@@ -113,21 +115,24 @@ def looked_up(stream: DataFrame, table: DataFrame, stream_key, table_key, table_
     key_type = stream.select(stream_key.alias("k")).schema["k"].dataType
     left = [f"l{i}" for i in range(len(stream.columns))]
     right = [f"r{i}" for i in range(len(table.columns))]
-    stream_fields = [T.StructField(name, f.dataType) for name, f in zip(left, stream.schema.fields)]
-    table_fields = [T.StructField(name, f.dataType) for name, f in zip(right, table.schema.fields)]
+    stream_fields = [T.StructField(name, travel_type(f.dataType)) for name, f in zip(left, stream.schema.fields)]
+    table_fields = [T.StructField(name, travel_type(f.dataType)) for name, f in zip(right, table.schema.fields)]
 
     def messages(frame, side, key, time, order, tomb, mine, other):
-        return frame.select(F.lit(side).alias("m_side"), key.cast(key_type).alias("m_jk"),
+        return frame.select(F.lit(side).alias("m_side"), travelling(key.cast(key_type), key_type).alias("m_jk"),
                             F.unix_millis(F.col(time)).alias("m_rt"), F.col(order).cast("bigint").alias("m_order"),
                             tomb.alias("m_tomb"),
-                            *[F.col(c).alias(n) for c, n in zip(frame.columns, mine)],
+                            *[travelling(F.col(c), f.dataType).alias(n)
+                              for c, f, n in zip(frame.columns, frame.schema.fields, mine)],
                             *[F.lit(None).cast(f.dataType).alias(f.name) for f in other])
 
     records = messages(stream, STREAM, stream_key, RAW_TIMESTAMP, OFFSET, F.lit(False), left, table_fields)
     changes = messages(table, TABLE, table_key, table_time, table_offset, F.col(table_tombstone), right, stream_fields)
     both = records.unionByName(changes).where(F.col("m_jk").isNotNull() | (F.col("m_side") == STREAM))
-    step = TableLookup(key_type, T.StructType(table_fields), left, right, kind == "LEFT")
+    step = TableLookup(travel_type(key_type), T.StructType(table_fields), left, right, kind == "LEFT")
     joined = both.withColumn("m_bucket", F.pmod(F.hash("m_jk"), F.lit(BUCKETS))).groupBy("m_bucket") \
         .transformWithStateInPandas(step, T.StructType(stream_fields + table_fields), "Append", "None")
-    return joined.select(*[F.col(n).alias(c) for n, c in zip(left, stream.columns)],
-                         *[F.col(n).alias(c) for n, c in zip(right, table.columns)])
+    return joined.select(*[arrived(F.col(n), f.dataType).alias(c)
+                           for n, c, f in zip(left, stream.columns, stream.schema.fields)],
+                         *[arrived(F.col(n), f.dataType).alias(c)
+                           for n, c, f in zip(right, table.columns, table.schema.fields)])
