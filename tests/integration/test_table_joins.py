@@ -252,3 +252,30 @@ def test_a_stream_table_join_feeding_group_by_must_join_on_the_tables_key(tables
                    "GROUP BY c.user_name EMIT CHANGES;")
     assert str(error.value) == ("Invalid join condition: stream-table joins require to join on the table's primary "
                                 "key. Got C.USER_NAME = U.NAME.")
+
+
+def test_a_bigint_foreign_key_past_two_to_the_53_beside_a_null_meets_its_own_row(broker, spark):
+    """pandas makes a BIGINT column holding a NULL float64 (53 bits), where 2**53 + 1 is 2**53."""
+    suffix, big = uuid.uuid4().hex[:8], 2**53
+    users, orders = f"bu_{suffix}", f"bo_{suffix}"
+    produce(broker.bootstrap_servers, users, [
+        {"key": big.to_bytes(8, "big"), "value": json.dumps({"name": "ann"}), "timestamp": T0},
+        {"key": (big + 1).to_bytes(8, "big"), "value": json.dumps({"name": "bob"}), "timestamp": T0}],
+        create_partitions=1)
+    produce(broker.bootstrap_servers, orders, [row(100, {"user_id": big + 1}, 5), row(101, {"user_id": None}, 5),
+                                               row(102, {"user_id": big}, 5)], create_partitions=1)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90)
+    try:
+        s.sql(f"""SET 'auto.offset.reset'='earliest';
+            CREATE TABLE users (id BIGINT PRIMARY KEY, name STRING) WITH (kafka_topic='{users}', value_format='JSON');
+            CREATE TABLE orders (oid INT PRIMARY KEY, user_id BIGINT) WITH (kafka_topic='{orders}', value_format='JSON');""")
+        handle = s.sql("SELECT o.oid, o.user_id, u.name FROM orders o LEFT JOIN users u ON o.user_id = u.id "
+                       "EMIT CHANGES;")
+        assert handle.plan.table_join == "FOREIGN_KEY"
+        state = settle(handle, "OID", lambda state: len(state) == 3 and state[100]["NAME"] is not None
+                       and state[102]["NAME"] is not None)
+        assert state == {100: {"OID": 100, "USER_ID": big + 1, "NAME": "bob"},
+                         101: {"OID": 101, "USER_ID": None, "NAME": None},
+                         102: {"OID": 102, "USER_ID": big, "NAME": "ann"}}
+    finally:
+        s.stop()

@@ -41,6 +41,7 @@ from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW
 from ..decode.rows_spark import logical_frame
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
 from ..join_key.column_spark import JOIN_KEY
+from ..pandas_step.exact_spark import arrived, travel_type, travelling
 
 
 def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple[DataFrame, JoinScope]:
@@ -86,7 +87,9 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     if foreign:
         side = F.col("m_side")
         keep = (side == 0) | ((side == 1) & keep) | ((side >= 2) & F.col("m_pk").isNotNull())
-    changes = changes.where(keep)
+    # the join key as the pandas steps carry it exactly (a left row's NULL foreign key beside BIGINTs)
+    changes = changes.where(keep).withColumn("m_jk", travelling(F.col("m_jk"), key_type))
+    key_type, joined_key_type = travel_type(key_type), key_type
     result = T.StructType([*(T.StructField(c, T.StringType()) for c in row_columns(len(messages))),
                            T.StructField("m_rt", T.LongType()), T.StructField("m_hside", T.IntegerType()),
                            T.StructField("m_tomb", T.BooleanType()), T.StructField("m_jk", key_type),
@@ -101,6 +104,7 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
         step = PrimaryKeyJoin(kinds, key_type)
         joined = changes.select(*CHANGE_COLUMNS).withColumn("m_bucket", F.pmod(F.xxhash64("m_jk"), F.lit(BUCKETS))) \
             .groupBy("m_bucket").transformWithStateInPandas(step, result, "Append", "None")
+    joined = joined.withColumn("m_jk", arrived(F.col("m_jk"), joined_key_type))
     keys = [] if foreign else [next(c for n, c in columns.items() if n.lower() == on.name.lower())
                                for on, (_, columns) in zip(join_exprs, sides)]
     if foreign and len(left_keys) == 1:  # the left table's key, back from its JSON text

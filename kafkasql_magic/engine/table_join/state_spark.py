@@ -16,6 +16,7 @@ JSON (a foreign-key join of two tables: `foreign_key_spark.py`)."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pandas as pd
 from pyspark.sql import types as T
@@ -174,9 +175,11 @@ def foreign_key_step(kind: str, *more: str):
 
 
 def _loose_text(value) -> str:
-    """`_text` of a value from a pandas column that may hold NULLs: pandas reads such an integer
-    column as floats (NaN for NULL), so a whole float is the integer it was (exact up to 2**53)."""
-    if isinstance(value, float):
+    """`_text` of a value from a pandas column that may hold NULLs: a BIGINT join key comes as a
+    `Decimal` (`engine/pandas_step`), written as the integer it is; a float column's NaN is NULL."""
+    if isinstance(value, Decimal) and value.as_tuple().exponent == 0:
+        value = int(value)
+    elif isinstance(value, float):
         value = None if value != value else int(value) if value.is_integer() else value
     return _text(value)
 
