@@ -99,3 +99,24 @@ def test_a_windowed_aggregation_after_a_stream_table_join(session, broker):
                        f"JOIN I_{tag} i ON o.item = i.item WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY o.item "
                        f"EMIT CHANGES LIMIT 2;")
     assert {((r.WS - BASE) // 1000, r.N, r.S) for r in rows.itertuples()} == {(0, 2, 6), (10, 1, 3)}
+
+
+def test_records_of_the_year_9999_and_of_1970_are_counted_in_their_windows(ksql, broker):
+    """Stream time rides on a watermark column centuries ahead of the record time; a record near
+    the largest timestamp must still be windowed, not fail the query."""
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic, sink = f"WY_{tag}", f"wy-{tag.lower()}", f"WYC_{tag}"
+    last = 253402300790000  # 9999-12-31T23:59:50Z, a window's start
+    ksql.sql(f"CREATE STREAM {src} (K STRING, V BIGINT) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    produce(broker.bootstrap_servers, topic, [
+        {"value": json.dumps({"K": "a", "V": 2**53 + 1}).encode(), "timestamp": 1000},
+        {"value": json.dumps({"K": "a", "V": None}).encode(), "timestamp": 2000},
+        {"value": json.dumps({"K": "a", "V": 5}).encode(), "timestamp": last + 1000}])
+    query = ksql.sql(f"CREATE TABLE {sink} AS SELECT K, COUNT(*) AS N, MAX(V) AS M FROM {src} "
+                     f"WINDOW TUMBLING (SIZE 10 SECONDS, GRACE PERIOD 1 SECOND) GROUP BY K;")
+    assert query.wait_for_records(2, 120), query.failure
+    records = fetch_records(broker.bootstrap_servers, sink, from_beginning=True, limit=2, timeout_s=30,
+                            until_end=True)
+    got = sorted((int.from_bytes(r["key"][-8:], "big"), json.loads(r["value"])) for r in records)
+    assert got == [(0, {"N": 2, "M": 2**53 + 1}), (last, {"N": 1, "M": 5})]

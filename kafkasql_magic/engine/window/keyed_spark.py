@@ -4,7 +4,9 @@
 `StreamTime`, keyed by the input partition, gives each record the stream time it meets: the
 largest record time of the batches before (Spark's event-time watermark, which the build makes
 exactly that) or of the records before it in its own partition (offset order). It keeps no
-state of its own. `WindowAggregates`, keyed by the group key, keeps the group's open windows in
+state of its own, and is a pandas step (`transformWithStateInPandas`): a handful of partitions
+per micro-batch, each record's columns crossing as Arrow and pandas columns rather than as a
+Row (bench/README.md, "Where a stateful job's CPU goes"). `WindowAggregates`, keyed by the group key, keeps the group's open windows in
 one ValueState (each window's start, output record time and headers, accumulators): one get and
 one update per key and micro-batch. A record whose window is closed at its stream time is late:
 it comes out as an error row with Kafka Streams' log line. Each new window registers an
@@ -19,6 +21,8 @@ without importing the planner.
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
@@ -28,21 +32,22 @@ from .rules import closes_at, expired_message, is_closed, window_starts
 
 
 class StreamTime(StatefulProcessor):
-    """Each record of one input partition with its stream time (`__stream`, ms)."""
+    """Each record of one input partition with its stream time (`__stream`, ms), a pandas step:
+    the partition's records sorted by offset, the running largest record time, never below the
+    watermark (a record without a time meets the stream time before it)."""
 
-    def __init__(self, order: int, time: int, names: list[str]):
-        self.order, self.time, self.names = order, time, names
+    def __init__(self, order: str, time: str, stream: str):
+        self.order, self.time, self.stream = order, time, stream
 
     def init(self, handle) -> None:
-        self.out = Row(*self.names)
+        pass
 
     def handleInputRows(self, key, rows, timerValues):
-        stream = timerValues.getCurrentWatermarkInMs()  # the largest record time of the batches before
-        for record in sorted(rows, key=lambda r: r[self.order]):
-            time = record[self.time]
-            if time is not None and time > stream:
-                stream = time
-            yield self.out(*record, stream)
+        watermark = timerValues.getCurrentWatermarkInMs()  # the largest record time of the batches before
+        records = pd.concat(list(rows), ignore_index=True).sort_values(self.order, kind="stable")
+        running = records[self.time].astype("float64").cummax().ffill().fillna(watermark)
+        records[self.stream] = np.maximum(running.to_numpy(), watermark).astype("int64")
+        yield records
 
     def close(self) -> None:
         pass

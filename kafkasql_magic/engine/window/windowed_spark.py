@@ -29,6 +29,7 @@ from ..aggregate.build_spark import having_changes
 from ..aggregate.group_by_spark import accumulator_specs, finished, stage
 from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
+from ..pandas_step.exact_spark import arrived, travel_type, travelling
 from ..state_key.flat_spark import FlatKeys, flat_keys
 from .keyed_spark import StreamTime, WindowAggregates
 from .timing import timing_of
@@ -83,17 +84,33 @@ def timed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
     staged = stage(plan, frame, scope, where_error)
     good = without_errors(staged.frame, "__errors_aggregate")
     specs, arguments = accumulator_specs(plan, staged, good)
+    # the watermark column is left behind once it is set: Spark keeps the watermark going to the
+    # steps after, and the column (centuries ahead of the record time) has no place in pandas
     inputs, flat = flat_keys(good.withColumn("__t", F.unix_millis("__ts"))
                              .withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
                              .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days")
                              .select(*staged.keys, *dict.fromkeys(arguments), PARTITION, "__order", TOPIC, "__rt",
-                                     "__rh", "__t", "__wm"), staged.keys)
-    names = inputs.columns
-    timed_schema = T.StructType([*inputs.schema.fields, T.StructField("__stream", T.LongType())])
-    frame = inputs.groupBy(PARTITION).transformWithState(
-        StreamTime(names.index("__order"), names.index("__t"), timed_schema.fieldNames()), timed_schema, "Update",
-        "EventTime", eventTimeColumnName="__wm")
-    return Timed(frame, flat.keys, specs, flat)
+                                     "__rh", "__t"), staged.keys)
+    return Timed(_with_stream_time(inputs), flat.keys, specs, flat)
+
+
+def _with_stream_time(inputs: DataFrame) -> DataFrame:
+    """`inputs` with each record's stream time (`__stream`), from the pandas step `StreamTime`. Its
+    columns go in under plain names (pandas renames a `__x` column) and as the step carries them
+    exactly (engine/pandas_step), but for the offset and the record time in milliseconds, which it
+    sorts and compares: neither is NULL past 2**53."""
+    fields = inputs.schema.fields
+    plain = [f"c{i}" for i in range(len(fields))]
+    exact = [f.name in ("__order", "__t") for f in fields]
+    carried = inputs.select(*[(F.col(f"`{f.name}`") if kept else travelling(F.col(f"`{f.name}`"), f.dataType))
+                              .alias(name) for f, name, kept in zip(fields, plain, exact)])
+    out = T.StructType([T.StructField(name, f.dataType if kept else travel_type(f.dataType))
+                        for f, name, kept in zip(fields, plain, exact)] + [T.StructField("c_stream", T.LongType())])
+    at = {f.name: name for f, name in zip(fields, plain)}
+    timed = carried.groupBy(at[PARTITION]).transformWithStateInPandas(
+        StreamTime(at["__order"], at["__t"], "c_stream"), out, "Update", "EventTime")
+    return timed.select(*[(F.col(name) if kept else arrived(F.col(name), f.dataType)).alias(f.name)
+                          for f, name, kept in zip(fields, plain, exact)], F.col("c_stream").alias("__stream"))
 
 
 def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
