@@ -7,8 +7,12 @@ aggregation's steps (group key, argument, partition, offset, topic, record time,
 watermark). `row_api_in` is what PySpark's Row-based `transformWithState` does to each input record
 (`pyspark/worker.py`: one `as_py()` per column and row, then a `Row`), `row_api_out` what it does to
 each output row (`Row.asDict(True)`, then `RecordBatch.from_pylist`); `packed_in` the same input
-with the pass-through columns packed into one struct column; `pandas_round_trip` what
-`transformWithStateInPandas` does (the batch to pandas and back); `to_pylist` Arrow's own rows.
+with the pass-through columns packed into one struct column; `pandas_round_trip` the batch to
+pandas and back; `pandas_step` what PySpark 4.3's `transformWithStateInPandas` does around it
+(each row through `itertuples`, the rows of each grouping key, here the partition, made a
+DataFrame again, the step's output back to Arrow), and `pandas_step_exact` the same with the
+BIGINT and TIMESTAMP columns travelling as DECIMAL(20, 0) (`engine/pandas_step`);
+`to_pylist` Arrow's own rows.
 Microseconds per row, the median of the rounds.
 """
 
@@ -57,6 +61,30 @@ def packed(data: pa.RecordBatch) -> pa.RecordBatch:
         [data.column(n) for n in rest], names=rest)], names=[*kept, "pass"])
 
 
+def pandas_step(data: pa.RecordBatch) -> list:
+    """PySpark 4.3's pandas keyed step around a pass-through handler (`worker.py`,
+    SQL_TRANSFORM_WITH_STATE_PANDAS_UDF), grouped by the partition column."""
+    import itertools
+
+    import pandas as pd
+
+    frame = pd.concat([column.to_pandas() for column in data.columns], axis=1, keys=data.schema.names)
+    key = data.schema.names.index("partition")
+    keyed = ((row[key], row) for row in frame.sort_values("partition", kind="stable").itertuples(index=False))
+    return [pa.RecordBatch.from_pandas(pd.DataFrame([row for _, row in rows]), schema=data.schema)
+            for _, rows in itertools.groupby(keyed, key=lambda pair: pair[0])]
+
+
+def travelling(data: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch as `engine/pandas_step` hands it to pandas: BIGINT and TIMESTAMP as DECIMAL(20, 0)."""
+    import pyarrow.compute as pc
+
+    travel = pa.decimal128(20, 0)
+    columns = [pc.cast(pc.cast(c, pa.int64()), travel) if pa.types.is_int64(c.type) or pa.types.is_timestamp(c.type)
+               else c for c in data.columns]
+    return pa.RecordBatch.from_arrays(columns, names=data.schema.names)
+
+
 def timed(fn, rows: int, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -73,7 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "row-conversion.json"))
     args = ap.parse_args(argv)
     data, n = batch(args.rows), args.rows
-    rows, packed_data = row_api_in(data), packed(data)
+    rows, packed_data, exact = row_api_in(data), packed(data), travelling(data)
     report = {"rows": n, "columns": data.num_columns, "cpu_count": os.cpu_count(),
               "load_average_start": list(os.getloadavg()), "pyarrow": pa.__version__, "us_per_row": {
                   "row_api_in": timed(lambda: row_api_in(data), n, args.repeat),
@@ -81,6 +109,8 @@ def main(argv=None) -> int:
                   "packed_in": timed(lambda: row_api_in(packed_data), n, args.repeat),
                   "pandas_round_trip": timed(lambda: pa.RecordBatch.from_pandas(data.to_pandas(), schema=data.schema),
                                              n, args.repeat),
+                  "pandas_step": timed(lambda: pandas_step(data), n, args.repeat),
+                  "pandas_step_exact": timed(lambda: pandas_step(exact), n, args.repeat),
                   "to_pylist": timed(data.to_pylist, n, args.repeat)}}
     print(json.dumps(report, indent=2))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
