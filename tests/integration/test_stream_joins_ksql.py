@@ -86,6 +86,18 @@ def test_a_record_at_time_zero_joins(ksql, broker):
                                               (1, {"L_ID": 1, "R_ID": 1, "L_V0": 2, "R_V1": 5}, 100)]
 
 
+def test_records_near_the_year_9999_join(ksql, broker):
+    # stream time rides on a watermark column centuries ahead of the record time: a record near
+    # the largest timestamp is joined, not a failed query
+    last = 253402300790000  # 9999-12-31T23:59:50Z
+    l, r, out = streams(ksql, broker, ("V INT", "W INT"))
+    send(broker, l, [(1, {"V": 1}, last)])
+    send(broker, r, [(1, {"W": 2}, last + 1000)])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT L.ID, V, W FROM {l} L JOIN {r} R WITHIN 5 SECONDS "
+                     "ON L.ID = R.ID;")
+    assert written(broker, query, out, 1) == [(1, {"V": 1, "W": 2}, last + 1000)]
+
+
 def test_an_out_of_order_record_inside_the_window_joins(ksql, broker):
     # ksqlDB keeps each side's records for the window plus the grace period: a right record 7 s
     # older than the newest one, still inside the left record's 10 s window, joins it although

@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..pandas_step.exact_spark import arrived, travel_type, travelling
 from ..window.windowed_spark import LATE_MARGIN_DAYS, LATE_MARGIN_MS
 from .rules import LEFT, RIGHT
 from .state_spark import JoinState, SideStreamTime
@@ -35,6 +36,25 @@ def _side_rows(frame: DataFrame, side: int, key: Column, key_type: T.DataType, t
                         rows[0].alias("__l"), rows[1].alias("__r"))
 
 
+def _with_side_stream_time(both: DataFrame) -> DataFrame:
+    """`both` with each record's side's stream time (`__stream`), from the pandas step
+    `SideStreamTime`: its columns under plain names (pandas renames a `__x` column) and as the
+    step carries them exactly (engine/pandas_step), but for the offset and the record time in
+    milliseconds, which it sorts and compares (neither is NULL past 2**53)."""
+    fields = both.schema.fields
+    plain = [f"c{i}" for i in range(len(fields))]
+    exact = [f.name in ("__o", "__t") for f in fields]
+    carried = both.select(*[(F.col(f.name) if kept else travelling(F.col(f.name), f.dataType)).alias(name)
+                            for f, name, kept in zip(fields, plain, exact)])
+    out = T.StructType([T.StructField(name, f.dataType if kept else travel_type(f.dataType))
+                        for f, name, kept in zip(fields, plain, exact)] + [T.StructField("c_stream", T.LongType())])
+    at = {f.name: name for f, name in zip(fields, plain)}
+    timed = carried.groupBy(at["__side"], at["__p"]).transformWithStateInPandas(
+        SideStreamTime(at["__o"], at["__t"], "c_stream"), out, "Update", "EventTime")
+    return timed.select(*[(F.col(name) if kept else arrived(F.col(name), f.dataType)).alias(f.name)
+                          for f, name, kept in zip(fields, plain, exact)], F.col("c_stream").alias("__stream"))
+
+
 def stream_stream_joined(left: DataFrame, right: DataFrame, times: tuple[str, str], keys: tuple[Column, Column],
                          where: tuple[tuple[str, str], tuple[str, str]], within: tuple[int, int], grace: int | None,
                          how: str) -> DataFrame:
@@ -46,13 +66,12 @@ def stream_stream_joined(left: DataFrame, right: DataFrame, times: tuple[str, st
                     for frame in (left, right))
     both = _side_rows(left, LEFT, keys[0], key_type, times[0], where[0], structs).unionByName(
         _side_rows(right, RIGHT, keys[1], key_type, times[1], where[1], structs))
+    # the watermark column is left behind once set (Spark keeps the watermark going to the steps
+    # after): centuries ahead of the record time, it is past what pandas and Python dates hold
     both = (both.withColumn("__wm", F.timestamp_millis(F.col("__t") + F.lit(LATE_MARGIN_MS)))
-            .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days"))
-    names = both.columns
-    timed_schema = T.StructType([*both.schema.fields, T.StructField("__stream", T.LongType())])
-    timed = both.groupBy("__side", "__p").transformWithState(
-        SideStreamTime(names.index("__o"), names.index("__t"), timed_schema.fieldNames()), timed_schema, "Update",
-        "EventTime", eventTimeColumnName="__wm")
+            .withWatermark("__wm", f"{LATE_MARGIN_DAYS} days").drop("__wm"))
+    timed = _with_side_stream_time(both)
+    timed_schema = timed.schema
     at = {role: timed_schema.fieldNames().index(column) for role, column in (
         ("side", "__side"), ("partition", "__p"), ("offset", "__o"), ("t", "__t"), ("stream", "__stream"),
         ("left", "__l"), ("right", "__r"))}

@@ -3,7 +3,9 @@ chained (`join_spark.py` builds the frame around them).
 
 `SideStreamTime`, keyed by (side, input partition), gives each record its own side's stream time
 (`__stream`: the largest record time of that side's partition so far, the record's own included,
-in offset order), kept in a ValueState from batch to batch. `JoinState`, keyed by the join key,
+in offset order), kept in a ValueState from batch to batch; a pandas step
+(`transformWithStateInPandas`), so that each record crosses into Python as Arrow and pandas
+columns rather than as a Row (bench/README.md, "A pandas keyed step"). `JoinState`, keyed by the join key,
 keeps both sides' records of the key in one ValueState (each with its time, where it was, whether
 it met a match, and its columns as a struct), processes a micro-batch's records in time order as
 Kafka Streams processes its inputs, and emits each joined pair and, per `rules.py`, an outer
@@ -15,6 +17,7 @@ that Spark's Python workers unpickle the processors without importing the planne
 
 from __future__ import annotations
 
+import pandas as pd
 from pyspark.sql import Row
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
@@ -23,25 +26,26 @@ from .rules import LEFT, RIGHT, closes_at, expires_at, is_late, joins, unmatched
 
 
 class SideStreamTime(StatefulProcessor):
-    """Each record of one side's input partition with that side's stream time (`__stream`, ms)."""
+    """Each record of one side's input partition with that side's stream time (`__stream`, ms), a
+    pandas step: the records sorted by offset, the running largest record time from the one
+    kept (a record without a time meets the stream time before it, NULL before any)."""
 
-    def __init__(self, order: int, time: int, names: list[str]):
-        self.order, self.time, self.names = order, time, names
+    def __init__(self, order: str, time: str, stream: str):
+        self.order, self.time, self.stream = order, time, stream
 
     def init(self, handle) -> None:
         self.state = handle.getValueState("stream", T.StructType([T.StructField("t", T.LongType())]))
-        self.out = Row(*self.names)
 
     def handleInputRows(self, key, rows, timerValues):
         stored = self.state.get()
-        stream = stored[0] if stored is not None else None
-        for record in sorted(rows, key=lambda r: r[self.order]):
-            time = record[self.time]
-            if time is not None and (stream is None or time > stream):
-                stream = time
-            yield self.out(*record, stream)
-        if stream is not None:
-            self.state.update((stream,))
+        records = pd.concat(list(rows), ignore_index=True).sort_values(self.order, kind="stable")
+        running = records[self.time].astype("float64").cummax().ffill()
+        if stored is not None:
+            running = running.clip(lower=stored[0]).fillna(stored[0])
+        records[self.stream] = running.astype("Int64")
+        if running.notna().any():
+            self.state.update((int(running.iloc[-1]),))
+        yield records
 
     def close(self) -> None:
         pass
