@@ -12,7 +12,9 @@ pandas and back; `pandas_step` what PySpark 4.3's `transformWithStateInPandas` d
 (each row through `itertuples`, the rows of each grouping key, here the partition, made a
 DataFrame again, the step's output back to Arrow), and `pandas_step_exact` the same with the
 BIGINT and TIMESTAMP columns travelling as DECIMAL(20, 0) (`engine/pandas_step`);
-`to_pylist` Arrow's own rows.
+`to_pylist` Arrow's own rows. `join_row_api` and `join_pandas_step`: the same two paths (in and
+out) for a batch shaped like a stream-stream join's side step (side, join key, time, partition,
+offset, each side's columns as a struct).
 Microseconds per row, the median of the rounds.
 """
 
@@ -41,6 +43,18 @@ def batch(n: int) -> pa.RecordBatch:
         "topic": pa.array(["orders"] * n), "rt": pa.array([when] * n, pa.timestamp("us", tz="UTC")),
         "rh": pa.array([[]] * n, headers), "t": pa.array(range(n), pa.int64()),
         "wm": pa.array([when] * n, pa.timestamp("us", tz="UTC"))})
+
+
+def join_batch(n: int) -> pa.RecordBatch:
+    row = pa.struct([("ID", pa.int64()), ("NAME", pa.string()), ("V", pa.int64()), ("ROWTIME", pa.int64()),
+                     ("ROWPARTITION", pa.int32()), ("ROWOFFSET", pa.int64())])
+    sides = [{"ID": i, "NAME": f"n{i}", "V": i, "ROWTIME": i, "ROWPARTITION": 0, "ROWOFFSET": i} for i in range(n)]
+    return pa.RecordBatch.from_pydict({
+        "side": pa.array([i % 2 for i in range(n)], pa.int32()), "jk": pa.array([i % 1000 for i in range(n)], pa.int64()),
+        "t": pa.array(range(n), pa.int64()), "partition": pa.array([i % 4 for i in range(n)], pa.int32()),
+        "o": pa.array(range(n), pa.int64()),
+        "l": pa.array([v if i % 2 == 0 else None for i, v in enumerate(sides)], row),
+        "r": pa.array([v if i % 2 else None for i, v in enumerate(sides)], row)})
 
 
 def row_api_in(data: pa.RecordBatch) -> list:
@@ -101,7 +115,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "row-conversion.json"))
     args = ap.parse_args(argv)
     data, n = batch(args.rows), args.rows
-    rows, packed_data, exact = row_api_in(data), packed(data), travelling(data)
+    rows, packed_data, exact, join = row_api_in(data), packed(data), travelling(data), join_batch(n)
     report = {"rows": n, "columns": data.num_columns, "cpu_count": os.cpu_count(),
               "load_average_start": list(os.getloadavg()), "pyarrow": pa.__version__, "us_per_row": {
                   "row_api_in": timed(lambda: row_api_in(data), n, args.repeat),
@@ -111,7 +125,9 @@ def main(argv=None) -> int:
                                              n, args.repeat),
                   "pandas_step": timed(lambda: pandas_step(data), n, args.repeat),
                   "pandas_step_exact": timed(lambda: pandas_step(exact), n, args.repeat),
-                  "to_pylist": timed(data.to_pylist, n, args.repeat)}}
+                  "to_pylist": timed(data.to_pylist, n, args.repeat),
+                  "join_row_api": timed(lambda: row_api_out(row_api_in(join), join.schema), n, args.repeat),
+                  "join_pandas_step": timed(lambda: pandas_step(join), n, args.repeat)}}
     print(json.dumps(report, indent=2))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
