@@ -6,6 +6,10 @@ from the previous group's. Scalars key it correctly, so a struct key goes in as 
 column per leaf field (and, for a nested struct, one saying whether it is NULL), and
 `restore` makes the struct again from the step's output, under its own name and in its place.
 A processor sees the flat key in its `key` tuple and writes it back as it got it.
+
+A TIME key (or a TIME field of a struct key) goes in as its microseconds of the day: Spark's
+state store turns the grouping key's schema into an Avro schema, which has no TIME
+(IncompatibleSchemaException), and comes back as the TIME after the step.
 """
 
 from __future__ import annotations
@@ -21,11 +25,11 @@ from pyspark.sql import types as T
 class FlatKeys:
     """The grouping columns to key the state by, and how each struct key is made again."""
     keys: list[str]
-    structs: dict[str, Column] = field(default_factory=dict)  # a struct key's name -> its rebuilt value
-    leaves: dict[str, list[str]] = field(default_factory=dict)  # a struct key's name -> its flat columns
+    structs: dict[str, Column] = field(default_factory=dict)  # a struct or TIME key's name -> its rebuilt value
+    leaves: dict[str, list[str]] = field(default_factory=dict)  # a struct or TIME key's name -> its flat columns
 
     def restore(self, frame: DataFrame) -> DataFrame:
-        """`frame` (the step's output, starting with the flat keys) with each struct key again."""
+        """`frame` (the step's output, starting with the flat keys) with each struct and TIME key again."""
         if not self.structs:
             return frame
         columns = []
@@ -39,13 +43,18 @@ class FlatKeys:
 
 
 def flat_keys(frame: DataFrame, keys: list[str]) -> tuple[DataFrame, FlatKeys]:
-    """`frame` with each STRUCT column of `keys` replaced, in place, by its flat columns."""
+    """`frame` with each STRUCT column of `keys` replaced, in place, by its flat columns, and each
+    TIME column by its microseconds of the day."""
     schema = frame.schema
-    if not any(isinstance(schema[k].dataType, T.StructType) for k in keys):
+    if not any(isinstance(schema[k].dataType, (T.StructType, T.TimeType)) for k in keys):
         return frame, FlatKeys(list(keys))
     flat, out, columns = FlatKeys([]), [], {}
     for key in keys:
         dtype = schema[key].dataType
+        if isinstance(dtype, T.TimeType):
+            flat.structs[key] = _time(F.col(key), dtype)
+            flat.leaves[key] = [key]
+            columns[key] = [(key, F.time_to_micros(F.col(key)))]
         if not isinstance(dtype, T.StructType):
             flat.keys.append(key)
             continue
@@ -72,7 +81,15 @@ def _flatten(value: Column, dtype: T.StructType, prefix: str, leaves: list) -> C
             leaves.append((f"{name}__null", inner.isNull()))
             rebuilt = _flatten(inner, f.dataType, f"{name}__", leaves)
             parts.append(F.when(~F.col(f"{name}__null"), rebuilt).alias(f.name))
+        elif isinstance(f.dataType, T.TimeType):
+            leaves.append((name, F.time_to_micros(inner)))
+            parts.append(_time(F.col(name), f.dataType).alias(f.name))
         else:
             leaves.append((name, inner))
             parts.append(F.col(name).alias(f.name))
     return F.struct(*parts)
+
+
+def _time(micros: Column, dtype: T.TimeType) -> Column:
+    """A TIME key again from its microseconds of the day."""
+    return F.time_from_micros(micros).cast(dtype)
