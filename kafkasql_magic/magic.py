@@ -63,18 +63,18 @@ def _display_live(query, handle):
     """Beside a push query's live widget (on show since the query was planned, `handle` its
     display), its saved copy: the latest state as static HTML, refreshed every few seconds, which
     a notebook saved while the query runs keeps (the widget hides it while on the page). When the
-    query ends, its final state takes the widget's place and the copy goes."""
+    query ends, its final state takes the widget's place and the copy goes; both draw its chart."""
     from IPython.display import display
 
     from .live.static import FinalState, SavedCopy
 
-    copy = SavedCopy(query.model, query.view.token, lambda data: saved.update(data, raw=True))
+    copy = SavedCopy(query.model, query.view.token, lambda data: saved.update(data, raw=True), chart=query.chart)
     saved = display(copy.bundle(), raw=True, display_id=True)
 
     def ended(snapshot) -> None:
         if snapshot.terminal:
             query.model.unsubscribe(ended)
-            handle.update(FinalState(snapshot))
+            handle.update(FinalState(snapshot, query.chart))
             copy.close()
 
     query.model.subscribe(ended)

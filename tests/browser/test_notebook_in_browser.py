@@ -281,6 +281,9 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     _until(lambda: _status(page).get("state") == "STOPPED", 10, "STOPPED")
     assert time.monotonic() - started < 10
     assert _status(page)["rows/s"] == "–" and _status(page)["records in/s"] == "–"
+    # the final state keeps the chart above the table, as the widget drew it
+    final_points = _cell(page, LIVE).locator(".kstream-chart:visible circle")
+    _until(lambda: final_points.count() == 20, 10, "the chart in the final state")
     # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
     page.keyboard.press("Control+s")
     _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")

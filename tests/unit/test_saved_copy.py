@@ -99,3 +99,19 @@ def test_exported_html_shows_the_saved_copy_not_the_widget_text(model):
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     assert "rows: <span>2</span>" in html and "bob" in html
     assert "STARTING" not in html
+
+
+def test_the_saved_copy_and_the_final_state_draw_the_chart_above_the_table(model):
+    from kafkasql_magic.live.chart import parse_chart
+    from kafkasql_magic.live.static import FinalState
+
+    model.on_batch(1, [(1, "alice"), (2, "bob")])
+    chart = parse_chart("line x=ID y=ID", model.snapshot().columns)
+    for html in (saved_bundle(model.snapshot(), "t", saved_at=0, chart=chart)["text/html"],
+                 FinalState(model.snapshot(), chart)._repr_mimebundle_()["text/html"]):
+        assert 'class="kstream-chart"' in html and "line of ID by ID" in html
+        assert html.index("kstream-chart") < html.index("alice")
+    assert "kstream-chart" not in FinalState(model.snapshot())._repr_mimebundle_()["text/html"]
+    published = []
+    copy = SavedCopy(model, "t", published.append, interval=60, chart=chart)
+    assert "kstream-chart" in copy.bundle()["text/html"]
