@@ -63,29 +63,32 @@ def test_a_persistent_join_meets_the_table_of_each_records_time_and_keeps_it_acr
 def test_bigints_past_two_to_the_53_beside_nulls_come_through_exactly(ksql, broker):
     """pandas makes a BIGINT column holding a NULL a float column, which has 53 bits, and holds
     timestamps in nanoseconds, which end in 2262: the join carries such columns (the join key
-    too) exactly."""
+    too) exactly, and its DOUBLEs as their text."""
     suffix, bootstrap = uuid.uuid4().hex[:8], broker.bootstrap_servers
     orders, accounts, out = f"lbo_{suffix}", f"lba_{suffix}", f"LBE_{suffix}".upper()
     big, last = 2**53 + 1, 253402300799999  # 9999-12-31T23:59:59.999
-    produce(bootstrap, accounts, [{"key": struct.pack(">q", big), "value": json.dumps({"LIMIT": 2**62 + 3}),
+    produce(bootstrap, accounts, [{"key": struct.pack(">q", big), "value": json.dumps({"LIMIT": 2**62 + 3, "RATE": 0.1 + 0.2}),
                                    "timestamp": 1000},
                                   {"key": struct.pack(">q", big + 2), "value": json.dumps({"LIMIT": None}),
                                    "timestamp": 1000}],
             create_partitions=1)
-    produce(bootstrap, orders, [{"key": b"o1", "value": json.dumps({"ACCOUNT": big, "AMOUNT": 2**60 + 7, "DUE": last}),
+    produce(bootstrap, orders, [{"key": b"o1", "value": json.dumps({"ACCOUNT": big, "AMOUNT": 2**60 + 7, "DUE": last,
+                                                                     "PRICE": 5e-324}),
                                  "timestamp": 5000},
                                 {"key": b"o2", "value": json.dumps({"ACCOUNT": big + 2, "AMOUNT": None}),
                                  "timestamp": 5000},
                                 {"key": b"o3", "value": json.dumps({"ACCOUNT": None, "AMOUNT": big}),
                                  "timestamp": 5000}], create_partitions=1)
-    query = ksql.sql(f"""CREATE TABLE accounts (id BIGINT PRIMARY KEY, `LIMIT` BIGINT) WITH (kafka_topic='{accounts}', value_format='JSON');
-        CREATE STREAM orders (k STRING KEY, account BIGINT, amount BIGINT, due TIMESTAMP) WITH (kafka_topic='{orders}', value_format='JSON');
-        CREATE STREAM {out} AS SELECT o.account, o.k, o.amount, o.due, a.`LIMIT` FROM orders o LEFT JOIN accounts a ON o.account = a.id;""")
+    query = ksql.sql(f"""CREATE TABLE accounts (id BIGINT PRIMARY KEY, `LIMIT` BIGINT, rate DOUBLE) WITH (kafka_topic='{accounts}', value_format='JSON');
+        CREATE STREAM orders (k STRING KEY, account BIGINT, amount BIGINT, due TIMESTAMP, price DOUBLE) WITH (kafka_topic='{orders}', value_format='JSON');
+        CREATE STREAM {out} AS SELECT o.account, o.k, o.amount, o.due, a.`LIMIT`,
+          o.price, a.rate FROM orders o LEFT JOIN accounts a ON o.account = a.id;""")
     assert query.wait_for_records(3, 120), query.failure
     got = fetch_records(bootstrap, out, from_beginning=True, limit=3, timeout_s=30, until_end=False)
     values = sorted((json.loads(r["value"]) for r in got), key=lambda v: v["K"])
-    assert values == [{"K": "o1", "AMOUNT": 2**60 + 7, "DUE": last, "LIMIT": 2**62 + 3},
-                      {"K": "o2", "AMOUNT": None, "DUE": None, "LIMIT": None},
-                      {"K": "o3", "AMOUNT": big, "DUE": None, "LIMIT": None}]
+    assert values == [
+        {"K": "o1", "AMOUNT": 2**60 + 7, "DUE": last, "LIMIT": 2**62 + 3, "PRICE": 5e-324, "RATE": 0.1 + 0.2},
+        {"K": "o2", "AMOUNT": None, "DUE": None, "LIMIT": None, "PRICE": None, "RATE": None},
+        {"K": "o3", "AMOUNT": big, "DUE": None, "LIMIT": None, "PRICE": None, "RATE": None}]
     assert sorted(r["key"] for r in got if r["key"] is not None) == sorted([struct.pack(">q", big),
                                                                              struct.pack(">q", big + 2)])

@@ -88,14 +88,15 @@ def test_a_record_at_time_zero_joins(ksql, broker):
 
 def test_records_near_the_year_9999_join(ksql, broker):
     # stream time rides on a watermark column centuries ahead of the record time: a record near
-    # the largest timestamp is joined, not a failed query
+    # the largest timestamp is joined, not a failed query; a side's DOUBLE travels through the
+    # side's pandas step as its text (engine/pandas_step) and comes back a DOUBLE
     last = 253402300790000  # 9999-12-31T23:59:50Z
-    l, r, out = streams(ksql, broker, ("V INT", "W INT"))
-    send(broker, l, [(1, {"V": 1}, last)])
+    l, r, out = streams(ksql, broker, ("V INT, D DOUBLE", "W INT"))
+    send(broker, l, [(1, {"V": 1, "D": 0.1 + 0.2}, last)])
     send(broker, r, [(1, {"W": 2}, last + 1000)])
-    query = ksql.sql(f"CREATE STREAM {out} AS SELECT L.ID, V, W FROM {l} L JOIN {r} R WITHIN 5 SECONDS "
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT L.ID, V, W, D FROM {l} L JOIN {r} R WITHIN 5 SECONDS "
                      "ON L.ID = R.ID;")
-    assert written(broker, query, out, 1) == [(1, {"V": 1, "W": 2}, last + 1000)]
+    assert written(broker, query, out, 1) == [(1, {"V": 1, "W": 2, "D": 0.1 + 0.2}, last + 1000)]
 
 
 def test_an_out_of_order_record_inside_the_window_joins(ksql, broker):

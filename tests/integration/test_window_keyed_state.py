@@ -120,3 +120,17 @@ def test_records_of_the_year_9999_and_of_1970_are_counted_in_their_windows(ksql,
                             until_end=True)
     got = sorted((int.from_bytes(r["key"][-8:], "big"), json.loads(r["value"])) for r in records)
     assert got == [(0, {"N": 2, "M": 2**53 + 1}), (last, {"N": 1, "M": 5})]
+
+
+def test_a_nan_argument_is_a_value_not_a_null(ksql, broker):
+    """SQRT(-1) is NaN (ksqlDB's Java doubles), which COUNT counts: pandas, through which each
+    record passes on its way to the windows, holds NaN as NULL."""
+    tag = uuid.uuid4().hex[:8].upper()
+    src, topic, sink = f"WN_{tag}", f"wn-{tag.lower()}", f"WNC_{tag}"
+    ksql.sql(f"CREATE STREAM {src} (K STRING, V DOUBLE) WITH (kafka_topic='{topic}', value_format='JSON', "
+             "partitions=1);")
+    _produce(broker, topic, [("a", -1.0, 1), ("a", 4.0, 2), ("a", None, 3)])
+    query = ksql.sql(f"CREATE TABLE {sink} AS SELECT K, COUNT(SQRT(V)) AS C, COUNT(*) AS N FROM {src} {WINDOW} "
+                     "GROUP BY K;")
+    assert query.wait_for_records(1, 120), query.failure
+    assert _windows(broker, sink, 1)[-1] == ("a", 0, {"C": 2, "N": 3})

@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..pandas_step.exact_spark import arrived, travel_type, travelling
+from ..pandas_step.exact_spark import through_pandas
 from ..window.windowed_spark import LATE_MARGIN_DAYS, LATE_MARGIN_MS
 from .rules import LEFT, RIGHT
 from .state_spark import JoinState, SideStreamTime
@@ -38,21 +38,10 @@ def _side_rows(frame: DataFrame, side: int, key: Column, key_type: T.DataType, t
 
 def _with_side_stream_time(both: DataFrame) -> DataFrame:
     """`both` with each record's side's stream time (`__stream`), from the pandas step
-    `SideStreamTime`: its columns under plain names (pandas renames a `__x` column) and as the
-    step carries them exactly (engine/pandas_step), but for the offset and the record time in
-    milliseconds, which it sorts and compares (neither is NULL past 2**53)."""
-    fields = both.schema.fields
-    plain = [f"c{i}" for i in range(len(fields))]
-    exact = [f.name in ("__o", "__t") for f in fields]
-    carried = both.select(*[(F.col(f.name) if kept else travelling(F.col(f.name), f.dataType)).alias(name)
-                            for f, name, kept in zip(fields, plain, exact)])
-    out = T.StructType([T.StructField(name, f.dataType if kept else travel_type(f.dataType))
-                        for f, name, kept in zip(fields, plain, exact)] + [T.StructField("c_stream", T.LongType())])
-    at = {f.name: name for f, name in zip(fields, plain)}
-    timed = carried.groupBy(at["__side"], at["__p"]).transformWithStateInPandas(
-        SideStreamTime(at["__o"], at["__t"], "c_stream"), out, "Update", "EventTime")
-    return timed.select(*[(F.col(name) if kept else arrived(F.col(name), f.dataType)).alias(f.name)
-                          for f, name, kept in zip(fields, plain, exact)], F.col("c_stream").alias("__stream"))
+    `SideStreamTime`, which sorts by the offset and compares the record times in milliseconds as
+    pandas holds them."""
+    return through_pandas(both, ["__side", "__p"], lambda at: SideStreamTime(at["__o"], at["__t"], at["__stream"]),
+                          {"__stream": T.LongType()}, exact=("__o", "__t"))
 
 
 def stream_stream_joined(left: DataFrame, right: DataFrame, times: tuple[str, str], keys: tuple[Column, Column],

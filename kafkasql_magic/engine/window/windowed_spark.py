@@ -29,7 +29,7 @@ from ..aggregate.build_spark import having_changes
 from ..aggregate.group_by_spark import accumulator_specs, finished, stage
 from ..expressions.compile_spark import Scope
 from ..columns import ERROR, OFFSET, PARTITION, TOPIC
-from ..pandas_step.exact_spark import arrived, travel_type, travelling
+from ..pandas_step.exact_spark import through_pandas
 from ..state_key.flat_spark import FlatKeys, flat_keys
 from .keyed_spark import StreamTime, WindowAggregates
 from .timing import timing_of
@@ -95,22 +95,10 @@ def timed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
 
 
 def _with_stream_time(inputs: DataFrame) -> DataFrame:
-    """`inputs` with each record's stream time (`__stream`), from the pandas step `StreamTime`. Its
-    columns go in under plain names (pandas renames a `__x` column) and as the step carries them
-    exactly (engine/pandas_step), but for the offset and the record time in milliseconds, which it
-    sorts and compares: neither is NULL past 2**53."""
-    fields = inputs.schema.fields
-    plain = [f"c{i}" for i in range(len(fields))]
-    exact = [f.name in ("__order", "__t") for f in fields]
-    carried = inputs.select(*[(F.col(f"`{f.name}`") if kept else travelling(F.col(f"`{f.name}`"), f.dataType))
-                              .alias(name) for f, name, kept in zip(fields, plain, exact)])
-    out = T.StructType([T.StructField(name, f.dataType if kept else travel_type(f.dataType))
-                        for f, name, kept in zip(fields, plain, exact)] + [T.StructField("c_stream", T.LongType())])
-    at = {f.name: name for f, name in zip(fields, plain)}
-    timed = carried.groupBy(at[PARTITION]).transformWithStateInPandas(
-        StreamTime(at["__order"], at["__t"], "c_stream"), out, "Update", "EventTime")
-    return timed.select(*[(F.col(name) if kept else arrived(F.col(name), f.dataType)).alias(f.name)
-                          for f, name, kept in zip(fields, plain, exact)], F.col("c_stream").alias("__stream"))
+    """`inputs` with each record's stream time (`__stream`), from the pandas step `StreamTime`,
+    which sorts by the offset and compares the record times in milliseconds as pandas holds them."""
+    return through_pandas(inputs, [PARTITION], lambda at: StreamTime(at["__order"], at["__t"], at["__stream"]),
+                          {"__stream": T.LongType()}, exact=("__order", "__t"))
 
 
 def keyed_windowed(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column,
