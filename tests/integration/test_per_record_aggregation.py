@@ -180,11 +180,8 @@ def test_cache_off_aggregates_time_values(ksql, broker, window):
         {"L": 7, "M": 7, "C": [123, 45_000, 7]}]
 
 
-@pytest.mark.parametrize("window", ["", "WINDOW TUMBLING (SIZE 1 HOUR) "])
-@pytest.mark.parametrize("cache", ["0", "10000000"])
-def test_group_by_a_time_column(ksql, broker, window, cache):
-    """A TIME group key in Spark's keyed state, whose state store has no TIME: each time of day a
-    group of its own, written as its milliseconds of the day."""
+def _times_of_day(ksql, broker, cache: str) -> str:
+    """A stream of three TIME values (123 ms, 45 s, 123 ms into the day), with the record cache set."""
     tag = uuid.uuid4().hex[:8].upper()
     src, topic = f"TK_{tag}", f"tk-{tag.lower()}"
     ksql.sql(f"CREATE STREAM {src} (ID INT KEY, T TIME) WITH (kafka_topic='{topic}', value_format='JSON', "
@@ -192,13 +189,24 @@ def test_group_by_a_time_column(ksql, broker, window, cache):
     produce(broker.bootstrap_servers, topic, [{"value": json.dumps({"T": t}).encode(), "timestamp": BASE + i}
                                               for i, t in enumerate([123, 45_000, 123])])
     ksql.sql(f"SET 'cache.max.bytes.buffering'='{cache}';")
+    return src
+
+
+def _keys_and_counts(broker, query, sink: str, changes: int, window_bytes: int) -> list[tuple]:
+    assert query.wait_for_records(changes, 120), query.failure
+    return [(json.loads(r["key"][:len(r["key"]) - window_bytes]), r["value"] and json.loads(r["value"])["N"])
+            for r in _read(broker, sink, changes)]
+
+
+@pytest.mark.parametrize("window", ["", "WINDOW TUMBLING (SIZE 1 HOUR) "])
+@pytest.mark.parametrize("cache", ["0", "10000000"])
+def test_group_by_a_time_column(ksql, broker, window, cache):
+    """A TIME group key in Spark's keyed state, whose state store has no TIME: each time of day a
+    group of its own, written as its milliseconds of the day."""
+    src = _times_of_day(ksql, broker, cache)
     query = ksql.sql(f"CREATE TABLE C_{src} WITH (KEY_FORMAT='JSON') AS SELECT T, COUNT(*) AS N FROM {src} "
                      f"{window}GROUP BY T;")
-    changes = 3 if cache == "0" else 2
-    assert query.wait_for_records(changes, 120), query.failure
-    window_bytes = 8 if window else 0
-    got = [(json.loads(r["key"][:len(r["key"]) - window_bytes]), json.loads(r["value"])["N"])
-           for r in _read(broker, f"C_{src}", changes)]
+    got = _keys_and_counts(broker, query, f"C_{src}", 3 if cache == "0" else 2, 8 if window else 0)
     if cache == "0":  # one change per record, in offset order
         assert got == [(123, 1), (45_000, 1), (123, 2)]
     else:  # one change per group and micro-batch, the groups in no set order
@@ -207,18 +215,9 @@ def test_group_by_a_time_column(ksql, broker, window, cache):
 
 @pytest.mark.parametrize("window", ["", "WINDOW SESSION (1 HOUR) "])
 def test_group_by_a_struct_holding_a_time(ksql, broker, window):
-    tag = uuid.uuid4().hex[:8].upper()
-    src, topic = f"TS_{tag}", f"ts-{tag.lower()}"
-    ksql.sql(f"CREATE STREAM {src} (ID INT KEY, T TIME) WITH (kafka_topic='{topic}', value_format='JSON', "
-             "partitions=1);")
-    produce(broker.bootstrap_servers, topic, [{"value": json.dumps({"T": t}).encode(), "timestamp": BASE + i}
-                                              for i, t in enumerate([123, 45_000, 123])])
-    ksql.sql("SET 'cache.max.bytes.buffering'='0';")
+    src = _times_of_day(ksql, broker, "0")
     query = ksql.sql(f"CREATE TABLE C_{src} WITH (KEY_FORMAT='JSON') AS SELECT STRUCT(A:=T) AS K, COUNT(*) AS N "
                      f"FROM {src} {window}GROUP BY STRUCT(A:=T);")
-    changes = 4 if window else 3  # a session growing is its old bounds' tombstone and its new row
-    assert query.wait_for_records(changes, 120), query.failure
-    window_bytes = 16 if window else 0  # a session's start and end after the key
-    got = [(json.loads(r["key"][:len(r["key"]) - window_bytes]), r["value"] and json.loads(r["value"])["N"])
-           for r in _read(broker, f"C_{src}", changes)]
+    # a session growing is its old bounds' tombstone and its new row; its start and end follow the key
+    got = _keys_and_counts(broker, query, f"C_{src}", 4 if window else 3, 16 if window else 0)
     assert [g for g in got if g[1] is not None] == [({"A": 123}, 1), ({"A": 45_000}, 1), ({"A": 123}, 2)]
