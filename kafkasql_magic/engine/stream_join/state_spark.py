@@ -5,8 +5,8 @@ chained (`join_spark.py` builds the frame around them).
 (`__stream`: the largest record time of that side's partition so far, the record's own included,
 in offset order), kept in a ValueState from batch to batch; a pandas step
 (`transformWithStateInPandas`), so that each record crosses into Python as Arrow and pandas
-columns rather than as a Row (bench/README.md, "A pandas keyed step"). `JoinState`, keyed by the join key,
-keeps both sides' records of the key in one ValueState (each with its time, where it was, whether
+columns rather than as a Row (bench/README.md, "A pandas keyed step"). `JoinState`, keyed by
+the join key, keeps both sides' records of the key in one ValueState (each with its time, where it was, whether
 it met a match, and its columns as a struct), processes a micro-batch's records in time order as
 Kafka Streams processes its inputs, and emits each joined pair and, per `rules.py`, an outer
 side's unmatched records NULL-padded. Event-time timers (the watermark is the largest record time

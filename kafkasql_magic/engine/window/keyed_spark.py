@@ -1,22 +1,22 @@
-"""The keyed state of a TUMBLING or HOPPING windowed aggregation: two StatefulProcessors for
-`transformWithState`, chained (`windowed_spark.py` builds the frame around them).
+"""The keyed state of a TUMBLING or HOPPING windowed aggregation: two keyed steps, chained
+(`windowed_spark.py` builds the frame around them).
 
 `StreamTime`, keyed by the input partition, gives each record the stream time it meets: the
 largest record time of the batches before (Spark's event-time watermark, which the build makes
 exactly that) or of the records before it in its own partition (offset order). It keeps no
 state of its own, and is a pandas step (`transformWithStateInPandas`): a handful of partitions
 per micro-batch, each record's columns crossing as Arrow and pandas columns rather than as a
-Row (bench/README.md, "Where a stateful job's CPU goes"). `WindowAggregates`, keyed by the group key, keeps the group's open windows in
-one ValueState (each window's start, output record time and headers, accumulators): one get and
-one update per key and micro-batch. A record whose window is closed at its stream time is late:
-it comes out as an error row with Kafka Streams' log line. Each new window registers an
-event-time timer at its end plus the grace period; when the watermark reaches it, the window
-leaves the state (EMIT FINAL: its one row comes out then). EMIT CHANGES writes each window a
-batch changed once, or after every record (`each`: ksqlDB's record cache off); with `each`, a
-row carries the window's values before its record and whether the window had none (HAVING's
-tombstones need both; other rows say none). This module
-imports nothing of the engine's build, so that Spark's Python workers unpickle the processors
-without importing the planner.
+Row (bench/README.md, "A pandas keyed step"). `WindowAggregates`, a `transformWithState`
+processor keyed by the group key, keeps the group's open windows in one ValueState (each
+window's start, output record time and headers, accumulators): one get and one update per key
+and micro-batch. A record whose window is closed at its stream time is late: it comes out as an
+error row with Kafka Streams' log line. Each new window registers an event-time timer at its end
+plus the grace period; when the watermark reaches it, the window leaves the state (EMIT FINAL:
+its one row comes out then). EMIT CHANGES writes each window a batch changed once, or after
+every record (`each`: ksqlDB's record cache off); with `each`, a row carries the window's values
+before its record and whether the window had none (HAVING's tombstones need both; other rows say
+none). This module imports nothing of the engine's build, so that Spark's Python workers
+unpickle the processors without importing the planner.
 """
 
 from __future__ import annotations
