@@ -9,7 +9,8 @@ the executor holding the bucket, checkpointed with the query.
 Why buckets and pandas (bench/README.md, "The stream-table join with the table as keyed
 state"): the Row API handed each record to Python as a Row, which cost more per record than
 re-reading a small table; a call per bucket pays the API's per-call cost once for many keys.
-BIGINT and TIMESTAMP columns, the join key too, travel as `engine/pandas_step` carries them."""
+Its columns, the join key too, travel as `engine/pandas_step` carries them (BIGINT and TIMESTAMP
+as DECIMAL, DOUBLE and FLOAT as text), so that pandas changes none of them."""
 
 from __future__ import annotations
 
