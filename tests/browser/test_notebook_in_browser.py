@@ -268,8 +268,9 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     assert drawn == sorted(drawn) and len(drawn) >= 3, drawn  # point by point as they came, never fewer
     _cell(page, LIVE).scroll_into_view_if_needed()
     _shot(page, "live")
-    top = int(rows.first.locator("td").nth(1).inner_text())
-    assert top == max(int(rows.nth(i).locator("td").nth(1).inner_text()) for i in range(rows.count()))
+    # newest on top: read the table in one step, as rows keep arriving while it is read
+    shown = [int(text) for text in rows.evaluate_all("rs => rs.map(r => r.querySelectorAll('td')[1].innerText)")]
+    assert shown[0] == max(shown), shown
 
     # Saved while it runs, the notebook keeps the current rows and status as HTML (the page shows
     # only the widget); reopened without the widget's kernel, that is what it shows.
