@@ -46,7 +46,13 @@ def test_table_joins_and_batch_state_are_part_of_the_layout():
 
     primary = layout.signature(plan("SELECT a.id, x, y FROM a JOIN b ON a.id = b.id EMIT CHANGES;"), False)
     foreign = layout.signature(plan("SELECT a.id, x, y FROM a JOIN b ON a.b_id = b.id EMIT CHANGES;"), False)
-    assert primary["hash buckets"] == {"table join": 64} and foreign["hash buckets"] == {"table join": 64}
+    assert primary["hash buckets"] == {"table join": 64}
+    assert foreign["hash buckets"] == {"table join": "left keys in 64 hash buckets, then by foreign key, then each "
+                                                     "left key's results in order"}
+    # a checkpoint of the two steps without the third, which puts each left key's results in order
+    assert layout.differences({"hash buckets": {"table join": 64}, "batch state": False}, foreign) == [
+        "table join: 64 hash buckets in the checkpoint, left keys in 64 hash buckets, then by foreign key, then "
+        "each left key's results in order now"]
     chain = layout.signature(plan("SELECT a.id, x, y, z FROM a JOIN b ON a.b_id = b.id JOIN c ON a.id = c.id "
                                   "EMIT CHANGES;"), False)
     assert chain["hash buckets"] == {"table join": 1}  # a chain after a foreign-key join keeps one group

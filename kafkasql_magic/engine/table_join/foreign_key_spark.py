@@ -12,6 +12,11 @@ mode), so the state spreads over keys instead of one group holding both tables:
    left rows under it. A left row joining emits its result row, a deleted left row its
    tombstone, and a right change re-emits every left row under it (a tombstone where an INNER
    join loses its match), as Kafka Streams' foreign-key join does.
+3. `ResultsInOrder`, keyed by a hash bucket of the left key (a pandas step with no state): a left
+   row's versions of one micro-batch reach different foreign keys, whose results come from
+   different groups, in any order; this step puts each left row's results in the order of the
+   changes that made them (time, the left table's before the right's at the same time, offset),
+   so the sink writes its last version's join last.
 
 Per micro-batch the state calls follow the changes: one read and one write per left key, and per
 foreign key one read of its right row, one write per left row changed, and a scan of its left
@@ -34,8 +39,13 @@ from .rows import later
 PUT, RIGHT, MOVED = 0, 1, 2
 #: The columns of a message between the steps.
 MESSAGE_COLUMNS = ["m_side", "m_jk", "m_pk", "m_row", "m_rt", "m_order", "m_tomb"]
+#: What a result row says of the change that made it: its time, its table (0 left, 1 right), its offset.
+CAUSE = {"m_ct": T.LongType(), "m_cside": T.IntegerType(), "m_corder": T.LongType()}
 #: Left keys are spread over this many groups in the first step.
 BUCKETS = 64
+#: The state layout of a foreign-key join of two tables, as a persistent query's checkpoint records
+#: it (before, `BUCKETS`: the two steps, with no step putting each left key's results in order).
+LAYOUT = f"left keys in {BUCKETS} hash buckets, then by foreign key, then each left key's results in order"
 
 
 class ForeignKeyMoves(StatefulProcessor):
@@ -81,7 +91,7 @@ class ForeignKeyRows(StatefulProcessor):
 
     def __init__(self, kind: str):
         self.keeps_unmatched = kind == "LEFT"
-        self.out = Row("m_t0", "m_t1", "m_rt", "m_hside", "m_tomb", "m_jk", "m_pk")
+        self.out = Row("m_t0", "m_t1", "m_rt", "m_hside", "m_tomb", "m_jk", "m_pk", *CAUSE)
 
     def init(self, handle) -> None:
         row = T.StructType([T.StructField("row", T.StringType()), T.StructField("at", T.LongType())])
@@ -104,7 +114,7 @@ class ForeignKeyRows(StatefulProcessor):
             elif m["m_side"] == MOVED:
                 self.lefts.removeKey((pk,))
                 if m["m_tomb"]:  # the deleted row's result goes
-                    yield self.out(m["m_row"], None, at, PUT, True, fk, pk)
+                    yield self.out(m["m_row"], None, at, PUT, True, fk, pk, *_cause(m))
             else:
                 self.lefts.updateValue((pk,), (m["m_row"], at))
                 yield self._row(fk, pk, m["m_row"], at, right_row, right_at, m, PUT)
@@ -117,11 +127,33 @@ class ForeignKeyRows(StatefulProcessor):
     def _row(self, fk, pk, left_row, left_at, right_row, right_at, change, side):
         """A left row's result after `change` (from table `side`): joined, or a tombstone where an
         INNER join has no right row (the change's row carries its headers)."""
+        cause = _cause(change)
         if right_row is not None or self.keeps_unmatched:
-            return self.out(left_row, right_row, later(change["m_rt"], left_at, right_at), side, False, fk, pk)
+            return self.out(left_row, right_row, later(change["m_rt"], left_at, right_at), side, False, fk, pk, *cause)
         if side == RIGHT:
-            return self.out(left_row, change["m_row"], later(change["m_rt"], left_at), side, True, fk, pk)
-        return self.out(change["m_row"], None, change["m_rt"], side, True, fk, pk)
+            return self.out(left_row, change["m_row"], later(change["m_rt"], left_at), side, True, fk, pk, *cause)
+        return self.out(change["m_row"], None, change["m_rt"], side, True, fk, pk, *cause)
+
+    def close(self) -> None:
+        pass
+
+
+def _cause(change: dict) -> tuple:
+    """The `CAUSE` columns of a result row `change` made."""
+    return change["m_rt"], int(change["m_side"] == RIGHT), change["m_order"]
+
+
+class ResultsInOrder(StatefulProcessor):
+    """A bucket of left keys' result rows, in the order of the changes that made them."""
+
+    def __init__(self, order: list[str]):
+        self.order = order  # the step's names of the CAUSE columns
+
+    def init(self, handle) -> None:
+        pass
+
+    def handleInputRows(self, key, rows, timerValues):
+        yield pd.concat(list(rows), ignore_index=True).sort_values(self.order, kind="stable")
 
     def close(self) -> None:
         pass
@@ -139,8 +171,12 @@ def _plain(value, integral: bool):
 
 def foreign_key_joined(changes, kind: str, key_type: T.DataType, result: T.StructType):
     """The changes of both tables (`MESSAGE_COLUMNS`: `m_side` 0 the left table, 1 the right;
-    `m_jk` the foreign key or the right key; `m_pk` the left key) -> the result rows (`result`)."""
+    `m_jk` the foreign key or the right key; `m_pk` the left key) -> the result rows (`result`),
+    each left key's in the order of their changes. Their `m_jk` is NULL: a result row is known
+    by its left key."""
     from pyspark.sql import functions as F
+
+    from ..pandas_step.exact_spark import through_pandas
 
     fields = dict(zip(MESSAGE_COLUMNS, [T.IntegerType(), key_type, T.StringType(), T.StringType(), T.LongType(),
                                         T.LongType(), T.BooleanType()]))
@@ -149,4 +185,10 @@ def foreign_key_joined(changes, kind: str, key_type: T.DataType, result: T.Struc
     bucket = F.pmod(F.when(side == RIGHT, F.xxhash64("m_jk")).otherwise(F.xxhash64("m_pk")), F.lit(BUCKETS))
     moved = changes.select(*(F.col(n).cast(t).alias(n) for n, t in fields.items())).withColumn("m_bucket", bucket) \
         .groupBy("m_bucket").transformWithStateInPandas(ForeignKeyMoves(key_type), messages, "Append", "None")
-    return moved.groupBy("m_jk").transformWithState(ForeignKeyRows(kind), result, "Append", "None")
+    made = T.StructType([*result.fields, *(T.StructField(name, data_type) for name, data_type in CAUSE.items())])
+    rows = moved.groupBy("m_jk").transformWithState(ForeignKeyRows(kind), made, "Append", "None")
+    rows = rows.withColumn("m_jk", F.lit(None).cast(key_type)).withColumn(
+        "m_bucket", F.pmod(F.xxhash64("m_pk"), F.lit(BUCKETS)))
+    ordered = through_pandas(rows, ["m_bucket"], lambda at: ResultsInOrder([at[name] for name in CAUSE]), {},
+                             exact=("m_bucket", *CAUSE), output_mode="Append", time_mode="None")
+    return ordered.select(*result.fieldNames())
