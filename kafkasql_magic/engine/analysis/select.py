@@ -27,7 +27,7 @@ from .join_key import JoinKey, check_join_key_type, is_synthetic_ref, join_key_o
 from .lookup import key_lookup
 from .seek import Seek, seek_of
 from ..lookup_join.choice import check_lookup_join, looks_up_table
-from ..table_join.kinds import FOREIGN_KEY, left_key_outputs, table_join_kind
+from ..table_join.kinds import FOREIGN_KEY, check_aggregated_table_join, left_key_outputs, table_join_kind
 from .types import check_types
 from .windowed_source import WINDOW_BOUNDS as WINDOW_BOUNDS_OF_SOURCE
 from .windowed_source import check_window_bounds, star_columns, window_of
@@ -68,6 +68,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         check_table_aggregates(call.name for call in grouping.calls)
     table_join = None if aggregating or diffs else table_join_kind(stmt, inputs)
     check_lookup_join(stmt, inputs, aggregating)
+    check_aggregated_table_join(stmt, inputs, aggregating, diffs)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
