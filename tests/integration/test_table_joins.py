@@ -311,3 +311,36 @@ def test_a_foreign_key_join_writes_each_left_rows_changes_in_order_when_they_rea
     for r in sorted(got, key=lambda r: (r["partition"], r["offset"])):
         last[int.from_bytes(r["key"], "big")] = json.loads(r["value"])
     assert last == {100 + i: {"USER_ID": (i + 3) % 8, "NAME": f"n{(i + 3) % 8}"} for i in range(40)}
+
+
+def test_a_group_by_over_joined_tables_is_refused_and_its_workaround_counts_each_row_once(broker, spark, tmp_path):
+    """Aggregating the join's table instead retracts a moved order from its old user's group."""
+    from kafkasql_magic.errors import StatementError
+    from kafkasql_magic.kafka.peek import fetch_records
+
+    suffix = uuid.uuid4().hex[:8]
+    users, orders, joined, out = f"wu_{suffix}", f"wo_{suffix}", f"WJ_{suffix.upper()}", f"WN_{suffix.upper()}"
+    produce(broker.bootstrap_servers, users, [row(u, {"name": f"n{u}"}) for u in range(4)], create_partitions=2)
+    produce(broker.bootstrap_servers, orders, [row(100 + i, {"user_id": i % 4}, 5) for i in range(12)]
+            + [row(100 + i, {"user_id": (i + 1) % 4}, 6) for i in range(6)], create_partitions=2)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=str(tmp_path))
+    try:
+        s.sql(f"""SET 'auto.offset.reset'='earliest';
+            CREATE TABLE wusers (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='{users}', value_format='JSON');
+            CREATE TABLE worders (oid INT PRIMARY KEY, user_id INT) WITH (kafka_topic='{orders}', value_format='JSON');""")
+        with pytest.raises(StatementError, match="does not aggregate over a join of tables yet"):
+            s.sql(f"CREATE TABLE {out} AS SELECT u.name, COUNT(*) AS n FROM worders o JOIN wusers u "
+                  "ON o.user_id = u.id GROUP BY u.name;")
+        s.sql(f"CREATE TABLE {joined} AS SELECT o.oid, u.name AS uname FROM worders o JOIN wusers u "
+              "ON o.user_id = u.id;")
+        query = s.sql(f"CREATE TABLE {out} AS SELECT uname, COUNT(*) AS n FROM {joined} GROUP BY uname;")
+        want = {f"n{u}".encode(): {"N": n} for u, n in enumerate([2, 3, 4, 3])}  # orders 100-105 moved up one user
+        deadline, last = time.monotonic() + 150, {}
+        while last != want and time.monotonic() < deadline and query.failure is None:
+            time.sleep(2)
+            got = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=None, timeout_s=5,
+                                until_end=True) if query.records_out else []
+            last = {r["key"]: json.loads(r["value"]) for r in sorted(got, key=lambda r: (r["partition"], r["offset"]))}
+    finally:
+        s.stop()
+    assert last == want, (query.failure, last)
