@@ -290,16 +290,9 @@ def test_a_foreign_key_join_writes_each_left_rows_changes_in_order_when_they_rea
     another user, read back from the sink topic)."""
     from kafkasql_magic.kafka.peek import fetch_records
 
-    suffix = uuid.uuid4().hex[:8]
-    users, orders, out = f"mu_{suffix}", f"mo_{suffix}", f"FKM_{suffix.upper()}"
-    produce(broker.bootstrap_servers, users, [row(u, {"name": f"n{u}"}) for u in range(8)], create_partitions=2)
-    produce(broker.bootstrap_servers, orders, [row(100 + i, {"user_id": i % 8}, 5) for i in range(40)]
-            + [row(100 + i, {"user_id": (i + 3) % 8}, 6) for i in range(40)], create_partitions=2)
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=str(tmp_path))
+    s, tag = moving_orders(broker, spark, tmp_path, users=8, orders=40, moved=40, step=3)
+    out = f"FKM_{tag}"
     try:
-        s.sql(f"""SET 'auto.offset.reset'='earliest';
-            CREATE TABLE musers (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='{users}', value_format='JSON');
-            CREATE TABLE morders (oid INT PRIMARY KEY, user_id INT) WITH (kafka_topic='{orders}', value_format='JSON');""")
         query = s.sql(f"CREATE TABLE {out} AS SELECT o.oid, o.user_id, u.name FROM morders o "
                       "JOIN musers u ON o.user_id = u.id;")
         assert query.wait_for_records(80, 120), query.failure
@@ -318,20 +311,13 @@ def test_a_group_by_over_joined_tables_is_refused_and_its_workaround_counts_each
     from kafkasql_magic.errors import StatementError
     from kafkasql_magic.kafka.peek import fetch_records
 
-    suffix = uuid.uuid4().hex[:8]
-    users, orders, joined, out = f"wu_{suffix}", f"wo_{suffix}", f"WJ_{suffix.upper()}", f"WN_{suffix.upper()}"
-    produce(broker.bootstrap_servers, users, [row(u, {"name": f"n{u}"}) for u in range(4)], create_partitions=2)
-    produce(broker.bootstrap_servers, orders, [row(100 + i, {"user_id": i % 4}, 5) for i in range(12)]
-            + [row(100 + i, {"user_id": (i + 1) % 4}, 6) for i in range(6)], create_partitions=2)
-    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=str(tmp_path))
+    s, tag = moving_orders(broker, spark, tmp_path, users=4, orders=12, moved=6, step=1)
+    joined, out = f"WJ_{tag}", f"WN_{tag}"
     try:
-        s.sql(f"""SET 'auto.offset.reset'='earliest';
-            CREATE TABLE wusers (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='{users}', value_format='JSON');
-            CREATE TABLE worders (oid INT PRIMARY KEY, user_id INT) WITH (kafka_topic='{orders}', value_format='JSON');""")
         with pytest.raises(StatementError, match="does not aggregate over a join of tables yet"):
-            s.sql(f"CREATE TABLE {out} AS SELECT u.name, COUNT(*) AS n FROM worders o JOIN wusers u "
+            s.sql(f"CREATE TABLE {out} AS SELECT u.name, COUNT(*) AS n FROM morders o JOIN musers u "
                   "ON o.user_id = u.id GROUP BY u.name;")
-        s.sql(f"CREATE TABLE {joined} AS SELECT o.oid, u.name AS uname FROM worders o JOIN wusers u "
+        s.sql(f"CREATE TABLE {joined} AS SELECT o.oid, u.name AS uname FROM morders o JOIN musers u "
               "ON o.user_id = u.id;")
         query = s.sql(f"CREATE TABLE {out} AS SELECT uname, COUNT(*) AS n FROM {joined} GROUP BY uname;")
         want = {f"n{u}".encode(): {"N": n} for u, n in enumerate([2, 3, 4, 3])}  # orders 100-105 moved up one user
@@ -344,3 +330,19 @@ def test_a_group_by_over_joined_tables_is_refused_and_its_workaround_counts_each
     finally:
         s.stop()
     assert last == want, (query.failure, last)
+
+
+def moving_orders(broker, spark, tmp_path, users: int, orders: int, moved: int, step: int):
+    """A session over two new tables, all their records produced before any query reads them:
+    MUSERS (`users` users named n0, n1, ...) and MORDERS (`orders` orders, order 100 + i on user
+    i % users, the first `moved` of them then moved on by `step` users); and a tag for names."""
+    suffix = uuid.uuid4().hex[:8]
+    produce(broker.bootstrap_servers, f"mu_{suffix}", [row(u, {"name": f"n{u}"}) for u in range(users)],
+            create_partitions=2)
+    produce(broker.bootstrap_servers, f"mo_{suffix}", [row(100 + i, {"user_id": i % users}, 5) for i in range(orders)]
+            + [row(100 + i, {"user_id": (i + step) % users}, 6) for i in range(moved)], create_partitions=2)
+    s = ks.connect(bootstrap_servers=broker.bootstrap_servers, spark=spark, timeout=90, state_dir=str(tmp_path))
+    s.sql(f"""SET 'auto.offset.reset'='earliest';
+        CREATE TABLE musers (id INT PRIMARY KEY, name STRING) WITH (kafka_topic='mu_{suffix}', value_format='JSON');
+        CREATE TABLE morders (oid INT PRIMARY KEY, user_id INT) WITH (kafka_topic='mo_{suffix}', value_format='JSON');""")
+    return s, suffix.upper()
