@@ -18,9 +18,9 @@ import textwrap
 import uuid
 
 import kafkasql_magic as ks
-from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
 
+from sink_outputs import records
 from test_restart import env, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -94,7 +94,7 @@ def expected_join(orders: list[dict], payments: list[dict]) -> dict:
 def last_windows(bootstrap: str, topic: str) -> dict:
     """(user, window start in seconds after BASE) -> the window's last row."""
     got = {}
-    for r in _records(bootstrap, topic):
+    for r in records(bootstrap, topic):
         got[(r["key"][:-8].decode(), (int.from_bytes(r["key"][-8:], "big") - BASE) // 1000)] = json.loads(r["value"])
     return got
 
@@ -102,17 +102,9 @@ def last_windows(bootstrap: str, topic: str) -> dict:
 def last_rows(bootstrap: str, topic: str) -> dict:
     """Joined id -> its last row (a tombstone removes it)."""
     got = {}
-    for r in _records(bootstrap, topic):
+    for r in records(bootstrap, topic):
         got[r["key"].decode()] = r["value"] and json.loads(r["value"])
     return {k: v for k, v in got.items() if v is not None}
-
-
-def _records(bootstrap: str, topic: str) -> list[dict]:
-    try:
-        got = fetch_records(bootstrap, topic, from_beginning=True, limit=None, timeout_s=2, until_end=True)
-    except Exception:  # noqa: BLE001 - the sink topic does not exist yet
-        return []
-    return sorted(got, key=lambda r: (r["partition"], r["offset"]))
 
 
 def test_keyed_state_on_a_cluster_resumes_exactly_after_the_process_is_killed(broker, spark, new_topic, tmp_path):
@@ -141,9 +133,9 @@ def test_keyed_state_on_a_cluster_resumes_exactly_after_the_process_is_killed(br
                              stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(as_expected, "the first records' results", first, log)
-        written = len(_records(bootstrap, windowed)) + len(_records(bootstrap, joined))
+        written = len(records(bootstrap, windowed)) + len(records(bootstrap, joined))
         send(1)
-        wait_until(lambda: len(_records(bootstrap, windowed)) + len(_records(bootstrap, joined)) > written,
+        wait_until(lambda: len(records(bootstrap, windowed)) + len(records(bootstrap, joined)) > written,
                    "a result of the second records", first, log)
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # driver, executors and their Python workers at once
