@@ -53,6 +53,17 @@ CLUSTER_SCRIPT = textwrap.dedent("""
     from sink_outputs import outputs
     bootstrap, state, text, sinks, expected_file = sys.argv[1:6]
     sinks, expected = json.loads(sinks), json.load(open(expected_file))
+
+    def tasks_by_executor():  # each executor's tasks so far, from Spark's status store
+        executors = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
+        tasks = {}
+        while executors.hasNext():
+            e = executors.next()
+            if e.id() != "driver":
+                tasks[e.id()] = e.totalTasks()
+        return tasks
+
+    before = tasks_by_executor()
     s = ks.connect(bootstrap_servers=bootstrap, spark=spark, state_dir=state, timeout=120)
     shuffle = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "4")  # the state's partitions, over both executors
@@ -66,12 +77,12 @@ CLUSTER_SCRIPT = textwrap.dedent("""
             if got == expected:
                 break
             time.sleep(2)
-        pids = spark.sparkContext.parallelize(range(8), 8).map(lambda _: __import__("os").getpid()).distinct().count()
-        print("RESULT " + json.dumps({"got": got, "failures": failures, "master": spark.sparkContext.master,
-                                      "worker_pids": pids}))
     finally:
         s.stop()
         spark.conf.set("spark.sql.shuffle.partitions", shuffle)
+    ran = {e: n - before.get(e, 0) for e, n in tasks_by_executor().items()}
+    print("RESULT " + json.dumps({"got": got, "failures": failures, "master": spark.sparkContext.master,
+                                  "tasks_by_executor": ran}))
 """)
 
 
@@ -151,7 +162,8 @@ def test_every_stateful_kind_gives_on_a_cluster_what_it_gives_locally(broker, ks
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (rc={out.returncode})\n{out.stderr[-4000:]}"
     result = json.loads(lines[-1][len("RESULT "):])
-    assert result["master"] == "local-cluster[2,1,1024]" and result["worker_pids"] >= 2, result
+    assert result["master"] == "local-cluster[2,1,1024]", result
+    assert sum(n > 0 for n in result["tasks_by_executor"].values()) >= 2, result["tasks_by_executor"]
     assert result["failures"] == [], result["failures"]
     for topic, kind in cluster_sinks.items():
         assert result["got"][topic] == json.loads(expected.read_text())[topic], f"{topic} ({kind}) differs"
