@@ -330,5 +330,6 @@ def to_text(snap) -> str:
     return "\n".join(parts)
 
 
-def to_html(snap) -> str:
-    return status_html(snap) + table_html(snap) + errors_html(snap)
+def to_html(snap, above_table: str = "") -> str:
+    """The status line, `above_table` (a chart), the table and the errors."""
+    return status_html(snap) + above_table + table_html(snap) + errors_html(snap)

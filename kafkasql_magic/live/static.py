@@ -27,10 +27,7 @@ APPEAR_DELAY = "1.5s"  # the live widget renders a moment after its output arriv
 
 def snapshot_html(snap: Snapshot, chart: ChartSpec | None = None) -> str:
     """The state as static HTML: status line, the chart (if any) above the table, errors."""
-    if chart is None:
-        return snap.to_html()
-    return (render.status_html(snap) + chart_svg(chart, snap.columns, snap.rows) + render.table_html(snap)
-            + render.errors_html(snap))
+    return render.to_html(snap, "" if chart is None else chart_svg(chart, snap.columns, snap.rows))
 
 
 class FinalState:
