@@ -1,8 +1,9 @@
 """Every stateful kind of persistent query gives on `local-cluster[2,1,1024]` (two executor JVMs,
 their Python workers, their RocksDB state stores) the output it gives on `local[2]`: SESSION and
 HOPPING windows, a table aggregation whose groups lose rows, a stream-table join, a
-stream-stream join and a foreign-key table-table join, over the same records, their sink topics
-read back (tables folded to their last value per key, streams as sorted records). The keyed
+stream-stream join, a foreign-key table-table join and a GROUP BY over it, over the same
+records, their sink topics read back (tables folded to their last value per key, streams as
+sorted records). The keyed
 steps in pandas and in rows, the processors pickled to executors, and the state schemas all cross
 to processes that are not the driver's."""
 
@@ -45,6 +46,8 @@ QUERIES = {
                          "JOIN PAYS P WITHIN 3 SECONDS GRACE PERIOD 1 HOUR ON C.USER = P.USER;"),
     "NAMED": ("table", "CREATE TABLE {name} AS SELECT O.ID, O.AMOUNT, U.NAME FROM ORDERS O "
                        "JOIN USERS U ON O.USER = U.ID;"),
+    "SPEND": ("table", "CREATE TABLE {name} AS SELECT U.REGION, COUNT(*) AS C, SUM(O.AMOUNT) AS T FROM ORDERS O "
+                       "JOIN USERS U ON O.USER = U.ID GROUP BY U.REGION;"),
 }
 
 CLUSTER_SCRIPT = textwrap.dedent("""
@@ -109,7 +112,8 @@ def _sizes() -> dict[str, int]:
     hopping = {(u, start) for u, _, t in CLICKS for start in range((t - 20_000) // 10_000 * 10_000 + 10_000,
                                                                      t + 1, 10_000) if start <= t < start + 20_000}
     pairs = [(c, p) for c in CLICKS for p in PAYS if c[0] == p[0] and abs(c[2] - p[2]) <= 3000]
-    return {"SESS": 10, "HOPS": len(hopping), "REGIONS": 2, "ENRICHED": len(CLICKS), "PAIRED": len(pairs), "NAMED": 5}
+    return {"SESS": 10, "HOPS": len(hopping), "REGIONS": 2, "ENRICHED": len(CLICKS), "PAIRED": len(pairs), "NAMED": 5,
+            "SPEND": 2}
 
 
 def _statements(run: str, topics: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -153,6 +157,8 @@ def test_every_stateful_kind_gives_on_a_cluster_what_it_gives_locally(broker, ks
     assert regions == {b"r0".hex(): {"C": 2}, b"r1".hex(): {"C": 1}}, regions
     named = sorted((bytes.fromhex(k).decode(), v["NAME"]) for k, v in local[f"NAMED_L{run}"].items())
     assert named == [("o0", "n0"), ("o1", "n1"), ("o2", "n3"), ("o3", "n3"), ("o6", "n1")], named
+    spend = local[f"SPEND_L{run}"]  # those orders by their user's region now: o0, o1 and o6 in r0
+    assert spend == {b"r0".hex(): {"C": 3, "T": 7}, b"r1".hex(): {"C": 2, "T": 5}}, spend
 
     cluster_text, cluster_sinks = _statements(f"C{run}", topics)
     expected = tmp_path / "expected.json"  # the local outputs under the cluster's sink names

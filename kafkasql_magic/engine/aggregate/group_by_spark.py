@@ -62,7 +62,9 @@ class Staged:
     null_key: Column
 
 
-def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, extra=()) -> Staged:
+def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, extra=(), order: Column | None = None
+          ) -> Staged:
+    """`order`: the records' order (`__order`), their offsets unless given."""
     grouping = plan.grouping
     errors = [F.col(ERROR), where_error]
     staged, keys = [], []
@@ -86,7 +88,8 @@ def stage(plan: QueryPlan, frame: DataFrame, scope: Scope, where_error: Column, 
     failed = F.coalesce(*errors)
     null_key = F.coalesce(*[F.when(F.col(k).isNull(), F.lit(null_key_error(i))) for i, k in enumerate(keys)],
                           F.lit(None).cast("string"))
-    frame = frame.select(*staged, *extra, F.col(OFFSET).alias("__order"), failed.alias("__FAILED"),
+    order = F.col(OFFSET) if order is None else order
+    frame = frame.select(*staged, *extra, order.alias("__order"), failed.alias("__FAILED"),
                          *[F.col(c) for c in ORIGIN], F.col(RAW_TIMESTAMP).alias("__rt"),
                          F.col(RAW_HEADERS).alias("__rh"))
     frame = frame.withColumn(ERROR, F.coalesce(F.col("__FAILED"), null_key))

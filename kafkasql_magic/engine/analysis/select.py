@@ -63,12 +63,12 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
         check_group_by_unique(stmt, inputs)
         check_aggregate_rules(stmt)
     grouping = grouping_of(stmt, outputs, inputs) if aggregating else None
-    retracts = retracting(stmt, first, aggregating)
+    table_join = None if diffs else table_join_kind(stmt, inputs)
+    check_aggregated_table_join(stmt, aggregating, table_join)
+    retracts = retracting(stmt, first, aggregating, table_join)
     if retracts and dialect.ksql_clause_rules and written_in.ksql_clause_rules:
         check_table_aggregates(call.name for call in grouping.calls)
-    table_join = None if aggregating or diffs else table_join_kind(stmt, inputs)
     check_lookup_join(stmt, inputs, aggregating)
-    check_aggregated_table_join(stmt, inputs, aggregating, diffs)
     tracks_time = tracks_stream_time(stmt, aggregating) and all(i.kind == TABLE for i in inputs[1:])
     if stmt.window is not None and stmt.window.kind == "SESSION" and not tracks_time:
         raise StatementError(SESSION_AFTER_STREAM_JOIN)
@@ -80,7 +80,7 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     observed += (("__errors_aggregate", first.name),) if aggregating else ()
     seekable = stmt.emit_changes and dialects.get(first.source.dialect).seeks_pseudocolumns and not stmt.joins
     keys = () if diffs else tuple(
-        left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY and not (join and join.synthetic)
+        left_key_outputs(outputs, inputs) if table_join == FOREIGN_KEY and not (aggregating or join and join.synthetic)
         else key_names(stmt, outputs, inputs, aggregating, join))
     if join is not None and join.synthetic is None and not (
             aggregating or stmt.partition_by or (table_join == FOREIGN_KEY and len(stmt.joins) == 1)):
@@ -111,11 +111,12 @@ def check_duplicates(outputs, type_of) -> None:
         seen.add(name)
 
 
-def retracting(stmt: ast.Select, first: Input, aggregating: bool) -> bool:
-    """A push aggregation over one TABLE (not windowed, not through a view) retracts a row's
-    old version from its group before adding the new one, as ksqlDB's table aggregations do."""
-    return (aggregating and stmt.emit_changes and not stmt.joins and stmt.window is None
-            and first.kind == TABLE and first.view is None)
+def retracting(stmt: ast.Select, first: Input, aggregating: bool, table_join: str | None) -> bool:
+    """A push aggregation over one TABLE (not windowed, not through a view) or over a join of
+    tables (`table_join`) retracts a row's old version from its group before adding the new
+    one, as ksqlDB's table aggregations do."""
+    return (aggregating and stmt.emit_changes and (not stmt.joins or table_join is not None)
+            and stmt.window is None and first.kind == TABLE and first.view is None)
 
 
 def _capture(observed, per_batch: bool, push: bool) -> str:

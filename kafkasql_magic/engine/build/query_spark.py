@@ -28,10 +28,10 @@ from ..aggregate.build_spark import per_record_aggregated
 from ..order import sort_spark as order
 from ..window import keys_spark as window_keys
 from ..table_aggregate.batch_spark import TableState, retracted
-from ..table_aggregate.build_spark import table_aggregated
+from ..table_aggregate.build_spark import Rows, table_aggregated
 from ..lookup_join.state_spark import looked_up
 from ..stream_join.join_spark import stream_stream_joined
-from ..table_join.build_spark import table_joined, tombstoned
+from ..table_join.build_spark import JOIN_ORDER, JOIN_ROW, JOIN_TIME, table_joined, tombstoned
 from ..table_join.kinds import join_sides
 from ..table_join.kinds import sides as stream_join_sides
 from ..window.sessions_spark import keyed_sessions
@@ -314,7 +314,13 @@ def _retracting_aggregate(node: n.RetractingAggregate, context: _Context) -> Dat
     batched = isinstance(node, n.BatchRetractingAggregate)
     if batched and not isinstance(context.state, TableState):  # resolving a per-batch plan's columns
         return _aggregate(node, context)
-    plan, side = context.plan, next(x for x in n.walk(node) if isinstance(x, n.Scan)).input
+    plan = context.plan
+    joined = next((x for x in n.walk(node) if isinstance(x, n.TableJoin)), None)
+    if joined is not None:  # the join's result rows, a table's changelog
+        rows = context.rows(joined)
+        return table_aggregated(plan, rows.frame, rows.scope, context.captures.without_errors,
+                                isinstance(node, n.RecordRetractingAggregate), Rows(JOIN_ROW, JOIN_ORDER, JOIN_TIME))
+    side = next(x for x in n.walk(node) if isinstance(x, n.Scan)).input
     frame = logical_frame(context.raw, side.source)
     scope = Scope(frame, set(side.visible), set(side.qualifiers), plan.dialect)
     if not batched:

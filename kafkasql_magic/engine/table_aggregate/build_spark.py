@@ -2,7 +2,10 @@
 changes staged as for a stream's aggregation (engine/aggregate/group_by_spark.py's `stage`: group keys
 `__g{i}`, aggregate arguments `__a{i}_{n}`), then two `transformWithState` steps in one streaming
 query, `keyed_spark.TableRows` grouped by the table's key and `keyed_spark.GroupChanges` by the
-group key; the per-batch path's `finished` applies SELECT and HAVING to what they emit.
+group key; the per-batch path's `finished` applies SELECT and HAVING to what they emit. A join
+of tables is a table too: its result rows' versions, named by the join's result key and in the
+order the join made them (`Rows`), are counted as a table's changes (Kafka Streams' groupBy of
+the joined KTable).
 
 Which change counts (as `batch_spark.py` decides it too): a tombstone, a row the WHERE clause
 rejects or whose group key is NULL retracts its key's row; a change whose expressions fail is
@@ -12,7 +15,7 @@ far and the headers of the change that made it.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from pyspark.sql import DataFrame
@@ -27,7 +30,17 @@ from .keyed_spark import SIGN, STEP_ORDER, GroupChanges, TableRows
 from ..state_key.flat_spark import flat_keys
 
 
-def staged_versions(plan: QueryPlan, frame: DataFrame, scope: Scope):
+@dataclass(frozen=True)
+class Rows:
+    """The columns of a changelog that name a table's row and order its changes (by `first`,
+    then by `order`): a table read from its topic has its record keys, partitions and offsets."""
+
+    key: str = RAW_KEY
+    order: str = OFFSET
+    first: str = PARTITION
+
+
+def staged_versions(plan: QueryPlan, frame: DataFrame, scope: Scope, rows: Rows = Rows()):
     """Each change of the table staged as a row version: its key `__k`, whether it counts
     (`__present`: not a tombstone, and the WHERE clause holds) and its group keys and aggregate
     arguments. ERROR holds what to log: a version that does not count logs only its failed
@@ -40,23 +53,26 @@ def staged_versions(plan: QueryPlan, frame: DataFrame, scope: Scope):
         present = present & F.coalesce(where.compile(stmt.where), F.lit(False))
         if where.failures:
             where_error = computing_error(where, stmt.where, "WHERE", None)
-    staged = stage(plan, frame, scope, where_error,
-                   extra=[F.col(RAW_KEY).alias("__k"), F.when(~F.col(TOMBSTONE), present)
-                          .otherwise(F.lit(False)).alias("__present")])
+    counts = F.when(~F.col(TOMBSTONE), present).otherwise(F.lit(False)).alias("__present")
+    first = [F.col(rows.first)] if rows.first != PARTITION else []
+    staged = stage(plan, frame, scope, where_error, extra=[F.col(rows.key).alias("__k"), *first, counts],
+                   order=F.col(rows.order))
     logged = staged.frame.withColumn(ERROR, F.when(F.col("__present"), F.col(ERROR)).otherwise(F.col("__FAILED")))
     return replace(staged, frame=logged)
 
 
 def table_aggregated(plan: QueryPlan, frame: DataFrame, scope: Scope, without_errors: Callable[..., DataFrame],
-                     each_change: bool = False) -> DataFrame:
-    """The changelog `frame` of a table -> the changed groups' rows (and tombstones: `TOMBSTONE`).
-    `each_change`: a row per change of a group (ksqlDB's record cache off), else per group and
-    micro-batch."""
-    staged = staged_versions(plan, frame, scope)
+                     each_change: bool = False, rows: Rows = Rows()) -> DataFrame:
+    """The changelog `frame` of a table (or of a join of tables: `rows` says how its rows are
+    named and ordered) -> the changed groups' rows (and tombstones: `TOMBSTONE`). `each_change`:
+    a row per change of a group (ksqlDB's record cache off), else per group and micro-batch."""
+    staged = staged_versions(plan, frame, scope, rows)
     logged = staged.frame
     changes = without_errors(logged, "__errors_aggregate", keep=True) \
         .where(F.col("__FAILED").isNull() & F.col("__k").isNotNull()) \
         .withColumn("__present", F.col("__present") & F.col(ERROR).isNull())
+    if rows.first != PARTITION:  # past the processing log: the steps sort by it, and a sink writes in its order
+        changes = changes.withColumn(PARTITION, F.col(rows.first))
     results = changes.groupBy(*staged.keys).agg(*aggregate_columns(staged)).schema  # the per-batch path's types
     specs = [(call.name, [f"__a{i}_{n}" for n in range(len(staged.builders[i][1]))],
               _timeless(staged.builders[i][1][0]) if staged.builders[i][1] else None,

@@ -35,13 +35,20 @@ from ...sql import ast
 from ..analysis.plan import QueryPlan
 from .foreign_key_spark import foreign_key_joined
 from .kinds import FOREIGN_KEY, join_sides
-from .state_spark import BUCKETS, CHANGE_COLUMNS, FOREIGN_STATE, PrimaryKeyJoin, foreign_key_step, row_columns
+from .state_spark import (BUCKETS, CAUSE_TIME, CHANGE_COLUMNS, FOREIGN_STATE, ORDER, PrimaryKeyJoin, foreign_key_step,
+                          row_columns)
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOMBSTONE,
                        TOPIC, result_column)
 from ..decode.rows_spark import logical_frame
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
 from ..join_key.column_spark import JOIN_KEY
 from ..pandas_step.exact_spark import arrived, travel_type, travelling
+
+
+#: The columns of a joined row that an aggregation over the join takes as a table's key, offset
+#: and partition (`_rows`): the result row it is a version of, its place among the step's rows,
+#: the time of the change that made it.
+JOIN_ROW, JOIN_ORDER, JOIN_TIME = "__join_row", "__join_order", "__join_time"
 
 
 def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple[DataFrame, JoinScope]:
@@ -94,29 +101,36 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
                            T.StructField("m_rt", T.LongType()), T.StructField("m_hside", T.IntegerType()),
                            T.StructField("m_tomb", T.BooleanType()), T.StructField("m_jk", key_type),
                            *([T.StructField("m_pk", T.StringType())] if foreign else [])])
+    placed = T.StructType([*result.fields, *(T.StructField(c, T.LongType()) for c in (ORDER, CAUSE_TIME))])
     if foreign and len(kinds) == 1:
         joined = foreign_key_joined(changes, kinds[0], key_type, result)
     elif foreign:
         # a chain after a foreign-key join meets in one group
         joined = changes.withColumn("m_group", F.lit(0)).groupBy("m_group").applyInPandasWithState(
-            foreign_key_step(*kinds), result, FOREIGN_STATE, "append", GroupStateTimeout.NoTimeout)
+            foreign_key_step(*kinds), placed, FOREIGN_STATE, "append", GroupStateTimeout.NoTimeout)
     else:
         step = PrimaryKeyJoin(kinds, key_type)
         joined = changes.select(*CHANGE_COLUMNS).withColumn("m_bucket", F.pmod(F.xxhash64("m_jk"), F.lit(BUCKETS))) \
-            .groupBy("m_bucket").transformWithStateInPandas(step, result, "Append", "None")
-    joined = joined.withColumn("m_jk", arrived(F.col("m_jk"), joined_key_type))
+            .groupBy("m_bucket").transformWithStateInPandas(step, placed, "Append", "None")
     keys = [] if foreign else [next(c for n, c in columns.items() if n.lower() == on.name.lower())
                                for on, (_, columns) in zip(join_exprs, sides)]
-    if foreign and len(left_keys) == 1:  # the left table's key, back from its JSON text
+    if not foreign:
+        joined = joined.withColumn("m_jk", arrived(F.col("m_jk"), joined_key_type))
+    elif len(left_keys) == 1:  # a foreign-key join's rows name no join key: the left table's, from its JSON text
         pk_type = T.StructType([T.StructField("k0", left_key_type)])
         joined = joined.withColumn("m_jk", F.from_json(F.col("m_pk"), pk_type)["k0"])
+    # which result row a row is a version of: its left key's JSON text, or its join key
+    row = F.col("m_pk") if foreign else F.to_json(F.struct(F.col("m_jk").alias("k")))
+    joined = joined.withColumns({JOIN_ROW: row, JOIN_ORDER: F.col(ORDER), JOIN_TIME: F.col(CAUSE_TIME)})
     return _rows(joined, schemas, sides, plan, keys, keyed=not foreign or len(left_keys) == 1)
 
 
 def _rows(joined: DataFrame, schemas, sides, plan: QueryPlan, keys, keyed: bool) -> tuple[DataFrame, JoinScope]:
     """The emitted JSON rows back to columns, with the output record's bookkeeping. A tombstone
     of a primary-key join names its key on every table (`keys`: each table's key column), and
-    the join key is the `keyed` frame's JOIN_KEY column (a table missing from the row has none)."""
+    the join key is the `keyed` frame's JOIN_KEY column (a table missing from the row has none).
+    Each row names the result row it is a version of (`JOIN_ROW`), its place among the step's
+    rows of the micro-batch (`JOIN_ORDER`) and the time of the change that made it (`JOIN_TIME`)."""
     rows = [F.from_json(F.col(c), s) for c, s in zip(row_columns(len(schemas)), schemas)]
     values = [(F.when(F.col("m_tomb"), F.col("m_jk")).otherwise(row[c]) if c in keys else row[c]).alias(c)
               for row, (_, columns) in zip(rows, sides) for c in columns.values()]
@@ -129,7 +143,8 @@ def _rows(joined: DataFrame, schemas, sides, plan: QueryPlan, keys, keyed: bool)
         F.lit(None).cast("string").alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
         F.lit(None).cast("bigint").alias(OFFSET), F.lit(None).cast("binary").alias(RAW_KEY),
         F.lit(None).cast("binary").alias(RAW_VALUE), headers.alias(RAW_HEADERS),
-        F.timestamp_millis(F.col("m_rt")).alias(RAW_TIMESTAMP), F.col("m_tomb").alias(TOMBSTONE))
+        F.timestamp_millis(F.col("m_rt")).alias(RAW_TIMESTAMP), F.col("m_tomb").alias(TOMBSTONE),
+        F.col(JOIN_ROW), F.col(JOIN_ORDER), F.col(JOIN_TIME))
     return frame, JoinScope(frame, set(), set(), plan.dialect, sides=list(sides))
 
 

@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from .rows import later
+from .state_spark import CAUSE_TIME, ORDER, in_order
 
 #: `m_side` of a message: a left row joining its foreign key, a right change, a left row
 #: leaving its foreign key (moved elsewhere, or deleted when `m_tomb`).
@@ -40,7 +41,7 @@ PUT, RIGHT, MOVED = 0, 1, 2
 #: The columns of a message between the steps.
 MESSAGE_COLUMNS = ["m_side", "m_jk", "m_pk", "m_row", "m_rt", "m_order", "m_tomb"]
 #: What a result row says of the change that made it: its time, its table (0 left, 1 right), its offset.
-CAUSE = {"m_ct": T.LongType(), "m_cside": T.IntegerType(), "m_corder": T.LongType()}
+CAUSE = {CAUSE_TIME: T.LongType(), "m_cside": T.IntegerType(), "m_corder": T.LongType()}
 #: Left keys are spread over this many groups in the first step.
 BUCKETS = 64
 #: The state layout of a foreign-key join of two tables, as a persistent query's checkpoint records
@@ -146,14 +147,16 @@ def _cause(change: dict) -> tuple:
 class ResultsInOrder(StatefulProcessor):
     """A bucket of left keys' result rows, in the order of the changes that made them."""
 
-    def __init__(self, order: list[str]):
+    def __init__(self, order: list[str], place: str):
         self.order = order  # the step's names of the CAUSE columns
+        self.place = place  # its name of the column of each row's place in the output
 
     def init(self, handle) -> None:
         pass
 
     def handleInputRows(self, key, rows, timerValues):
-        yield pd.concat(list(rows), ignore_index=True).sort_values(self.order, kind="stable")
+        yield in_order(pd.concat(list(rows), ignore_index=True).sort_values(self.order, kind="stable"), key[0],
+                       self.place)
 
     def close(self) -> None:
         pass
@@ -172,8 +175,8 @@ def _plain(value, integral: bool):
 def foreign_key_joined(changes, kind: str, key_type: T.DataType, result: T.StructType):
     """The changes of both tables (`MESSAGE_COLUMNS`: `m_side` 0 the left table, 1 the right;
     `m_jk` the foreign key or the right key; `m_pk` the left key) -> the result rows (`result`),
-    each left key's in the order of their changes. Their `m_jk` is NULL: a result row is known
-    by its left key."""
+    each left key's in the order of their changes (`ORDER`: each row's place; `CAUSE_TIME`: its
+    change's time). Their `m_jk` is NULL: a result row is known by its left key."""
     from pyspark.sql import functions as F
 
     from ..pandas_step.exact_spark import through_pandas
@@ -189,6 +192,7 @@ def foreign_key_joined(changes, kind: str, key_type: T.DataType, result: T.Struc
     rows = moved.groupBy("m_jk").transformWithState(ForeignKeyRows(kind), made, "Append", "None")
     rows = rows.withColumn("m_jk", F.lit(None).cast(key_type)).withColumn(
         "m_bucket", F.pmod(F.xxhash64("m_pk"), F.lit(BUCKETS)))
-    ordered = through_pandas(rows, ["m_bucket"], lambda at: ResultsInOrder([at[name] for name in CAUSE]), {},
-                             exact=("m_bucket", *CAUSE), output_mode="Append", time_mode="None")
-    return ordered.select(*result.fieldNames())
+    ordered = through_pandas(rows, ["m_bucket"], lambda at: ResultsInOrder([at[name] for name in CAUSE], at[ORDER]),
+                             {ORDER: T.LongType()}, exact=("m_bucket", *CAUSE), output_mode="Append",
+                             time_mode="None")
+    return ordered.select(*result.fieldNames(), ORDER, CAUSE_TIME)

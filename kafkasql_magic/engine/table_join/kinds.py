@@ -48,22 +48,15 @@ def table_join_kind(stmt: ast.Select, inputs: list[Input]) -> str | None:
     return kinds[0]
 
 
-#: A push or persistent GROUP BY over a join of tables (ksqlDB runs it: each joined row's change
-#: retracts its old version from its group).
-AGGREGATED_TABLE_JOIN = (
-    "kafkasql_magic does not aggregate over a join of tables yet: when a joined row changes, ksqlDB takes its "
-    "old version out of its group, and this query would count every version of it. Write the join into a table "
-    "first (CREATE TABLE joined AS SELECT ... FROM {left} JOIN ...), then aggregate over that table.")
+#: ksqlDB's refusal of a windowed aggregation over a table (SchemaKGroupedTable.aggregate); a join
+#: of tables is a table.
+WINDOWED_TABLE_AGGREGATION = "Windowing not supported for table aggregations."
 
 
-def check_aggregated_table_join(stmt: ast.Select, inputs: list[Input], aggregating: bool, diffs: bool) -> None:
-    """Refuse a push or persistent GROUP BY over tables joined (Materialize's dialect joins them
-    as diffs, which retract)."""
-    from ..analysis.plan import TABLE
-
-    if (aggregating and not diffs and stmt.emit_changes and stmt.joins and inputs[0].kind == TABLE
-            and all(i.kind == TABLE for i in inputs)):
-        raise StatementError(AGGREGATED_TABLE_JOIN.format(left=inputs[0].name.upper()))
+def check_aggregated_table_join(stmt: ast.Select, aggregating: bool, table_join: str | None) -> None:
+    """A GROUP BY over a join of tables (`table_join`) aggregates the join's table: in no window."""
+    if aggregating and table_join is not None and stmt.window is not None:
+        raise StatementError(WINDOWED_TABLE_AGGREGATION)
 
 
 def _check_after_foreign_key(join: ast.Join, right: int, inputs: list[Input]) -> None:

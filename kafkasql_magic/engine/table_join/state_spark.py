@@ -32,6 +32,12 @@ RECORD_COLUMNS = ["m_rt", "m_hside", "m_tomb", "m_jk"]
 #: The columns of a change handed to `PrimaryKeyJoin`: its join key, table, row as JSON (with
 #: its headers), record time, offset and whether it is a tombstone.
 CHANGE_COLUMNS = ["m_jk", "m_side", "m_row", "m_rt", "m_order", "m_tomb"]
+#: Each output row's place in its step's output of a micro-batch (`in_order`): one key's rows come
+#: from one call, in the order its changes made them (what an aggregation over the join counts
+#: in order); the call's group in the high bits keeps two calls' rows apart. And the time of the
+#: change that made the row: an aggregation over the join takes the rows of several keys in
+#: that time's order, then in their place's.
+ORDER, CAUSE_TIME = "m_seq", "m_ct"
 #: Join keys are spread over this many groups, each a call of the step per micro-batch with
 #: changes; part of the state's layout (sinks/layout.py), so never changed for a running query.
 BUCKETS = 64
@@ -65,17 +71,22 @@ class PrimaryKeyJoin(StatefulProcessor):
             stored = self.rows.getValue((jk,))
             kept = list(stored) if stored is not None else [None] * (2 * self.tables)
             current, times = kept[0::2], kept[1::2]
-            ordered = ((side, row, at, tomb) for side, row, at, _, tomb in merged(changes, 0, 3, 2))
-            for joined, at, side, tomb in key_changes(self.kinds, current, times, ordered):
-                out.append((*joined, at, side, tomb, jk))
+            for side, row, cause, _, tomb in merged(changes, 0, 3, 2):
+                for joined, at, side_, tomb_ in key_changes(self.kinds, current, times, [(side, row, cause, tomb)]):
+                    out.append((*joined, at, side_, tomb_, jk, cause))
             if any(r is not None for r in current):
                 self.rows.updateValue((jk,), tuple(v for pair in zip(current, times) for v in pair))
             elif stored is not None:
                 self.rows.removeKey((jk,))
-        yield pd.DataFrame(out, columns=[*row_columns(self.tables), *RECORD_COLUMNS])
+        yield in_order(pd.DataFrame(out, columns=[*row_columns(self.tables), *RECORD_COLUMNS, CAUSE_TIME]), key[0])
 
     def close(self) -> None:
         pass
+
+
+def in_order(frame: pd.DataFrame, group: int, column: str = ORDER) -> pd.DataFrame:
+    """`frame`, a call's output for `group` (a hash bucket), with each row's place (`ORDER`)."""
+    return frame.assign(**{column: [(int(group) << 32) + i for i in range(len(frame))]})
 
 
 def _emitted(key, rows, time, side, tomb=False):
@@ -114,14 +125,15 @@ def foreign_key_step(kind: str, *more: str):
             rows, times = [row, *(f[0] for f in found)], [at, *(f[1] for f in found)]
             return joined_tables(kinds, rows), rows, times
 
-        def row_of(pk, joined, rows, times, at, side):
+        def row_of(pk, joined, rows, times, at, side):  # `at`: the time of the change that made it
             return {**_emitted(None, [rows[i] if i in joined else None for i in range(tables)],
-                               later(at, *(times[i] for i in joined)), side), "m_pk": pk}
+                               later(at, *(times[i] for i in joined)), side), "m_pk": pk, CAUSE_TIME: at}
 
         def gone(pk, rows, change, times):
             side = change["m_side"]
             return {**_emitted(None, [change["m_row"] if i == side else rows[i] for i in range(tables)],
-                               later(change["m_rt"], times[0] if side else None), side, tomb=True), "m_pk": pk}
+                               later(change["m_rt"], times[0] if side else None), side, tomb=True), "m_pk": pk,
+                    CAUSE_TIME: change["m_rt"]}
 
         out = []
         for change in merged(pd.concat(list(chunks)).to_dict("records"), "m_side", "m_order", "m_rt"):
@@ -169,7 +181,7 @@ def foreign_key_step(kind: str, *more: str):
             out.append(gone(pk, [None] * tables, change, [None] * tables) if joined is None
                        else row_of(pk, joined, rows, times, at, 0))
         state.update((json.dumps(stored),))
-        yield pd.DataFrame(out, columns=[*row_columns(tables), *RECORD_COLUMNS, "m_pk"])
+        yield in_order(pd.DataFrame(out, columns=[*row_columns(tables), *RECORD_COLUMNS, "m_pk", CAUSE_TIME]), 0)
 
     return step
 

@@ -6,6 +6,8 @@ import pytest
 
 from kafkasql_magic.dialects import ksql_sources as ddl
 from kafkasql_magic.engine.table_join.kinds import FOREIGN_KEY, PRIMARY_KEY
+from kafkasql_magic.engine.tree import nodes as n
+from kafkasql_magic.engine.tree.planner import tree_of
 from kafkasql_magic.errors import StatementError
 from kafkasql_magic.sql import parse_statement
 
@@ -114,13 +116,25 @@ def test_refused_table_joins_in_ksqldb_words(text, message):
     assert message in str(error.value)
 
 
-@pytest.mark.parametrize("on", ["u.id = s.id", "u.team = t.tid"])
-def test_a_group_by_over_joined_tables_is_refused_as_it_would_count_every_version_of_a_row(on):
+@pytest.mark.parametrize("on, kind", [("u.id = s.id", PRIMARY_KEY), ("u.team = t.tid", FOREIGN_KEY)])
+def test_a_group_by_over_joined_tables_aggregates_the_joins_table(on, kind):
+    """Each joined row's change retracts its old version from its group (keyed by the group)."""
     right = "scores s" if on.startswith("u.id") else "teams t"
+    plan = plan_of(f"SELECT u.name, COUNT(*) AS n FROM users u JOIN {right} ON {on} GROUP BY u.name EMIT CHANGES;",
+                   cat=tables())
+    assert (plan.table_join, plan.retracts, plan.per_batch, plan.kind, plan.key_names) == (
+        kind, True, False, "TABLE", ["NAME"])
+    tree = tree_of(plan)
+    assert type(tree) is n.RetractingAggregate and isinstance(tree.child, n.TableJoin), tree
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT u.name, COUNT(*) AS n FROM users u JOIN scores s ON u.id = s.id WINDOW TUMBLING (SIZE 1 MINUTE) "
+     "GROUP BY u.name EMIT CHANGES;", "Windowing not supported for table aggregations."),
+    ("SELECT u.name, MAX(s.score) AS m FROM users u JOIN scores s ON u.id = s.id GROUP BY u.name EMIT CHANGES;",
+     "The aggregation function MAX cannot be applied to a table source, only to a stream source."),
+])
+def test_a_group_by_over_joined_tables_is_refused_as_ksqldb_refuses_a_table_aggregation(text, message):
     with pytest.raises(StatementError) as refused:
-        plan_of(f"SELECT u.name, COUNT(*) AS n FROM users u JOIN {right} ON {on} GROUP BY u.name EMIT CHANGES;",
-                cat=tables())
-    assert str(refused.value) == (
-        "kafkasql_magic does not aggregate over a join of tables yet: when a joined row changes, ksqlDB takes its "
-        "old version out of its group, and this query would count every version of it. Write the join into a "
-        "table first (CREATE TABLE joined AS SELECT ... FROM USERS JOIN ...), then aggregate over that table.")
+        plan_of(text, cat=tables())
+    assert str(refused.value) == message
