@@ -46,7 +46,8 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False, sink_
     `legacy`: the layout of a checkpoint written before the layout was recorded (then a diff join
     kept JSON of 64 hash buckets, or of one group when an input was a changelog, a table join JSON
     of 256 hash buckets, or of one group for a foreign-key join (then 64 hash buckets of left keys,
-    until its results were put in order: `foreign_key.LAYOUT`), SESSION windows their members
+    until its results were put in order: `foreign_key.LAYOUT`; a chain after one, recorded as 1, in
+one group until `foreign_key.CHAIN_LAYOUT`), SESSION windows their members
     per micro-batch, and a stream-stream join was Spark's own, with no step recorded)."""
     steps = {}
     if plan.tracks_time and plan.grouping.window.kind == "SESSION":
@@ -64,8 +65,8 @@ def signature(plan: QueryPlan, batch_store: bool, *, legacy: bool = False, sink_
         foreign = plan.table_join == FOREIGN_KEY
         if legacy:  # both tables' rows as JSON in hash buckets, a foreign-key join in one group
             steps["table join"] = 1 if foreign else 256
-        elif foreign:  # a foreign-key join of two tables spreads over left keys, a chain after it does not
-            steps["table join"] = foreign_key.LAYOUT if len(plan.statement.joins) == 1 else 1
+        elif foreign:  # a foreign-key join of two tables, or a chain starting with one
+            steps["table join"] = foreign_key.LAYOUT if len(plan.statement.joins) == 1 else foreign_key.CHAIN_LAYOUT
         else:
             steps["table join"] = table_join.BUCKETS
     if sink_step is not None and not legacy:

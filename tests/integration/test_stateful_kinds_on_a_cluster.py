@@ -1,11 +1,10 @@
 """Every stateful kind of persistent query gives on `local-cluster[2,1,1024]` (two executor JVMs,
 their Python workers, their RocksDB state stores) the output it gives on `local[2]`: SESSION and
 HOPPING windows, a table aggregation whose groups lose rows, a stream-table join, a
-stream-stream join, a foreign-key table-table join and a GROUP BY over it, over the same
-records, their sink topics read back (tables folded to their last value per key, streams as
-sorted records). The keyed
-steps in pandas and in rows, the processors pickled to executors, and the state schemas all cross
-to processes that are not the driver's."""
+stream-stream join, a foreign-key table-table join, a GROUP BY over it and a LEFT join after
+it, over the same records, their sink topics read back (tables folded to their last value per
+key, streams as sorted records). The keyed steps in pandas and in rows, the processors pickled
+to executors, and the state schemas all cross to processes that are not the driver's."""
 
 from __future__ import annotations
 
@@ -25,12 +24,14 @@ USERS = [f"u{i}" for i in range(5)]  # u4 has no row in USERS
 CLICKS = [(USERS[i % 5], i, BASE + i * 1000 + (60_000 if i >= 20 else 0)) for i in range(40)]  # two sessions a user
 PAYS = [(USERS[j % 5], j, BASE + j * 4000 + 500) for j in range(10)]
 LATER = BASE + 500_000  # the table changes come after every click in time
+SHIPS = [("o0", "post"), ("o1", "box"), ("o2", "van"), ("o6", "ship")]  # o1's goes at LATER
 
 SOURCES = """
     CREATE STREAM CLICKS (USER STRING KEY, N INT) WITH (kafka_topic='{clicks}', value_format='JSON');
     CREATE STREAM PAYS (USER STRING KEY, AMT INT) WITH (kafka_topic='{pays}', value_format='JSON');
     CREATE TABLE USERS (ID STRING PRIMARY KEY, NAME STRING, REGION STRING) WITH (kafka_topic='{users}', value_format='JSON');
     CREATE TABLE ORDERS (ID STRING PRIMARY KEY, USER STRING, AMOUNT INT) WITH (kafka_topic='{orders}', value_format='JSON');
+    CREATE TABLE SHIPS (ID STRING PRIMARY KEY, CARRIER STRING) WITH (kafka_topic='{ships}', value_format='JSON');
 """
 
 #: sink name -> (its kind, its query)
@@ -48,6 +49,8 @@ QUERIES = {
                        "JOIN USERS U ON O.USER = U.ID;"),
     "SPEND": ("table", "CREATE TABLE {name} AS SELECT U.REGION, COUNT(*) AS C, SUM(O.AMOUNT) AS T FROM ORDERS O "
                        "JOIN USERS U ON O.USER = U.ID GROUP BY U.REGION;"),
+    "SHIPPED": ("table", "CREATE TABLE {name} AS SELECT O.ID, U.NAME, S.CARRIER FROM ORDERS O "
+                         "JOIN USERS U ON O.USER = U.ID LEFT JOIN SHIPS S ON O.ID = S.ID;"),
 }
 
 CLUSTER_SCRIPT = textwrap.dedent("""
@@ -95,13 +98,16 @@ def _row(key: str, value: dict | None, timestamp: int) -> dict:
 
 
 def _produce_inputs(bootstrap: str, new_topic) -> dict[str, str]:
-    topics = {"clicks": new_topic(2), "pays": new_topic(1), "users": new_topic(2), "orders": new_topic(2)}
+    topics = {"clicks": new_topic(2), "pays": new_topic(1), "users": new_topic(2), "orders": new_topic(2),
+              "ships": new_topic(2)}
     produce(bootstrap, topics["users"],
             [_row(u, {"NAME": f"n{i}", "REGION": f"r{i % 2}"}, BASE - 1000) for i, u in enumerate(USERS[:4])]
             + [_row("u1", {"NAME": "n1", "REGION": "r0"}, LATER), _row("u2", None, LATER)])
     produce(bootstrap, topics["orders"],
             [_row(f"o{i}", {"USER": USERS[i % 5], "AMOUNT": i}, BASE) for i in range(8)]
             + [_row("o2", {"USER": "u3", "AMOUNT": 2}, LATER), _row("o5", None, LATER)])
+    produce(bootstrap, topics["ships"], [_row(o, {"CARRIER": c}, BASE) for o, c in SHIPS]
+            + [_row("o1", None, LATER)])
     produce(bootstrap, topics["clicks"], [_row(u, {"N": n}, t) for u, n, t in CLICKS])
     produce(bootstrap, topics["pays"], [_row(u, {"AMT": a}, t) for u, a, t in PAYS])
     return topics
@@ -113,7 +119,7 @@ def _sizes() -> dict[str, int]:
                                                                      t + 1, 10_000) if start <= t < start + 20_000}
     pairs = [(c, p) for c in CLICKS for p in PAYS if c[0] == p[0] and abs(c[2] - p[2]) <= 3000]
     return {"SESS": 10, "HOPS": len(hopping), "REGIONS": 2, "ENRICHED": len(CLICKS), "PAIRED": len(pairs), "NAMED": 5,
-            "SPEND": 2}
+            "SPEND": 2, "SHIPPED": 5}
 
 
 def _statements(run: str, topics: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -157,6 +163,9 @@ def test_every_stateful_kind_gives_on_a_cluster_what_it_gives_locally(broker, ks
     assert regions == {b"r0".hex(): {"C": 2}, b"r1".hex(): {"C": 1}}, regions
     named = sorted((bytes.fromhex(k).decode(), v["NAME"]) for k, v in local[f"NAMED_L{run}"].items())
     assert named == [("o0", "n0"), ("o1", "n1"), ("o2", "n3"), ("o3", "n3"), ("o6", "n1")], named
+    shipped = sorted((bytes.fromhex(k).decode(), v["NAME"], v["CARRIER"]) for k, v in local[f"SHIPPED_L{run}"].items())
+    assert shipped == [("o0", "n0", "post"), ("o1", "n1", None), ("o2", "n3", "van"), ("o3", "n3", None),
+                       ("o6", "n1", "ship")], shipped
     spend = local[f"SPEND_L{run}"]  # those orders by their user's region now: o0, o1 and o6 in r0
     assert spend == {b"r0".hex(): {"C": 3, "T": 7}, b"r1".hex(): {"C": 2, "T": 5}}, spend
 

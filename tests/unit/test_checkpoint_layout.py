@@ -55,7 +55,13 @@ def test_table_joins_and_batch_state_are_part_of_the_layout():
         "each left key's results in order now"]
     chain = layout.signature(plan("SELECT a.id, x, y, z FROM a JOIN b ON a.b_id = b.id JOIN c ON a.id = c.id "
                                   "EMIT CHANGES;"), False)
-    assert chain["hash buckets"] == {"table join": 1}  # a chain after a foreign-key join keeps one group
+    assert chain["hash buckets"] == {"table join": "left keys in 64 hash buckets, then by foreign key, then each "
+                                                   "left key's results in order, then with the later tables by left "
+                                                   "key in 64 hash buckets"}
+    # a chain's checkpoint from when it ran in one group is refused
+    assert layout.differences({"hash buckets": {"table join": 1}, "batch state": False}, chain) == [
+        "table join: one group in the checkpoint, left keys in 64 hash buckets, then by foreign key, then each left "
+        "key's results in order, then with the later tables by left key in 64 hash buckets now"]
     # a checkpoint from before the layout file held the tables' rows as JSON in 256 buckets, or one group
     old = [layout.signature(plan(f"SELECT a.id, x, y FROM a JOIN b ON {on} EMIT CHANGES;"), False, legacy=True)
            for on in ("a.id = b.id", "a.b_id = b.id")]

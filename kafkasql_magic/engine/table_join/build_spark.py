@@ -13,12 +13,12 @@ table deleted in a FULL join), with the last rows' key columns and every other c
 
 A foreign-key join (`ON l.fk = r.pk`) emits rows keyed by the left table's key: a left change
 joins the right row its foreign key names, a right change re-emits every left row pointing at
-it, a left row whose foreign key changes leaves its old right row. Two tables: two keyed steps
-chained in the query (`foreign_key_spark.py`), by the left key then by the foreign key. A
-foreign-key join may start a chain (ksqlDB's rule): the tables joined after it on the left
-table's key join in one `applyInPandasWithState` group (`state_spark.foreign_key_step`) whose
-state holds every left row, every right row and the later tables' rows by primary key (`m_pk`,
-JSON text), each result row naming its primary key: correct, but one task's work and state.
+it, a left row whose foreign key changes leaves its old right row. Two tables: keyed steps
+chained in the query (`foreign_key_spark.py`), by the left key, then by the foreign key, then by
+the left key again. A foreign-key join may start a chain (ksqlDB's rule): its result rows (its
+two tables' rows in one, `_chained`) are then the first table of a primary-key join step with
+the tables joined after it on the left table's key, keyed by that key's JSON text (`m_pk`), as
+Kafka Streams joins the foreign-key join's KTable with the next one.
 
 The output record's time is the latest of the change's and the joined rows' times (Kafka
 Streams' rule for table joins), its headers those of the change that caused it.
@@ -29,14 +29,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming.state import GroupStateTimeout
 
 from ...sql import ast
 from ..analysis.plan import QueryPlan
 from .foreign_key_spark import foreign_key_joined
 from .kinds import FOREIGN_KEY, join_sides
-from .state_spark import (BUCKETS, CAUSE_TIME, CHANGE_COLUMNS, FOREIGN_STATE, ORDER, PrimaryKeyJoin, foreign_key_step,
-                          row_columns)
+from .state_spark import BUCKETS, CAUSE_TIME, CHANGE_COLUMNS, ORDER, PrimaryKeyJoin, row_columns
 from ..columns import (DROP, ERROR, OFFSET, PARTITION, RAW_HEADERS, RAW_KEY, RAW_TIMESTAMP, RAW_VALUE, TOMBSTONE,
                        TOPIC, result_column)
 from ..decode.rows_spark import logical_frame
@@ -101,15 +99,13 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
                            T.StructField("m_rt", T.LongType()), T.StructField("m_hside", T.IntegerType()),
                            T.StructField("m_tomb", T.BooleanType()), T.StructField("m_jk", key_type),
                            *([T.StructField("m_pk", T.StringType())] if foreign else [])])
-    placed = T.StructType([*result.fields, *(T.StructField(c, T.LongType()) for c in (ORDER, CAUSE_TIME))])
     if foreign and len(kinds) == 1:
         joined = foreign_key_joined(changes, kinds[0], key_type, result)
     elif foreign:
-        # a chain after a foreign-key join meets in one group
-        joined = changes.withColumn("m_group", F.lit(0)).groupBy("m_group").applyInPandasWithState(
-            foreign_key_step(*kinds), placed, FOREIGN_STATE, "append", GroupStateTimeout.NoTimeout)
+        joined = _chained(changes, kinds, key_type, result)
     else:
         step = PrimaryKeyJoin(kinds, key_type)
+        placed = T.StructType([*result.fields, *(T.StructField(c, T.LongType()) for c in (ORDER, CAUSE_TIME))])
         joined = changes.select(*CHANGE_COLUMNS).withColumn("m_bucket", F.pmod(F.xxhash64("m_jk"), F.lit(BUCKETS))) \
             .groupBy("m_bucket").transformWithStateInPandas(step, placed, "Append", "None")
     keys = [] if foreign else [next(c for n, c in columns.items() if n.lower() == on.name.lower())
@@ -123,6 +119,44 @@ def table_joined(plan: QueryPlan, raw: DataFrame, read, without_errors) -> tuple
     row = F.col("m_pk") if foreign else F.to_json(F.struct(F.col("m_jk").alias("k")))
     joined = joined.withColumns({JOIN_ROW: row, JOIN_ORDER: F.col(ORDER), JOIN_TIME: F.col(CAUSE_TIME)})
     return _rows(joined, schemas, sides, plan, keys, keyed=not foreign or len(left_keys) == 1)
+
+
+#: A foreign-key join's result row as the first table of the joins after it: its two tables'
+#: rows and the table its headers come from.
+PAIR = T.StructType([T.StructField("m_t0", T.StringType()), T.StructField("m_t1", T.StringType()),
+                     T.StructField("m_hside", T.IntegerType())])
+
+
+def _chained(changes: DataFrame, kinds, key_type: T.DataType, result: T.StructType) -> DataFrame:
+    """A foreign-key join (`kinds[0]`, tables 0 and 1) then joins on the left table's key with the
+    later tables: the foreign-key join's rows, each a pair of rows under its left key, join the
+    later tables' changes in `PrimaryKeyJoin` (`kinds[1:]`), keyed by the left key's JSON text
+    (`m_pk`, which the later tables' changes carry for their key), in hash buckets. -> `result`'s
+    rows, each left key's in the order of their changes."""
+    tables = len(kinds) + 1
+    later_rows = row_columns(tables)[2:]
+    pair = T.StructType([f for f in result.fields if f.name not in later_rows])
+    first = foreign_key_joined(changes.where(F.col("m_side") <= 1), kinds[0], key_type, pair)
+    firsts = first.select(F.col("m_pk").alias("m_jk"), F.lit(0).alias("m_side"),
+                          F.to_json(F.struct(*PAIR.fieldNames())).alias("m_row"), "m_rt",
+                          F.col(ORDER).alias("m_order"), "m_tomb")
+    laters = changes.where(F.col("m_side") >= 2).select(
+        F.col("m_pk").alias("m_jk"), (F.col("m_side") - 1).alias("m_side"), "m_row", "m_rt", "m_order", "m_tomb")
+    out = T.StructType([*(T.StructField(c, T.StringType()) for c in row_columns(tables - 1)),
+                        T.StructField("m_rt", T.LongType()), T.StructField("m_hside", T.IntegerType()),
+                        T.StructField("m_tomb", T.BooleanType()), T.StructField("m_jk", T.StringType()),
+                        *(T.StructField(c, T.LongType()) for c in (ORDER, CAUSE_TIME))])
+    step = PrimaryKeyJoin(kinds[1:], T.StringType())
+    joined = firsts.unionByName(laters).select(*CHANGE_COLUMNS) \
+        .withColumn("m_bucket", F.pmod(F.xxhash64("m_jk"), F.lit(BUCKETS))) \
+        .groupBy("m_bucket").transformWithStateInPandas(step, out, "Append", "None")
+    rows = F.from_json(F.col("m_t0"), PAIR)
+    side = F.col("m_hside")
+    return joined.select(
+        rows["m_t0"].alias("m_t0"), rows["m_t1"].alias("m_t1"),
+        *(F.col(f"m_t{i - 1}").alias(f"m_t{i}") for i in range(2, tables)), "m_rt",
+        F.when(side == 0, rows["m_hside"]).otherwise(side + 1).alias("m_hside"), "m_tomb",
+        F.lit(None).cast(key_type).alias("m_jk"), F.col("m_jk").alias("m_pk"), ORDER, CAUSE_TIME)
 
 
 def _rows(joined: DataFrame, schemas, sides, plan: QueryPlan, keys, keyed: bool) -> tuple[DataFrame, JoinScope]:

@@ -47,6 +47,9 @@ BUCKETS = 64
 #: The state layout of a foreign-key join of two tables, as a persistent query's checkpoint records
 #: it (before, `BUCKETS`: the two steps, with no step putting each left key's results in order).
 LAYOUT = f"left keys in {BUCKETS} hash buckets, then by foreign key, then each left key's results in order"
+#: The layout of a foreign-key join followed by joins on the left table's key (before: every
+#: table's rows as JSON in one group).
+CHAIN_LAYOUT = f"{LAYOUT}, then with the later tables by left key in {BUCKETS} hash buckets"
 
 
 class ForeignKeyMoves(StatefulProcessor):

@@ -10,29 +10,7 @@ import pytest
 from pyspark.sql import types as T
 
 from kafkasql_magic.engine.table_join.state_spark import CHANGE_COLUMNS, PrimaryKeyJoin
-from kafkasql_magic.engine.table_join.state_spark import foreign_key_step as _foreign_key_step
 from kafkasql_magic.engine.table_join.rows import joined_tables
-
-
-class State:
-    """What applyInPandasWithState hands a step: the key's state, kept between calls."""
-
-    def __init__(self):
-        self.value = None
-
-    @property
-    def exists(self):
-        return self.value is not None
-
-    @property
-    def get(self):
-        return self.value
-
-    def update(self, value):
-        self.value = tuple(value)
-
-    def remove(self):
-        self.value = None
 
 
 class MapState:
@@ -69,18 +47,15 @@ def primary(*kinds):
     return step, handle.state
 
 
-def change(side, key, row, at, order, lk=None, pk=None):
+def change(side, key, row, at, order):
     return {"m_side": side, "m_jk": key, "m_row": None if row is None else json.dumps(row), "m_rt": at,
-            "m_order": order, "m_tomb": row is None, "m_lk": lk, "m_pk": pk}  # pk: as JSON text
+            "m_order": order, "m_tomb": row is None}
 
 
 def run(step, state, key, *changes, tables=2):
     """The step's output rows as (each table's row..., time, tombstone)."""
     frame = pd.DataFrame(list(changes))
-    if isinstance(step, PrimaryKeyJoin):
-        out = pd.concat(list(step.handleInputRows((key,), iter([frame[CHANGE_COLUMNS]]), None)))
-    else:
-        out = pd.concat(list(step((key,), iter([frame]), state)))
+    out = pd.concat(list(step.handleInputRows((key,), iter([frame[CHANGE_COLUMNS]]), None)))
     return [(*(None if r[f"m_t{i}"] is None else json.loads(r[f"m_t{i}"]) for i in range(tables)),
              r["m_rt"], bool(r["m_tomb"])) for r in out.to_dict("records")]
 
@@ -102,50 +77,20 @@ def test_outer_joins_keep_the_side_they_preserve():
         (None, {"s": 5}, 1, False), (None, None, 2, True)]
 
 
-def test_foreign_key_join_follows_the_right_row_and_moved_left_rows():
-    step, state = _foreign_key_step("LEFT"), State()
-    got = run(step, state, 0, change(1, "eu", {"label": "Europe"}, 1, 0),
-              change(0, "eu", {"id": 1}, 2, 0, lk=b"\x01"), change(0, "eu", {"id": 2}, 3, 1, lk=b"\x02"),
-              change(0, "us", {"id": 1}, 4, 2, lk=b"\x01"),  # order 1 moves to us (no label yet)
-              change(1, "eu", {"label": "EU"}, 5, 1))  # only order 2 still points at eu
-    assert got == [({"id": 1}, {"label": "Europe"}, 2, False), ({"id": 2}, {"label": "Europe"}, 3, False),
-                   ({"id": 1}, None, 4, False), ({"id": 2}, {"label": "EU"}, 5, False)]
-    inner, state = _foreign_key_step("INNER"), State()
-    got = run(inner, state, 0, change(0, "eu", {"id": 1}, 1, 0, lk=b"\x01"), change(1, "eu", {"label": "E"}, 2, 0),
-              change(0, None, None, 3, 1, lk=b"\x01"))
-    assert got == [({"id": 1}, None, 1, True), ({"id": 1}, {"label": "E"}, 2, False), (None, None, 3, True)]
-
-
-def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key():
-    """`orders JOIN users ON o.user_id = u.id LEFT JOIN ships ON o.id = ships.id`: an order's row follows
-    its user (found by foreign key) and its shipment (by the order's own key)."""
-    step, state = _foreign_key_step("INNER", "LEFT"), State()
-
-    def order(oid, user, at, n):
-        return change(0, user, None if user is None else {"oid": oid, "user": user}, at, n, lk=bytes([oid]),
-                      pk=str(oid))
-
-    got = run(step, state, 0, change(1, 0, {"name": "ann"}, 0, 0), order(1, 0, 10, 0),
-              change(2, None, {"ship": "box"}, 11, 0, pk="1"), change(1, 8, {"name": "bob"}, 13, 1),
-              order(1, 8, 16, 1), change(2, None, {"ship": "bag"}, 17, 1, pk="2"), tables=3)
-    assert got == [({"oid": 1, "user": 0}, {"name": "ann"}, None, 10, False),
-                   ({"oid": 1, "user": 0}, {"name": "ann"}, {"ship": "box"}, 11, False),
-                   ({"oid": 1, "user": 8}, {"name": "bob"}, {"ship": "box"}, 16, False)]  # order 2: no row
-    got = run(step, state, 0, change(2, None, None, 20, 2, pk="1"), order(1, None, 21, 2), tables=3)
-    assert got == [({"oid": 1, "user": 8}, {"name": "bob"}, None, 20, False), (None, None, None, 21, True)]
-    stored = json.loads(state.value[0])
-    assert (stored["lefts"], stored["t2"]) == ({}, {"2": ['{"ship": "bag"}', 17]})  # order 2's shipment waits
-
-
-def test_a_right_join_after_a_foreign_key_join_keeps_rows_without_a_left_row():
-    step, state = _foreign_key_step("LEFT", "RIGHT"), State()
-    ship = change(2, None, {"ship": "box"}, 1, 0, pk="7")
-    got = run(step, state, 0, ship, change(0, "u", {"oid": 7}, 2, 0, lk=b"\x07", pk="7"),
-              change(0, "u", None, 3, 1, lk=b"\x07", pk="7"), change(2, None, None, 4, 1, pk="7"), tables=3)
-    assert got == [(None, None, {"ship": "box"}, 1, False), ({"oid": 7}, None, {"ship": "box"}, 2, False),
-                   (None, None, {"ship": "box"}, 3, False), (None, None, None, 4, True)]
-    out = pd.concat(list(_foreign_key_step("LEFT", "RIGHT")((0,), iter([pd.DataFrame([ship])]), State())))
-    assert list(out["m_pk"]) == ["7"]  # the row names its key: no left row does
+def test_a_foreign_key_joins_rows_are_one_table_of_the_joins_after_it():
+    """A chain after a foreign-key join: each of its result rows (a pair of rows under the left key's
+    JSON text) is table 0 of the primary-key step, so `LEFT JOIN ships` follows the pair's changes,
+    and `RIGHT JOIN ships` keeps a shipment whose order has no pair (yet), named by its key."""
+    step, state = PrimaryKeyJoin(["LEFT"], T.StringType()), Handle()
+    step.init(state)
+    pair = {"m_t0": '{"oid": 1}', "m_t1": '{"name": "ann"}', "m_hside": 1}
+    got = run(step, state.state, 3, change(0, '{"k0":1}', pair, 10, 0), change(1, '{"k0":1}', {"ship": "box"}, 11, 0),
+              change(0, '{"k0":1}', None, 12, 1))
+    assert got == [(pair, None, 10, False), (pair, {"ship": "box"}, 11, False), (None, {"ship": "box"}, 12, True)]
+    right, state = PrimaryKeyJoin(["RIGHT"], T.StringType()), Handle()
+    right.init(state)
+    assert run(right, state.state, 3, change(1, '{"k0":7}', {"ship": "bag"}, 1, 0)) == [
+        (None, {"ship": "bag"}, 1, False)]
 
 
 def test_a_bucket_of_keys_joins_each_key_on_its_own_with_one_read_and_one_write_per_key():
