@@ -18,6 +18,7 @@ its Python workers), which a small N does not amortise.
                      engine/build/retract.py)
   pk_join            table a JOIN table b ON a.k = b.k (engine/table_join/)
   fk_join            table a JOIN table tags ON a.k2 = tags.tag (a foreign key; 100 tag rows)
+  fk_chain           fk_join, then LEFT JOIN table b ON a.k = b.k (a chain after a foreign-key join)
   stream_table_join  stream s JOIN table b ON s.k = b.k (engine/lookup_join/)
   mz_diff_join       SUBSCRIBE (SELECT ... FROM s x LEFT JOIN s y ON x.id = y.id) (engine/build/diff_join.py)
 
@@ -45,13 +46,15 @@ CASES = {
     "pk_join": ("SELECT a.k, a.amount, b.k2 FROM a JOIN b ON a.k = b.k EMIT CHANGES;", "ksql", lambda n: 2 * n),
     "fk_join": ("SELECT a.k, a.amount, t.label FROM a JOIN tags t ON a.k2 = t.tag EMIT CHANGES;", "ksql",
                 lambda n: n + TAGS),
+    "fk_chain": ("SELECT a.k, a.amount, t.label, b.k2 FROM a JOIN tags t ON a.k2 = t.tag LEFT JOIN b ON a.k = b.k "
+                 "EMIT CHANGES;", "ksql", lambda n: 2 * n + TAGS),
     "stream_table_join": ("SELECT s.k, s.amount, b.k2 FROM s JOIN b ON s.k = b.k WHERE s.amount < 0 EMIT CHANGES;",
                           "ksql", lambda n: 2 * n),
     "mz_diff_join": ("SUBSCRIBE (SELECT x.id, y.amount FROM s x LEFT JOIN s y ON x.id = y.id WHERE x.amount < 0)",
                      "materialize", lambda n: 2 * n),
 }
 #: The cases run again on the old code (`--old-code`).
-COMPARED = ("pk_join", "fk_join")
+COMPARED = ("pk_join", "fk_join", "fk_chain")
 
 
 def rows(n: int, salt: int):
