@@ -158,3 +158,31 @@ def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key(three, broke
     assert state == {100: {"O_OID": 100, "NAME": None, "CARRIER": None},  # its shipment went: a tombstone
                      101: {"O_OID": 101, "NAME": "zed", "CARRIER": "van"},
                      102: {"O_OID": 102, "NAME": None, "CARRIER": "ship"}}
+
+
+def test_a_group_by_over_a_chain_after_a_foreign_key_join_counts_each_order_under_its_users_name(three, broker):
+    """The chain's rows (keyed by the order) are the table the GROUP BY counts: an order that finds
+    its user joins that name's group, and a renamed user's orders leave the old name's group."""
+    suffix = uuid.uuid4().hex[:8]
+    orders, ships = f"go_{suffix}", f"gsh_{suffix}"
+    produce(broker.bootstrap_servers, orders, [row(100, {"user_id": 1}, 20), row(101, {"user_id": 9}, 20),
+                                               row(102, {"user_id": 2}, 20)], create_partitions=1)
+    produce(broker.bootstrap_servers, ships, [row(100, {"carrier": "post"}, 25)], create_partitions=1)
+    three.sql(f"""CREATE TABLE gorders (oid INT PRIMARY KEY, user_id INT)
+                    WITH (kafka_topic='{orders}', value_format='JSON');
+                  CREATE TABLE gships (oid INT PRIMARY KEY, carrier STRING)
+                    WITH (kafka_topic='{ships}', value_format='JSON');""")
+    handle = three.sql("SELECT u.name, COUNT(*) AS n, COUNT(sh.carrier) AS shipped FROM gorders o "
+                       "JOIN users u ON o.user_id = u.id LEFT JOIN gships sh ON o.oid = sh.oid "
+                       "GROUP BY u.name EMIT CHANGES;")
+    deadline = time.monotonic() + 90
+    while not any(r["NAME"] == "bob" for r in handle.rows().to_dict("records")):
+        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+        time.sleep(0.3)
+    # order 101 finds its user 9; ann is renamed; order 102 is shipped
+    produce(broker.bootstrap_servers, three.topics["users"],
+            [row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 31)])
+    produce(broker.bootstrap_servers, ships, [row(102, {"carrier": "van"}, 32)])
+    state = settle(handle, "NAME", lambda st: {"anne", "zed"} <= set(st) and st["bob"]["SHIPPED"] == 1)
+    assert {name: (r["N"], r["SHIPPED"]) for name, r in state.items()} == {
+        "ann": (0, 0), "anne": (1, 1), "bob": (1, 1), "zed": (1, 0)}
