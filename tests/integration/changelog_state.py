@@ -16,3 +16,11 @@ def settle(handle, key, check, timeout=90):
         raise AssertionError(f"never settled: {handle.rows().to_dict('records')}")
     finally:
         handle.stop()
+
+
+def shown(handle, check, timeout=90):
+    """Wait until some row of the running push query satisfies `check` (the query goes on)."""
+    deadline = time.monotonic() + timeout
+    while not any(check(r) for r in handle.rows().to_dict("records")):
+        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
+        time.sleep(0.3)

@@ -10,7 +10,7 @@ import pytest
 import kafkasql_magic as ks
 from kafkasql_magic.kafka.producer import produce
 
-from changelog_state import settle
+from changelog_state import settle, shown
 from test_table_joins import T0, row
 
 
@@ -139,10 +139,7 @@ def test_a_foreign_key_join_then_a_left_join_on_the_left_tables_key(three, broke
     handle = three.sql("SELECT o.oid, name, qty, carrier FROM orders o JOIN users u ON o.user_id = u.id "
                        "LEFT JOIN ships sh ON o.oid = sh.oid EMIT CHANGES;")
     assert (handle.plan.table_join, handle.plan.key_names) == ("FOREIGN_KEY", ["O_OID"])
-    deadline = time.monotonic() + 90
-    while not any(r["CARRIER"] == "post" for r in handle.rows().to_dict("records")):
-        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
-        time.sleep(0.3)
+    shown(handle, lambda r: r["CARRIER"] == "post")
     # order 101 finds its user 9; ann is renamed; order 100's shipment goes (the LEFT join keeps the order)
     produce(broker.bootstrap_servers, three.topics["users"],
             [row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 31)])
@@ -175,10 +172,7 @@ def test_a_group_by_over_a_chain_after_a_foreign_key_join_counts_each_order_unde
     handle = three.sql("SELECT u.name, COUNT(*) AS n, COUNT(sh.carrier) AS shipped FROM gorders o "
                        "JOIN users u ON o.user_id = u.id LEFT JOIN gships sh ON o.oid = sh.oid "
                        "GROUP BY u.name EMIT CHANGES;")
-    deadline = time.monotonic() + 90
-    while not any(r["NAME"] == "bob" for r in handle.rows().to_dict("records")):
-        assert time.monotonic() < deadline and handle.failure is None, handle.rows()
-        time.sleep(0.3)
+    shown(handle, lambda r: r["NAME"] == "bob")
     # order 101 finds its user 9; ann is renamed; order 102 is shipped
     produce(broker.bootstrap_servers, three.topics["users"],
             [row(9, {"name": "zed"}, 30), row(1, {"name": "anne"}, 31)])
