@@ -35,6 +35,7 @@ class SourceContext:
     text: str
     infer: Callable  # (topic, key_format, value_format, key_schema_id, value_schema_id) -> Inferred
     latest_schema: Callable  # (registry_url, topic, "key" | "value") -> parsed Avro schema
+    latest_registered: Callable | None = None  # (registry_url, topic, role) -> its text and references
     connection: Callable | None = None  # (name, kind) -> connections.Endpoint (Catalog.connection)
     cell: str = ""  # the text the statement came from (positions count in it), for carets
 

@@ -11,8 +11,9 @@ from .dialect import KEY_WITHOUT_VALUE, Dialect, SourceContext
 
 
 def _kafka_source(stmt: ast.CreateKafkaSource, context: SourceContext) -> SourceDef:
+    lookups = materialize_sources.Lookups(context.latest_schema, context.latest_registered)
     return materialize_sources.source_from_create(stmt, registry_url=context.registry_url, text=context.text,
-                                                  latest_schema=context.latest_schema, connection=context.connection,
+                                                  lookups=lookups, connection=context.connection,
                                                   cell=context.cell)
 
 

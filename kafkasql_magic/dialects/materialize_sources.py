@@ -8,7 +8,7 @@ order written. A record key is flattened into its fields; a scalar key is one co
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .. import types
 from ..catalog import (HEADER, HEADERS, INLINE_ERROR, KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, Column,
@@ -39,6 +39,14 @@ INCLUDES: dict[str, tuple[str, str, ast.Type]] = {
 }
 
 
+class Lookups(NamedTuple):
+    """The registry lookups a format may make: `avro(url, topic, role)`, the parsed latest Avro
+    schema; `registered(url, topic, role)`, the latest schema's text and references."""
+
+    avro: Callable
+    registered: Callable | None = None
+
+
 @dataclass(frozen=True)
 class Decoding:
     spec: FormatSpec
@@ -47,17 +55,17 @@ class Decoding:
 
 
 def _scalar(format_name: str, key_name: str, value_name: str, t: ast.Type):
-    def build(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+    def build(fmt: ast.SourceFormat, role: str, context: dict, lookups: Lookups) -> Decoding:
         return Decoding(FormatSpec(format_name, context), [(key_name if role == "key" else value_name, t)], False)
     return build
 
 
-def _csv(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+def _csv(fmt: ast.SourceFormat, role: str, context: dict, lookups: Lookups) -> Decoding:
     columns = [(f"column{i}", types.STRING) for i in range(1, (fmt.csv_columns or 0) + 1)]
     return Decoding(FormatSpec("DELIMITED", context), columns, True)
 
 
-def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+def _avro(fmt: ast.SourceFormat, role: str, context: dict, lookups: Lookups) -> Decoding:
     from ..formats import avro_types
 
     options = dict(context)
@@ -66,13 +74,8 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
         options["CONFLUENT_WIRE_FORMAT"] = fmt.confluent_wire_format
         schema = avro_types.parse_writer(fmt.avro_schema)[1]
     else:
-        url = fmt.registry_url or context.get("SCHEMA_REGISTRY_URL")
-        if not url:
-            raise StatementError("AVRO USING CONFLUENT SCHEMA REGISTRY needs a registry URL: give one in the "
-                                 "statement or connect(..., schema_registry_url=...)")
-        limits.check_registry_url(url)
-        options["SCHEMA_REGISTRY_URL"] = url
-        schema = latest_schema(url, context["KAFKA_TOPIC"], role)
+        url = options["SCHEMA_REGISTRY_URL"] = _registry_url(fmt, context)
+        schema = lookups.avro(url, context["KAFKA_TOPIC"], role)
     record = avro_types.is_record(schema)
     options[RECORD_FIELDS] = record
     columns = [(name.lower() if record else ("key" if role == "key" else "value"), t)
@@ -80,7 +83,38 @@ def _avro(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Dec
     return Decoding(FormatSpec("AVRO", options), columns, record)
 
 
-def _regex(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> Decoding:
+def _registry_url(fmt: ast.SourceFormat, context: dict) -> str:
+    url = fmt.registry_url or context.get("SCHEMA_REGISTRY_URL")
+    if not url:
+        raise StatementError(f"{fmt.name} USING CONFLUENT SCHEMA REGISTRY needs a registry URL: give one in the "
+                             "statement or connect(..., schema_registry_url=...)")
+    limits.check_registry_url(url)
+    return url
+
+
+def _protobuf(fmt: ast.SourceFormat, role: str, context: dict, lookups: Lookups) -> Decoding:
+    """The message's fields as columns (formats.protobuf_descriptors), its FileDescriptorSet kept
+    in the format's options so that the workers decode with it and never ask the registry."""
+    from ..formats import protobuf_descriptors as pd
+
+    if fmt.protobuf_descriptors is not None:
+        data, message, framed = pd.bytea_literal(fmt.protobuf_descriptors), fmt.protobuf_message, False
+    elif fmt.protobuf_file is not None:
+        data, message, framed = pd.descriptors_of_file(fmt.protobuf_file), fmt.protobuf_message, False
+    else:
+        registered = lookups.registered(_registry_url(fmt, context), context["KAFKA_TOPIC"], role)
+        if registered.schema_type != "PROTOBUF":
+            raise StatementError(f"Subject {registered.subject} holds a {registered.schema_type} schema, not PROTOBUF")
+        data, message = pd.registered_set(registered.text, tuple(zip(registered.reference_names,
+                                                                     registered.references)), fmt.protobuf_message)
+        framed = True
+    columns = pd.columns(pd.message_of(data, message))
+    spec = FormatSpec("PROTOBUF_DESCRIPTORS", {**context, pd.DESCRIPTORS: data.hex(), pd.MESSAGE: message,
+                                               pd.FRAMED: framed})
+    return Decoding(spec, columns, True)
+
+
+def _regex(fmt: ast.SourceFormat, role: str, context: dict, lookups: Lookups) -> Decoding:
     from ..formats.regex import regex_fields
 
     spec = FormatSpec("REGEX", {**context, "REGEX": fmt.regex})
@@ -88,12 +122,13 @@ def _regex(fmt: ast.SourceFormat, role: str, context: dict, latest_schema) -> De
 
 
 #: Materialize format name -> how it decodes and which columns it yields.
-FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Callable], Decoding]] = {
+FORMATS: dict[str, Callable[[ast.SourceFormat, str, dict, Lookups], Decoding]] = {
     "TEXT": _scalar("KAFKA", "key", "text", types.STRING),
     "BYTES": _scalar("KAFKA", "key", "data", types.BYTES),
     "JSON": _scalar("JSON_DOCUMENT", "key", "data", types.STRING),
     "CSV": _csv,
     "AVRO": _avro,
+    "PROTOBUF": _protobuf,
     "REGEX": _regex,
 }
 
@@ -103,15 +138,17 @@ BYTES_FORMAT = ast.SourceFormat("BYTES")
 
 
 def _registry_format(fmt: ast.SourceFormat | None) -> bool:
-    return fmt is not None and fmt.name == "AVRO" and fmt.registry_url is not None
+    """A registry format alone (`FORMAT AVRO | PROTOBUF USING CONFLUENT SCHEMA REGISTRY`) decodes
+    the key too, with the key subject's schema."""
+    return fmt is not None and fmt.name in ("AVRO", "PROTOBUF") and fmt.registry_url is not None
 
 
-def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, latest_schema,
+def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None, lookups: Lookups = Lookups(None),
                        text: str = "", connection=None, cell: str = "") -> SourceDef:
-    """Validate a CREATE SOURCE. `latest_schema(registry_url, topic, role)` (the registry lookup)
-    supplies the Avro schema of a USING CONFLUENT SCHEMA REGISTRY format; `connection(name,
-    kind)` (the catalog's) the address of a CONNECTION the source or its registry names; `cell`
-    the text the statement's positions count in (for a caret under a bad schema)."""
+    """Validate a CREATE SOURCE. `lookups` supply the schemas of a USING CONFLUENT SCHEMA
+    REGISTRY format; `connection(name, kind)` (the catalog's) the address of a CONNECTION the
+    source or its registry names; `cell` the text the statement's positions count in (for a
+    caret under a bad schema)."""
     limits.topic_name(stmt.topic)
     for fmt in (stmt.key_format, stmt.value_format, stmt.format):
         if fmt is not None and fmt.avro_schema is not None:
@@ -129,13 +166,13 @@ def source_from_create(stmt: ast.CreateKafkaSource, *, registry_url: str | None,
         debezium.check_source(includes, key_format is not None)
     context = {"KAFKA_TOPIC": stmt.topic, "SCHEMA_REGISTRY_URL": registry_url}
     value_format = stmt.value_format or stmt.format or BYTES_FORMAT
-    value = FORMATS[value_format.name](value_format, "value", context, latest_schema)
+    value = FORMATS[value_format.name](value_format, "value", context, lookups)
     columns = [Column(n, t, VALUE) for n, t in value.columns]
     if stmt.envelope == "DEBEZIUM":
         columns = _debezium_columns(value_format, value)
     key_spec = FormatSpec("NONE")
     if key_format is not None and ("KEY" in includes or stmt.envelope == "UPSERT"):
-        key = FORMATS[key_format.name](key_format, "key", context, latest_schema)
+        key = FORMATS[key_format.name](key_format, "key", context, lookups)
         alias = next((i.alias for i in stmt.includes if i.what == "KEY"), None)
         key_spec, key_columns = _key_columns(key, alias)
         columns[:0] = key_columns

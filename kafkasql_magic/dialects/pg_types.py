@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..catalog import INLINE_ERROR, KEY, OFFSET, VALUE, SourceDef
+from ..formats import protobuf_descriptors
 from ..sql import ast
 
 #: ast.Type name -> Materialize type name
@@ -56,10 +57,14 @@ def materialize_type_name(type_: ast.Type, role: str | None = None) -> str:
 
 def never_null_values(source: SourceDef) -> frozenset[str]:
     """The value columns of a Materialize source that Materialize declares NOT NULL: those of a
-    BYTES, TEXT, JSON or CSV value, unless the value's decoding errors are inline (then they are
-    NULL beside the error) or ENVELOPE DEBEZIUM gives the row."""
-    if (source.dialect != "materialize" or source.envelope == "DEBEZIUM" or source.with_role(INLINE_ERROR)
-            or source.value_format.name not in NOT_NULL_VALUE_FORMATS):
+    BYTES, TEXT, JSON or CSV value and a PROTOBUF message's fields but its message fields,
+    unless the value's decoding errors are inline (then they are NULL beside the error) or
+    ENVELOPE DEBEZIUM gives the row."""
+    if source.dialect != "materialize" or source.envelope == "DEBEZIUM" or source.with_role(INLINE_ERROR):
+        return frozenset()
+    if source.value_format.name == "PROTOBUF_DESCRIPTORS":
+        return frozenset(c.name for c in source.value_columns if protobuf_descriptors.never_null(c.type))
+    if source.value_format.name not in NOT_NULL_VALUE_FORMATS:
         return frozenset()
     return frozenset(c.name for c in source.value_columns)
 

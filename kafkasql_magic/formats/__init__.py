@@ -11,11 +11,12 @@ from .json_sr import JsonSrFormat
 from .kafka import KafkaFormat
 from .none import NoneFormat
 from .protobuf import ProtobufFormat, ProtobufNosrFormat
+from .protobuf_descriptors import ProtobufDescriptorsFormat
 from .regex import RegexFormat
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     KafkaFormat(), DelimitedFormat(), JsonFormat(), NoneFormat(), JsonSrFormat(), AvroFormat(),
-    JsonDocumentFormat(), ProtobufFormat(), ProtobufNosrFormat(), RegexFormat())}
+    JsonDocumentFormat(), ProtobufFormat(), ProtobufNosrFormat(), ProtobufDescriptorsFormat(), RegexFormat())}
 
 
 def lookup(name: str) -> Format:

@@ -55,6 +55,14 @@ def _flag(self, meta, *children):
     return True
 
 
+def _named(message: str | None, meta) -> str:
+    """A schema given inline or in a file names its message, as Materialize's grammar requires."""
+    if message is None:
+        raise Invalid("FORMAT PROTOBUF USING SCHEMA needs the message: FORMAT PROTOBUF MESSAGE 'name' USING SCHEMA ...",
+                      meta.line, meta.column)
+    return message
+
+
 @v_args(meta=True, inline=True)
 class MaterializeBuilder(TableRules, MaterializeDdlRules):
     """The ksql builder's expression and query rules, with PostgreSQL identifiers and
@@ -157,6 +165,24 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
 
     def avro_registry_connection(self, meta, connection, options):
         return ast.SourceFormat("AVRO", registry_url="", registry_connection=connection, avro_options=options,
+                                **_pos(meta))
+
+    def protobuf_schema_format(self, meta, message, descriptors):
+        return ast.SourceFormat("PROTOBUF", protobuf_message=_named(message, meta),
+                                protobuf_descriptors=_unquote(descriptors), **_pos(meta))
+
+    def protobuf_file_format(self, meta, message, path):
+        return ast.SourceFormat("PROTOBUF", protobuf_message=_named(message, meta), protobuf_file=_unquote(path),
+                                **_pos(meta))
+
+    def protobuf_message(self, meta, name):
+        return _unquote(name)
+
+    def protobuf_registry_format(self, meta, message, url):
+        return ast.SourceFormat("PROTOBUF", protobuf_message=message, registry_url=_unquote(url), **_pos(meta))
+
+    def protobuf_registry_connection(self, meta, message, connection):
+        return ast.SourceFormat("PROTOBUF", protobuf_message=message, registry_url="", registry_connection=connection,
                                 **_pos(meta))
 
     def csr_options(self, meta, *options):

@@ -45,7 +45,20 @@ def _format(w, f: ast.SourceFormat) -> str:
             w, f.avro_options)
     if f.name == "AVRO":
         return f"AVRO USING CONFLUENT SCHEMA REGISTRY {quoted(redact.url(f.registry_url))}"
+    if f.name == "PROTOBUF":
+        return _protobuf(w, f)
     return f.name
+
+
+def _protobuf(w, f: ast.SourceFormat) -> str:
+    message = "" if f.protobuf_message is None else f" MESSAGE {quoted(f.protobuf_message)}"
+    if f.protobuf_descriptors is not None:
+        return f"PROTOBUF{message} USING SCHEMA {quoted(f.protobuf_descriptors)}"
+    if f.protobuf_file is not None:
+        return f"PROTOBUF{message} USING SCHEMA FILE {quoted(f.protobuf_file)}"
+    if f.registry_connection is not None:
+        return f"PROTOBUF{message} USING CONFLUENT SCHEMA REGISTRY CONNECTION {w.ident(f.registry_connection)}"
+    return f"PROTOBUF{message} USING CONFLUENT SCHEMA REGISTRY {quoted(redact.url(f.registry_url))}"
 
 
 def _formats(w, s) -> str:

@@ -29,11 +29,11 @@ from .listings import FROM_SOURCE
 
 
 def _context(session, text: str) -> SourceContext:
-    from ..registry.inference import latest_schema_of
+    from ..registry.inference import fetch_latest, latest_schema_of
 
     return SourceContext(settings=session.settings, registry_url=session.schema_registry_url, text=text,
-                         infer=session.infer, latest_schema=latest_schema_of, connection=session.catalog.connection,
-                         cell=session.text_now or text)
+                         infer=session.infer, latest_schema=latest_schema_of, latest_registered=fetch_latest,
+                         connection=session.catalog.connection, cell=session.text_now or text)
 
 
 def create_source(session, stmt: ast.CreateSource, text, timeout):

@@ -77,7 +77,7 @@ def test_limit_is_refused_before_anything_runs(limit, message):
 
 def mz_error(text: str) -> str:
     with pytest.raises(StatementError) as info:
-        mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None, text=text)
+        mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, text=text)
     return str(info.value)
 
 
@@ -99,7 +99,7 @@ def test_materialize_avro_schema_must_be_an_avro_schema(schema, message):
     """Refused at the statement in Materialize's words (mz_avro's), a caret under the format."""
     text = f"CREATE SOURCE s FROM KAFKA TOPIC 't'\n  KEY FORMAT TEXT VALUE FORMAT AVRO USING SCHEMA '{schema}'"
     with pytest.raises(StatementError) as info:
-        mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None,
+        mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None,
                               text=text, cell=text)
     headline, shown, caret = str(info.value).split("\n")
     assert headline == f"line 2:32: validating avro schema: {message}"
@@ -114,7 +114,7 @@ def test_materialize_registry_url_must_be_absolute():
 def test_a_view_cannot_read_itself():
     session = ks.connect("127.0.0.1:1", dialect="materialize")
     text = "CREATE SOURCE src FROM KAFKA TOPIC 't' FORMAT TEXT"
-    session.catalog.add(mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None, latest_schema=None))
+    session.catalog.add(mz.source_from_create(parse_statement(text, dialect="materialize"), registry_url=None))
     session.sql("CREATE VIEW w AS SELECT * FROM src; CREATE VIEW w2 AS SELECT * FROM w;")
     for text in ("CREATE OR REPLACE VIEW w AS SELECT * FROM w", "CREATE OR REPLACE VIEW w AS SELECT * FROM w2",
                  "CREATE OR REPLACE VIEW w AS SELECT * FROM (SELECT text FROM (SELECT * FROM w2) a) b"):

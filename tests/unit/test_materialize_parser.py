@@ -410,8 +410,9 @@ def test_parse_statement_offsets_in_errors():
     [
         ("SELECT a FROM", 1, 14, "Expected one of '(' or an identifier, found EOF"),
         ("SELECT x::1 FROM s", 1, 11, 'Expected a type, found number "1"'),
-        ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT PROTOBUF", 1, 45,
-         'Expected one of AVRO or BYTES or CSV or JSON or REGEX or TEXT, found identifier "PROTOBUF"'),
+        ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT PARQUET", 1, 45,
+         'Expected one of AVRO or BYTES or CSV or JSON or PROTOBUF or REGEX or TEXT, found identifier "PARQUET"'),
+        ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT PROTOBUF", 1, 53, "Expected one of MESSAGE or USING, found EOF"),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't'", 1, 37, "Expected one of FORMAT or KEY, found EOF"),
         ("CREATE SOURCE s FROM KAFKA TOPIC t FORMAT TEXT", 1, 34, 'Expected a string, found identifier "t"'),
         ("CREATE SOURCE s FROM KAFKA TOPIC 't' FORMAT CSV WITH x COLUMNS", 1, 54,

@@ -306,6 +306,8 @@ def _recipe(source: SourceDef, read: set[str]) -> _Recipe:
                 value_error = materialize_decode_error(F.col("value"), value_error)
             elif source.value_format.name == "AVRO" and "value" in record.columns:
                 value_error = avro.materialize_decode_error(source.value_format, F.col("value"), value_error)
+            elif source.value_format.name == "PROTOBUF_DESCRIPTORS":  # its reasons are Materialize's own
+                value_error = F.regexp_replace(value_error, "^Failed to deserialize value: ", "")
             decoded[inline.name] = F.when(value_error.isNotNull(), F.struct(value_error.alias("description")))
             value_error = None
     checks = _envelope_checks(source, record) + [e for e in (window_keys.key_error(source), key.error, value_error)

@@ -219,7 +219,9 @@ class SourceFormat(Node):
     written), AVRO with an inline schema (`avro_schema`; records Confluent-framed unless
     `confluent_wire_format` is False, as Materialize's CONFLUENT WIRE FORMAT option) or a
     Confluent registry (`registry_url`; "" means the session's unless `registry_connection`
-    names a CREATE CONNECTION ... TO CONFLUENT SCHEMA REGISTRY)."""
+    names a CREATE CONNECTION ... TO CONFLUENT SCHEMA REGISTRY), or PROTOBUF: MESSAGE
+    `protobuf_message` of a FileDescriptorSet given inline (`protobuf_descriptors`, the bytea
+    text as written), in a file (`protobuf_file`), or a registry's latest schema."""
 
     name: str
     csv_columns: int | None = None
@@ -229,6 +231,9 @@ class SourceFormat(Node):
     regex: str | None = None
     registry_connection: str | None = None
     avro_options: AvroSchemaOptions | None = None  # a sink's schemas: (AVRO ... FULLNAME, DOC ON, ...)
+    protobuf_message: str | None = None
+    protobuf_descriptors: str | None = None
+    protobuf_file: str | None = None
 
 
 @dataclass(frozen=True)
