@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from lark import Token, v_args
 
@@ -61,6 +62,26 @@ def _named(message: str | None, meta) -> str:
         raise Invalid("FORMAT PROTOBUF USING SCHEMA needs the message: FORMAT PROTOBUF MESSAGE 'name' USING SCHEMA ...",
                       meta.line, meta.column)
     return message
+
+
+class _Lateral(NamedTuple):
+    """`, unnest(list) [AS u]` after the first FROM item (its table_function subquery)."""
+
+    function: mz_ast.Subquery
+    meta: object
+
+
+def _with_elements(item, lateral: _Lateral) -> mz_ast.Subquery:
+    """`FROM t, unnest(t.l) AS u` as `FROM (SELECT t.*, unnest(t.l) AS u FROM t) AS t`: a row per
+    element of each row's list, in a column named as the alias (else `unnest`), beside the
+    item's own columns, which keep their qualifier."""
+    name = item.alias or getattr(item, "name", None)
+    if name is None:
+        raise Invalid("a subquery before unnest(...) in FROM needs an alias: FROM (SELECT ...) AS s, unnest(s.l)",
+                      lateral.meta.line, lateral.meta.column)
+    (element,) = lateral.function.query.items
+    inner = ast.Select(items=(ast.Star(name, line=item.line, column=item.column), element), source=item)
+    return mz_ast.Subquery(inner, name, line=item.line, column=item.column)
 
 
 @v_args(meta=True, inline=True)
@@ -337,10 +358,14 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
             sources = [ast.SourceRef(tables.ONE_ROW, **_pos(meta))]
             children = (*children, sources[0])
         order_by = next((c[1] for c in children if isinstance(c, tuple) and c[:1] == ("order_by",)), ())
-        rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))]
+        first = sources[0]
+        lateral = next((c for c in children if isinstance(c, _Lateral)), None)
+        source = first if lateral is None else _with_elements(first, lateral)
+        rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))
+                and not isinstance(c, _Lateral)]
         placeholder = ast.SourceRef("", **_pos(meta))
-        select = super().query(meta, *[placeholder if c is sources[0] else c for c in rest])
-        return replace(select, source=sources[0], order_by=order_by)
+        select = super().query(meta, *[placeholder if c is first else c for c in rest])
+        return replace(select, source=source, order_by=order_by)
 
     def subquery(self, meta, query, alias):
         return mz_ast.Subquery(query, alias, **_pos(meta))
@@ -356,6 +381,9 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
         inner = ast.Select(items=(ast.SelectItem(call, alias or "unnest"),),
                            source=ast.SourceRef(tables.ONE_ROW, **_pos(meta)))
         return mz_ast.Subquery(inner, alias, **_pos(meta))
+
+    def lateral(self, meta, function):
+        return _Lateral(function, meta)
 
     def subquery_alias(self, meta, name):
         return name

@@ -40,3 +40,21 @@ def test_unnest_a_sources_headers_a_row_per_header(session, broker):
 def test_unnest_of_no_list_is_refused_in_materializes_words(session):
     with pytest.raises(ks.StatementError, match=r"function unnest\(int4\) does not exist"):
         session.sql("SELECT unnest(1)", **MZ)
+
+
+def test_unnest_beside_a_source_in_from_gives_a_row_per_element_of_each_rows_list(session, broker):
+    topic = f"mzl_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [
+        {"key": None, "value": b"a", "partition": 0, "headers": [("h1", b"x"), ("h2", b"y")]},
+        {"key": None, "value": b"b", "partition": 0, "headers": []},
+        {"key": None, "value": b"c", "partition": 0, "headers": [("h1", b"z")]}], create_partitions=1)
+    name = f"l_{uuid.uuid4().hex[:8]}"
+    session.sql(f"CREATE SOURCE {name} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE HEADERS", **MZ)
+    rows = session.sql(f"SELECT s.text, (h).key AS k, convert_from((h).value, 'utf8') AS v "
+                       f"FROM {name} AS s, unnest(s.headers) AS h WHERE (h).key <> 'h2' ORDER BY text", **MZ)
+    assert rows.values.tolist() == [["a", "h1", "x"], ["c", "h1", "z"]]  # b has no header, so no row
+    counted = session.sql(f"SELECT (unnest).key AS k, count(*) AS n FROM {name}, unnest({name}.headers) "
+                          "GROUP BY (unnest).key ORDER BY k", **MZ)
+    assert counted.values.tolist() == [["h1", 2], ["h2", 1]]
+    with pytest.raises(ks.SqlSyntaxError, match="needs an alias"):
+        session.sql(f"SELECT 1 FROM (SELECT text, headers FROM {name}), unnest(headers)", **MZ)

@@ -570,3 +570,19 @@ def test_unnest_in_from_is_a_subquery_of_one_row_named_as_its_alias():
     for text in ("SELECT * FROM generate_series(1, 3)", "SELECT * FROM unnest(LIST[1], LIST[2])"):
         with pytest.raises(SqlSyntaxError, match="line 1:15: table function .* is not supported: only unnest"):
             parse_statement(text, dialect="materialize")
+
+
+def test_unnest_beside_the_first_from_item_is_a_subquery_of_its_rows_and_their_elements():
+    from kafkasql_magic.sql.ast_materialize import Subquery
+    from kafkasql_magic.sql.render_statements import render_statement
+
+    got = MATERIALIZE.parse_statement("SELECT t.id, u FROM t, unnest(t.l) AS u JOIN s ON t.id = s.id WHERE u > 1")
+    assert got.source == Subquery(ast.Select(
+        items=(ast.Star("t"), ast.SelectItem(ast.FunctionCall("UNNEST", (ast.ColumnRef("l", "t"),)), "u")),
+        source=ast.SourceRef("t")), "t")
+    assert [j.source for j in got.joins] == [ast.SourceRef("s")] and got.where is not None
+    aliased = MATERIALIZE.parse_statement("SELECT unnest FROM src AS a, unnest(a.headers)")
+    assert aliased.source.alias == "a" and aliased.source.query.items[1].alias == "unnest"
+    assert MATERIALIZE.parse_statement(render_statement(got, "materialize")) == got
+    with pytest.raises(SqlSyntaxError, match=r"line 1:25: a subquery before unnest\(...\) in FROM needs an alias"):
+        MATERIALIZE.parse_statement("SELECT * FROM (SELECT 1), unnest(LIST[1])")
