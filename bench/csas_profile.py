@@ -12,6 +12,8 @@ FROM orders WHERE qty > 1` to a JSON topic:
                the Kafka writer (so csas - noop_sink is the encode-and-produce cost)
   source_only  the raw source alone: `count()` of the topic read by the `kafkasql` data source
   csas@N       csas with at most N records per micro-batch (the session's persistent_records_per_trigger)
+  tumbling     peers job (b) instead: a 10 s TUMBLING COUNT/SUM per customer, run until it has
+               read every record (its output count depends on the micro-batches)
 Per variant: seconds from the statement to the first record in the sink topic (csas), to the
 last record written; CPU seconds per million input records of the driver's Python, the JVM by
 thread group (task threads, the stream's own thread, JIT compiler, GC, other) from
@@ -41,6 +43,10 @@ STREAM = ("CREATE STREAM {name} (customer STRING KEY, orderid STRING, item STRIN
           "ts BIGINT) WITH (kafka_topic='{topic}', value_format='JSON');")
 CSAS = ("CREATE STREAM {name} WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON') AS "
         "SELECT customer, orderid, qty * price AS total FROM {source} WHERE qty > 1;")
+#: peers job (b): the `tumbling` variant, run until every input record is read
+TUMBLING = ("CREATE TABLE {name} WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON') AS SELECT customer, "
+            "AS_VALUE(customer) AS cust, WINDOWSTART AS ws, COUNT(*) AS n, SUM(qty) AS q FROM {source} "
+            "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY customer EMIT CHANGES;")
 
 
 def _thread_group(name: str) -> str:
@@ -206,7 +212,7 @@ def run_variant(variant: str, number: int, session, spark, stack, source: str, t
         assert rows == n, rows
     else:
         found: dict = {}
-        watcher = first_record(stack.bootstrap_servers, out, started, found) if variant == "csas" else None
+        watcher = first_record(stack.bootstrap_servers, out, started, found) if variant in ("csas", "tumbling") else None
         original = None
         if variant == "noop_sink":
             from pyspark.sql import DataFrameWriter
@@ -218,11 +224,18 @@ def run_variant(variant: str, number: int, session, spark, stack, source: str, t
         try:
             if driver_profile:
                 statement.enable()
-            query = session.sql(CSAS.format(name=f"out_{variant}_{number}", topic=out, source=source))
+            text = TUMBLING if variant == "tumbling" else CSAS
+            query = session.sql(text.format(name=f"out_{variant}_{number}", topic=out, source=source))
             statement.disable()
             result["seconds_statement"] = round(time.perf_counter() - started, 2)
             result["statement_returned_at"] = time.time()
-            if not query.wait_for_records(written, 3600):
+            if variant == "tumbling":  # its output count depends on the micro-batches: wait for its input
+                deadline = time.monotonic() + 3600
+                while query.status().records_in < n and query.failure is None and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                if query.status().records_in < n:
+                    raise RuntimeError(f"{variant}: {query.status().records_in} of {n} read; {query.failure}")
+            elif not query.wait_for_records(written, 3600):
                 raise RuntimeError(f"{variant}: {query.records_out} of {written} written; {query.failure}")
         finally:
             restore()

@@ -149,6 +149,9 @@ def spark_session(cores: int, conf: dict | None = None):
              .config("spark.python.authenticate.socketTimeout", "120s")
              .config("spark.driver.memory", "2g")
              .config("spark.python.unix.domain.socket.enabled", "true"))  # as the project's session
+    from kafkasql_magic.sparkenv import LOCAL_CONF
+
+    spark = spark.config("spark.driver.extraJavaOptions", LOCAL_CONF["spark.driver.extraJavaOptions"])  # its JIT too
     for key, value in (conf or {}).items():
         spark = spark.config(key, value)
     spark = spark.getOrCreate()

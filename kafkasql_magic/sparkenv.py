@@ -33,6 +33,10 @@ REQUIRED_SQL_CONF = {
 }
 
 LOCAL_CONF = {
+    # The JVM's quick compiler only (C1, no C2): a query's generated code, state store and Arrow
+    # paths are compiled in a fraction of the CPU, and the work left on the JVM is a small part
+    # of a query's (bench/README.md, "The JVM's compilers").
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     "spark.ui.enabled": "false",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
