@@ -105,7 +105,7 @@ def _protobuf(fmt: ast.SourceFormat, role: str, context: dict, lookups: Lookups)
         registered = lookups.registered(_registry_url(fmt, context), context["KAFKA_TOPIC"], role)
         if registered.schema_type != "PROTOBUF":
             raise StatementError(f"Subject {registered.subject} holds a {registered.schema_type} schema, not PROTOBUF")
-        data, message = pd.registered_set(registered.text, tuple(zip(registered.reference_names,
+        data, message = pd.compiled_set(registered.text, tuple(zip(registered.reference_names,
                                                                      registered.references)), fmt.protobuf_message)
         framed = True
     columns = pd.columns(pd.message_of(data, message))

@@ -67,26 +67,15 @@ _lock = threading.Lock()
 def _pool(data: bytes):
     from google.protobuf import descriptor_pb2, descriptor_pool
 
-    from .protobuf_schema import _well_known
+    from .protobuf_schema import add_with_imports
 
     files = descriptor_pb2.FileDescriptorSet()
     files.MergeFromString(data)
     named = {f.name: f for f in files.file}
     pool, added = descriptor_pool.DescriptorPool(), set()
-
-    def add(name: str) -> None:  # each file after the files it imports
-        if name in added:
-            return
-        proto = named.get(name) or _well_known(name)
-        if proto is None:
-            raise ValueError(f"the set has no file {name}, which another file imports")
-        added.add(name)
-        for dep in proto.dependency:
-            add(dep)
-        pool.Add(proto)
-
     for name in named:
-        add(name)
+        add_with_imports(pool, name, named, added,
+                         lambda missing: ValueError(f"the set has no file {missing}, which another file imports"))
     return pool
 
 
@@ -147,9 +136,10 @@ def never_null(t: ast.Type) -> bool:
     return t.name != "STRUCT"
 
 
-def registered_set(text: str, references: Sequence[tuple[str, str]], message: str | None) -> tuple[bytes, str]:
-    """A registered schema (`.proto` text and its references) compiled to a FileDescriptorSet,
-    with the message to read: `message`, else the file's only message (Materialize's rule)."""
+def compiled_set(text: str, references: Sequence[tuple[str, str]], message: str | None) -> tuple[bytes, str]:
+    """`.proto` text (a registered schema) and its references compiled to a FileDescriptorSet, as
+    `protoc --include_imports --descriptor_set_out` writes one, with the message to read:
+    `message`, else the file's only message (Materialize's rule for a registry's schema)."""
     from google.protobuf import descriptor_pb2
 
     from .protobuf_schema import ProtobufSchemaError, Schema

@@ -183,19 +183,10 @@ class Schema:
         named[main.name] = main
         self.pool = descriptor_pool.DescriptorPool()
         added: set[str] = set()
-        self._add(main.name, named, added)
+        add_with_imports(self.pool, main.name, named, added, lambda name: ProtobufSchemaError(
+            f"The PROTOBUF schema imports {name}, which the registry did not provide"))
         self.file = self.pool.FindFileByName(main.name)
 
-    def _add(self, name: str, named: dict, added: set) -> None:
-        if name in added:
-            return
-        proto = named.get(name) or _well_known(name)
-        if proto is None:
-            raise ProtobufSchemaError(f"The PROTOBUF schema imports {name}, which the registry did not provide")
-        added.add(name)
-        for dep in proto.dependency:
-            self._add(dep, named, added)
-        self.pool.Add(proto)
 
     def message(self, indexes: Sequence[int] = (0,)):
         """The message descriptor at `indexes` (Confluent's message-index path)."""
@@ -216,6 +207,20 @@ class Schema:
         from google.protobuf import message_factory
 
         return message_factory.GetMessageClass(self.message(indexes))
+
+
+def add_with_imports(pool, name: str, named: dict, added: set, missing) -> None:
+    """Add file `name` (its FileDescriptorProto in `named`, else a well-known file) to `pool`
+    after the files it imports; `missing(name)` is the error for a file found nowhere."""
+    if name in added:
+        return
+    proto = named.get(name) or _well_known(name)
+    if proto is None:
+        raise missing(name)
+    added.add(name)
+    for dep in proto.dependency:
+        add_with_imports(pool, dep, named, added, missing)
+    pool.Add(proto)
 
 
 def imports_of(text: str) -> list[str]:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pandas
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
-from google.protobuf import descriptor_pb2, message_factory
+from google.protobuf import message_factory
 
 import kafkasql_magic as ks
 from kafkasql_magic.formats import protobuf_descriptors as pd
-from kafkasql_magic.formats.protobuf_schema import compile_text
 from kafkasql_magic.kafka.producer import produce
 
 MZ = {"dialect": "materialize"}
@@ -33,11 +32,9 @@ message Order {
 """
 
 
-def descriptor_set(text: str) -> bytes:
-    files = descriptor_pb2.FileDescriptorSet()
-    for proto in compile_text(text):
-        files.file.add().CopyFrom(proto)
-    return files.SerializeToString()
+def descriptor_set(text: str, message: str = "shop.Order") -> bytes:
+    """What `protoc --include_imports --descriptor_set_out` writes for `text`."""
+    return pd.compiled_set(text, (), message)[0]
 
 
 def plain(rows) -> list[tuple]:
@@ -121,7 +118,7 @@ def test_the_registry_latest_schema_reads_framed_records_upserted_by_key_with_er
 
 
 def test_a_map_field_is_refused_when_the_source_is_made(session, new_topic):
-    data = descriptor_set('syntax = "proto3";\nmessage M { map<string, int32> m = 1; }')
+    data = descriptor_set('syntax = "proto3";\nmessage M { map<string, int32> m = 1; }', "M")
     with pytest.raises(ks.StatementError, match="^Protobuf map fields are not supported$"):
         session.sql(f"CREATE SOURCE maps FROM KAFKA TOPIC '{new_topic(1)}' "
                     f"FORMAT PROTOBUF MESSAGE 'M' USING SCHEMA '\\x{data.hex()}'", **MZ)

@@ -23,14 +23,20 @@ def test_unnest_in_from_names_its_column_as_its_alias(session):
     assert sorted(rows["t"].tolist()) == [20, 30]
 
 
-def test_unnest_a_sources_headers_a_row_per_header(session, broker):
+def headed_source(session, broker, last: str) -> str:
+    """A source of three records: `a` with headers h1 and h2, `b` with none, `c` with header `last`."""
     topic = f"mzu_{uuid.uuid4().hex[:8]}"
     produce(broker.bootstrap_servers, topic, [
         {"key": None, "value": b"a", "partition": 0, "headers": [("h1", b"x"), ("h2", b"y")]},
         {"key": None, "value": b"b", "partition": 0, "headers": []},
-        {"key": None, "value": b"c", "partition": 0, "headers": [("h3", b"z")]}], create_partitions=1)
+        {"key": None, "value": b"c", "partition": 0, "headers": [(last, b"z")]}], create_partitions=1)
     name = f"u_{uuid.uuid4().hex[:8]}"
     session.sql(f"CREATE SOURCE {name} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE HEADERS", **MZ)
+    return name
+
+
+def test_unnest_a_sources_headers_a_row_per_header(session, broker):
+    name = headed_source(session, broker, "h3")
     session.sql(f"CREATE VIEW {name}_h AS SELECT text, unnest(headers) AS h FROM {name}", **MZ)
     rows = session.sql(f"SELECT text, (h).key AS k, convert_from((h).value, 'utf8') AS v FROM {name}_h "
                        "ORDER BY text, k", **MZ)
@@ -43,13 +49,7 @@ def test_unnest_of_no_list_is_refused_in_materializes_words(session):
 
 
 def test_unnest_beside_a_source_in_from_gives_a_row_per_element_of_each_rows_list(session, broker):
-    topic = f"mzl_{uuid.uuid4().hex[:8]}"
-    produce(broker.bootstrap_servers, topic, [
-        {"key": None, "value": b"a", "partition": 0, "headers": [("h1", b"x"), ("h2", b"y")]},
-        {"key": None, "value": b"b", "partition": 0, "headers": []},
-        {"key": None, "value": b"c", "partition": 0, "headers": [("h1", b"z")]}], create_partitions=1)
-    name = f"l_{uuid.uuid4().hex[:8]}"
-    session.sql(f"CREATE SOURCE {name} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE HEADERS", **MZ)
+    name = headed_source(session, broker, "h1")
     rows = session.sql(f"SELECT s.text, (h).key AS k, convert_from((h).value, 'utf8') AS v "
                        f"FROM {name} AS s, unnest(s.headers) AS h WHERE (h).key <> 'h2' ORDER BY text", **MZ)
     assert rows.values.tolist() == [["a", "h1", "x"], ["c", "h1", "z"]]  # b has no header, so no row

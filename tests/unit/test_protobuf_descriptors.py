@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from google.protobuf import descriptor_pb2, message_factory
+from google.protobuf import message_factory
 
 from kafkasql_magic.errors import SqlSyntaxError, StatementError
 from kafkasql_magic.formats import protobuf_descriptors as pd
-from kafkasql_magic.formats.protobuf_schema import compile_text
 from kafkasql_magic.sql import ast
 from kafkasql_magic.sql.materialize_parser import MATERIALIZE
 from kafkasql_magic.sql.render_statements import render_statement
@@ -36,12 +35,9 @@ message Batch {
 """
 
 
-def descriptor_set(text: str) -> bytes:
+def descriptor_set(text: str, message: str) -> bytes:
     """What `protoc --include_imports --descriptor_set_out` writes for `text`."""
-    files = descriptor_pb2.FileDescriptorSet()
-    for proto in compile_text(text):
-        files.file.add().CopyFrom(proto)
-    return files.SerializeToString()
+    return pd.compiled_set(text, (), message)[0]
 
 
 def source_format(text: str) -> ast.SourceFormat:
@@ -79,7 +75,7 @@ def test_message_file_and_protobuf_stay_column_names():
 
 
 def test_columns_follow_materialize_scalars_never_null_messages_as_records_well_known_types_too():
-    columns = pd.columns(pd.message_of(descriptor_set(BATCH), ".billing.Batch"))
+    columns = pd.columns(pd.message_of(descriptor_set(BATCH, 'billing.Batch'), ".billing.Batch"))
     line = ast.Type("STRUCT", fields=(("sku", ast.Type("STRING")), ("qty", ast.Type("INT"))))
     at = ast.Type("STRUCT", fields=(("seconds", ast.Type("BIGINT")), ("nanos", ast.Type("INT"))))
     assert columns == [("id", ast.Type("INT")), ("note", ast.Type("STRING")), ("kind", ast.Type("STRING")),
@@ -97,14 +93,14 @@ def test_columns_follow_materialize_scalars_never_null_messages_as_records_well_
     ("message M { N n = 1; } message N { M back = 1; }", "Recursive types are not supported: M"),
 ])
 def test_what_materialize_refuses_is_refused_in_its_words(body, message):
-    data = descriptor_set('syntax = "proto3";\n' + body)
+    data = descriptor_set('syntax = "proto3";\n' + body, "M")
     with pytest.raises(StatementError, match=f"^{message}$"):
         pd.columns(pd.message_of(data, "M"))
 
 
 def test_a_message_that_is_not_in_the_set_and_bytes_that_are_no_set_are_named():
     with pytest.raises(StatementError, match='^protobuf message "billing.Nope" not found in file descriptor set$'):
-        pd.message_of(descriptor_set(BATCH), "billing.Nope")
+        pd.message_of(descriptor_set(BATCH, 'billing.Batch'), "billing.Nope")
     with pytest.raises(StatementError, match="^decoding file descriptor set: "):
         pd.message_of(b"\xff\xff\xff", "billing.Batch")
     with pytest.raises(StatementError, match="invalid input syntax for type bytea"):
@@ -113,7 +109,7 @@ def test_a_message_that_is_not_in_the_set_and_bytes_that_are_no_set_are_named():
 
 
 def test_the_batch_decoder_gives_defaults_nulls_enum_names_and_materialize_error_texts():
-    data = descriptor_set(BATCH)
+    data = descriptor_set(BATCH, 'billing.Batch')
     cls = message_factory.GetMessageClass(pd.message_of(data, "billing.Batch"))
     full = cls(id=7, note="n", kind=1, counts=[1, 2], line=cls.Line(sku="a", qty=-2),
                lines=[cls.Line(sku="b", qty=3)], price=1.5, raw=b"\x00", done=True)
@@ -135,7 +131,7 @@ def test_the_batch_decoder_gives_defaults_nulls_enum_names_and_materialize_error
 
 
 def test_framed_records_skip_the_confluent_header_whatever_schema_id_it_names():
-    data = descriptor_set(BATCH)
+    data = descriptor_set(BATCH, 'billing.Batch')
     cls = message_factory.GetMessageClass(pd.message_of(data, "billing.Batch"))
     fields = tuple(pd.columns(pd.message_of(data, "billing.Batch")))
     framed = b"\x00\x00\x00\x03\xe7\x00" + cls(id=5).SerializeToString()
@@ -148,11 +144,11 @@ def test_framed_records_skip_the_confluent_header_whatever_schema_id_it_names():
                                              "few bytes: expected at least 5 bytes, got 2")
 
 
-def test_a_registered_schema_compiles_to_a_set_and_names_its_only_message():
-    data, message = pd.registered_set(BATCH, (), None)
+def test_a_schema_compiles_to_a_set_and_names_its_only_message():
+    data, message = pd.compiled_set(BATCH, (), None)
     assert message == "billing.Batch"
     assert [name for name, _ in pd.columns(pd.message_of(data, message))][:3] == ["id", "note", "kind"]
     two = 'syntax = "proto3";\nmessage A { int32 a = 1; }\nmessage B { int32 b = 1; }'
     with pytest.raises(StatementError, match="^Protobuf schemas with multiple messages not yet supported$"):
-        pd.registered_set(two, (), None)
-    assert pd.registered_set(two, (), "B")[1] == "B"
+        pd.compiled_set(two, (), None)
+    assert pd.compiled_set(two, (), "B")[1] == "B"
