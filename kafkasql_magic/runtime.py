@@ -85,7 +85,7 @@ class PushQuery:
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "PushQuery":
         writer = (self._frame.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
-                  .foreachBatch(self._on_batch)
+                  .foreachBatch(without_java_frames(self._on_batch))
                   .option("checkpointLocation", self._checkpoint).trigger(processingTime=self._trigger))
         try:
             self._query = writer.start()
@@ -339,6 +339,46 @@ def live_model(plan: QueryPlan, names: list[str], *, sql: str, max_rows: int) ->
                       blocking=plan.limit is not None)
     model.set_phase(PREPARING)
     return model
+
+
+class BatchFailed(Exception):
+    """A micro-batch's failure as foreachBatch hands it back to Spark: its traceback without
+    the Java stack frames."""
+
+
+#: the lines of a Java stack trace that are frames ("\tat ...", "\t... 12 more")
+_JAVA_FRAME = re.compile(r"^\t(?:at |\.\.\. \d+ more)")
+#: past this, the middle of the text goes (its head and its tail, the innermost cause, stay)
+BATCH_FAILURE_CHARS = 16_000
+
+
+def without_java_frames(on_batch):
+    r"""`on_batch` for foreachBatch, whose failure reaches Spark as its Python traceback
+    without the Java stack frames. Spark 4.3 matches that text against
+    `calling((.|\r\n|\r|\n)*)(...)` (StreamExecution.isInterruptionException), one recursion
+    per character: a batch's Py4JJavaError with its stack trace overflowed the stream thread's
+    stack there, and the query failed with a StackOverflowError in java.util.regex in place of
+    its cause. Every exception line stays, so Spark still tells a stop (an interrupted or
+    cancelled job) from a failure and our own errors' lines still name the problem."""
+    @functools.wraps(on_batch)
+    def run(batch, batch_id: int) -> None:
+        try:
+            on_batch(batch, batch_id)
+        except Exception as exc:
+            raise BatchFailed(batch_failure_text(exc)) from None
+    return run
+
+
+def batch_failure_text(exc: BaseException) -> str:
+    """The exception's Python traceback (its causes' too), without the Java frames."""
+    import traceback
+
+    lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).splitlines()
+    text = "\n".join(line for line in lines if not _JAVA_FRAME.match(line))
+    if len(text) > BATCH_FAILURE_CHARS:
+        half = BATCH_FAILURE_CHARS // 2
+        text = f"{text[:half]}\n[... {len(text) - 2 * half} characters ...]\n{text[-half:]}"
+    return text
 
 
 def failure_message(exc: BaseException) -> str:

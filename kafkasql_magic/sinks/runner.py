@@ -25,7 +25,7 @@ from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import (DROP, ERROR, KEYLESS, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_TIMESTAMP,
                               TOMBSTONE, WINDOWEND, WINDOWSTART, result_column)
 from ..results import ProcessingLog, observed_errors
-from ..runtime import failure_message
+from ..runtime import failure_message, without_java_frames
 from . import layout
 from .encode import encode, writer_encoded
 
@@ -193,7 +193,7 @@ class PersistentQuery:
 
     def _stream(self):
         return (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
-                .foreachBatch(self._on_batch).option("checkpointLocation", self.checkpoint)
+                .foreachBatch(without_java_frames(self._on_batch)).option("checkpointLocation", self.checkpoint)
                 .trigger(processingTime=self._trigger).start())
 
     def _watch(self) -> None:
