@@ -2,8 +2,9 @@
 their Python workers, their RocksDB state stores) the output it gives on `local[2]`: SESSION and
 HOPPING windows, a table aggregation whose groups lose rows, a stream-table join, a
 stream-stream join, a foreign-key table-table join, a GROUP BY over it and a LEFT join after
-it, over the same records, their sink topics read back (tables folded to their last value per
-key, streams as sorted records). The keyed steps in pandas and in rows, the processors pickled
+it; in a second, smaller run, TUMBLING windows with EMIT FINAL (closed by event-time timers)
+and with the record cache off (a change per record). The same records in, their sink topics
+read back (tables folded to their last value per key, streams as sorted records). The keyed steps in pandas and in rows, the processors pickled
 to executors, and the state schemas all cross to processes that are not the driver's."""
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ QUERIES = {
                        "JOIN USERS U ON O.USER = U.ID GROUP BY U.REGION;"),
     "SHIPPED": ("table", "CREATE TABLE {name} AS SELECT O.ID, U.NAME, S.CARRIER FROM ORDERS O "
                          "JOIN USERS U ON O.USER = U.ID LEFT JOIN SHIPS S ON O.ID = S.ID;"),
+}
+
+#: EMIT FINAL and the record cache off: their own run, so that no more queries start at once
+#: than the test above starts (each streaming source's Python worker must connect back to its
+#: JVM within Spark's fixed 10 s). With the cache off every record writes its window's new
+#: value, so that sink is compared record by record.
+WINDOW_EMITS = {
+    "FINAL": ("table", "CREATE TABLE {name} AS SELECT USER, COUNT(*) AS C, SUM(AMT) AS S FROM PAYS "
+                       "WINDOW TUMBLING (SIZE 10 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY USER EMIT FINAL;"),
+    "EACH": ("stream", "SET 'cache.max.bytes.buffering'='0';\n"
+                       "CREATE TABLE {name} AS SELECT USER, COUNT(*) AS C, SUM(AMT) AS S FROM PAYS "
+                       "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY USER;\n"
+                       "UNSET 'cache.max.bytes.buffering';"),
 }
 
 CLUSTER_SCRIPT = textwrap.dedent("""
@@ -117,7 +131,7 @@ def _produce_inputs(bootstrap: str, new_topic) -> dict[str, str]:
 
 
 def _sizes() -> dict[str, int]:
-    """How many keys (tables) or records (streams) each sink holds once everything is read."""
+    """How many keys (tables) or records (streams) each sink of QUERIES holds once everything is read."""
     hopping = {(u, start) for u, _, t in CLICKS for start in range((t - 20_000) // 10_000 * 10_000 + 10_000,
                                                                      t + 1, 10_000) if start <= t < start + 20_000}
     pairs = [(c, p) for c in CLICKS for p in PAYS if c[0] == p[0] and abs(c[2] - p[2]) <= 3000]
@@ -125,19 +139,26 @@ def _sizes() -> dict[str, int]:
             "SPEND": 2, "SHIPPED": 5}
 
 
-def _statements(run: str, topics: dict[str, str]) -> tuple[str, dict[str, str]]:
+def _window_emit_sizes() -> dict[str, int]:
+    """The same for WINDOW_EMITS: the closed windows (grace 0: before the last payment's time), and
+    one change per payment."""
+    closed = {(u, t // 10_000) for u, _, t in PAYS if (t // 10_000 + 1) * 10_000 <= max(t for *_, t in PAYS)}
+    return {"FINAL": len(closed), "EACH": len(PAYS)}
+
+
+def _statements(run: str, topics: dict[str, str], queries: dict) -> tuple[str, dict[str, str]]:
     """The sources and every query, the sinks named for `run`; and {sink topic: kind}."""
     text = SOURCES.format(**topics)
     sinks = {}
-    for name, (kind, query) in QUERIES.items():
+    for name, (kind, query) in queries.items():
         text += query.format(name=f"{name}_{run}") + "\n"
         sinks[f"{name}_{run}"] = kind
     return text, sinks
 
 
-def _settled(bootstrap: str, sinks: dict[str, str], ksql, run: str) -> dict:
+def _settled(bootstrap: str, sinks: dict[str, str], ksql, run: str, sizes: dict[str, int]) -> dict:
     """The local run's outputs once every sink has its size and two reads 3 s apart agree."""
-    want = {f"{name}_{run}": size for name, size in _sizes().items()}
+    want = {f"{name}_{run}": size for name, size in sizes.items()}
     deadline, last = time.monotonic() + 240, None
     while time.monotonic() < deadline:
         failures = [f"{q.id}: {q.failure}" for q in ksql.persistent.queries.values() if q.failure]
@@ -151,28 +172,19 @@ def _settled(bootstrap: str, sinks: dict[str, str], ksql, run: str) -> dict:
                          f"where {want} were expected")
 
 
-@pytest.mark.cluster
-def test_every_stateful_kind_gives_on_a_cluster_what_it_gives_locally(broker, ksql, new_topic, executor_cluster,
-                                                                        tmp_path):
-    bootstrap = broker.bootstrap_servers
-    topics = _produce_inputs(bootstrap, new_topic)
-    run = uuid.uuid4().hex[:6].upper()
-
-    local_text, local_sinks = _statements(f"L{run}", topics)
-    ksql.sql(local_text)
-    local = _settled(bootstrap, local_sinks, ksql, f"L{run}")
+def _local(ksql, bootstrap: str, run: str, topics: dict[str, str], queries: dict, sizes: dict[str, int]) -> dict:
+    """The queries' outputs on the test session's `local[2]`, once settled; the queries stopped."""
+    text, sinks = _statements(f"L{run}", topics, queries)
+    ksql.sql(text)
+    local = _settled(bootstrap, sinks, ksql, f"L{run}", sizes)
     ksql.stop()
-    regions = local[f"REGIONS_L{run}"]  # u1 moved from r1 to r0, u2 left r0
-    assert regions == {b"r0".hex(): {"C": 2}, b"r1".hex(): {"C": 1}}, regions
-    named = sorted((bytes.fromhex(k).decode(), v["NAME"]) for k, v in local[f"NAMED_L{run}"].items())
-    assert named == [("o0", "n0"), ("o1", "n1"), ("o2", "n3"), ("o3", "n3"), ("o6", "n1")], named
-    shipped = sorted((bytes.fromhex(k).decode(), v["NAME"], v["CARRIER"]) for k, v in local[f"SHIPPED_L{run}"].items())
-    assert shipped == [("o0", "n0", "post"), ("o1", "n1", None), ("o2", "n3", "van"), ("o3", "n3", None),
-                       ("o6", "n1", "ship")], shipped
-    spend = local[f"SPEND_L{run}"]  # those orders by their user's region now: o0, o1 and o6 in r0
-    assert spend == {b"r0".hex(): {"C": 3, "T": 7}, b"r1".hex(): {"C": 2, "T": 5}}, spend
+    return local
 
-    cluster_text, cluster_sinks = _statements(f"C{run}", topics)
+
+def _assert_same_on_the_cluster(executor_cluster, bootstrap: str, run: str, topics: dict[str, str], queries: dict,
+                                local: dict, tmp_path) -> None:
+    """The same queries, over the same topics, on the cluster: every sink as it was locally."""
+    cluster_text, cluster_sinks = _statements(f"C{run}", topics, queries)
     expected = tmp_path / "expected.json"  # the local outputs under the cluster's sink names
     expected.write_text(json.dumps({topic.replace(f"_L{run}", f"_C{run}"): out for topic, out in local.items()}))
     out = executor_cluster(CLUSTER_SCRIPT, bootstrap, str(tmp_path / "cluster-state"), cluster_text,
@@ -188,3 +200,40 @@ def test_every_stateful_kind_gives_on_a_cluster_what_it_gives_locally(broker, ks
             f"{topic} ({kind}) differs; failures seen on the way: {result['seen']}"
     for failure in result["seen"]:  # restarted from its checkpoint and gave the same output: say so all the same
         warnings.warn(f"a query failed on the cluster and was restarted: {failure}")
+
+
+@pytest.mark.cluster
+def test_every_stateful_kind_gives_on_a_cluster_what_it_gives_locally(broker, ksql, new_topic, executor_cluster,
+                                                                        tmp_path):
+    bootstrap = broker.bootstrap_servers
+    topics = _produce_inputs(bootstrap, new_topic)
+    run = uuid.uuid4().hex[:6].upper()
+
+    local = _local(ksql, bootstrap, run, topics, QUERIES, _sizes())
+    regions = local[f"REGIONS_L{run}"]  # u1 moved from r1 to r0, u2 left r0
+    assert regions == {b"r0".hex(): {"C": 2}, b"r1".hex(): {"C": 1}}, regions
+    named = sorted((bytes.fromhex(k).decode(), v["NAME"]) for k, v in local[f"NAMED_L{run}"].items())
+    assert named == [("o0", "n0"), ("o1", "n1"), ("o2", "n3"), ("o3", "n3"), ("o6", "n1")], named
+    shipped = sorted((bytes.fromhex(k).decode(), v["NAME"], v["CARRIER"]) for k, v in local[f"SHIPPED_L{run}"].items())
+    assert shipped == [("o0", "n0", "post"), ("o1", "n1", None), ("o2", "n3", "van"), ("o3", "n3", None),
+                       ("o6", "n1", "ship")], shipped
+    spend = local[f"SPEND_L{run}"]  # those orders by their user's region now: o0, o1 and o6 in r0
+    assert spend == {b"r0".hex(): {"C": 3, "T": 7}, b"r1".hex(): {"C": 2, "T": 5}}, spend
+
+    _assert_same_on_the_cluster(executor_cluster, bootstrap, run, topics, QUERIES, local, tmp_path)
+
+
+@pytest.mark.cluster
+def test_emit_final_and_a_change_per_record_give_on_a_cluster_what_they_give_locally(broker, ksql, new_topic,
+                                                                                     executor_cluster, tmp_path):
+    bootstrap = broker.bootstrap_servers
+    topics = _produce_inputs(bootstrap, new_topic)
+    run = uuid.uuid4().hex[:6].upper()
+
+    local = _local(ksql, bootstrap, run, topics, WINDOW_EMITS, _window_emit_sizes())
+    final = sorted(v["S"] for v in local[f"FINAL_L{run}"].values())  # the closed windows' payments, one row each
+    assert final == list(range(8)), final
+    each = sorted(v["S"] for _, v in local[f"EACH_L{run}"])  # each payment's window total after it
+    assert each == sorted(a for _, a, _ in PAYS), each  # a user's two payments 20 s apart: one a window
+
+    _assert_same_on_the_cluster(executor_cluster, bootstrap, run, topics, WINDOW_EMITS, local, tmp_path)
