@@ -4,7 +4,8 @@ from kafkasql_magic import types
 from kafkasql_magic.catalog import KEY, Column, SourceDef
 from kafkasql_magic.formats.base import FormatSpec
 from kafkasql_magic.dialects import KSQL
-from kafkasql_magic.engine.analysis.grouping import aggregate_calls as _aggregate_calls, substitute as _substitute
+from kafkasql_magic.engine.analysis.grouping import aggregate_calls as _aggregate_calls
+from kafkasql_magic.sql.ast import substitute as _substitute
 from kafkasql_magic.engine.analysis.select import partitioned_star as _partitioned_star
 from kafkasql_magic.sql import ast, parse_statement
 

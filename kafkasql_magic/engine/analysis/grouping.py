@@ -3,7 +3,6 @@ frame's columns, and only those may remain in SELECT and HAVING."""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
 
 from ...errors import StatementError
 from ...sql import ast
@@ -27,18 +26,6 @@ def aggregate_calls(expr: ast.Expr) -> list[ast.FunctionCall | OrderedCall]:
     return [call for child in ast.children(expr) for call in aggregate_calls(child)]
 
 
-def substitute(node, table: dict):
-    """`node` with every sub-expression found in `table` replaced by its entry."""
-    if isinstance(node, ast.Expr) and node in table:
-        return table[node]
-    if isinstance(node, tuple):
-        return tuple(substitute(item, table) for item in node)
-    if not isinstance(node, ast.Node):
-        return node
-    return replace(node, **{f.name: substitute(getattr(node, f.name), table) for f in fields(node)
-                            if f.name not in ("line", "column")})
-
-
 def qualified(expr: ast.Expr, inputs) -> ast.Expr:
     """`expr` with every column of a FROM item qualified by its alias (or name) and spelled as
     declared, so that `id`, `input.id` and `i.id` compare equal, as ksqlDB compares them."""
@@ -48,7 +35,7 @@ def qualified(expr: ast.Expr, inputs) -> ast.Expr:
         if side is not None:
             name = next(c for c in side.visible if c.lower() == ref.name.lower())
             table[ref] = ast.ColumnRef(name, side.qualifiers[0])
-    return substitute(expr, table)
+    return ast.substitute(expr, table)
 
 
 def _side(ref: ast.ColumnRef, inputs):
@@ -69,7 +56,7 @@ def aligned(expr: ast.Expr, keys, inputs) -> ast.Expr:
     kinds = tuple({type(k) for k in keys})  # only nodes of a key's kind can be it: no quadratic walk
     table = {n: wanted[q] for n in ast.walk(expr) if isinstance(n, kinds)
              and (q := qualified(n, inputs)) in wanted and n != wanted[q]}
-    return substitute(expr, table) if table else expr
+    return ast.substitute(expr, table) if table else expr
 
 
 def _columns(node, bound: frozenset = frozenset()):
@@ -102,7 +89,7 @@ def check_ungrouped_selects(stmt: ast.Select) -> None:
     """An aggregation without GROUP BY: a SELECT expression using a column outside its aggregates
     is named first, as ksqlDB's aggregate analysis does."""
     exprs = [i.expr for i in stmt.items if isinstance(i, ast.SelectItem)]
-    check_grouped_selects(exprs, [substitute(e, {c: ast.ColumnRef("__agg") for c in aggregate_calls(e)})
+    check_grouped_selects(exprs, [ast.substitute(e, {c: ast.ColumnRef("__agg") for c in aggregate_calls(e)})
                                   for e in exprs])
 
 
@@ -150,8 +137,8 @@ def grouping_of(stmt: ast.Select, outputs, inputs=()) -> Grouping:
     for index, call in enumerate(calls):
         aggregates.lookup(call.name, len(call.args), call.star)
         table[call] = ast.ColumnRef(f"__agg{index}")
-    having = substitute(aligned(stmt.having, stmt.group_by, inputs), table) if stmt.having is not None else None
-    grouped = tuple(substitute(expr, table) for _, expr in outputs)
+    having = ast.substitute(aligned(stmt.having, stmt.group_by, inputs), table) if stmt.having is not None else None
+    grouped = tuple(ast.substitute(expr, table) for _, expr in outputs)
     check_grouped_selects([expr for _, expr in outputs], grouped)
     if having is not None:
         check_grouped(having, "HAVING expression")

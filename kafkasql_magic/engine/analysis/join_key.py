@@ -154,7 +154,6 @@ def _operands(on: ast.Expr, inputs, joined: int) -> tuple[ast.Expr, ast.Expr] | 
 def _canonical(expr: ast.Expr, inputs) -> ast.Expr:
     """`expr` with every column qualified by its source's alias (or name) and spelled as
     declared, so that ON clauses naming a column differently compare equal, as in ksqlDB."""
-    from .grouping import substitute
     from .select import side_of
 
     table = {}
@@ -164,7 +163,7 @@ def _canonical(expr: ast.Expr, inputs) -> ast.Expr:
             side = inputs[found[0]]
             name = next((c for c in side.visible if c.lower() == found[1]), ref.name)
             table[ref] = ast.ColumnRef(name, side.qualifiers[0])
-    return substitute(expr, table)
+    return ast.substitute(expr, table)
 
 
 def _owner(expr: ast.Expr, inputs) -> int | None:

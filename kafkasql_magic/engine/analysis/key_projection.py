@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.render import render
-from .grouping import qualified, substitute
+from .grouping import qualified
 from .join_key import JoinKey, check_key_selected_once as check_join_key_selected_once
 from ..table_join.kinds import FOREIGN_KEY
 
@@ -145,7 +145,7 @@ def _grouping_text(expr: ast.Expr, plan) -> str:
         (lambda r: ast.ColumnRef(r.name))
     expr = qualified(expr, plan.inputs)
     refs = {n: ref_of(n) for n in ast.walk(expr) if isinstance(n, ast.ColumnRef) and n.qualifier is not None}
-    return render(substitute(expr, refs))
+    return render(ast.substitute(expr, refs))
 
 
 def key_missing(sink: str, what: str, keys: list[str]) -> str:

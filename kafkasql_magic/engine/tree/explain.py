@@ -8,7 +8,6 @@ from typing import Callable
 from ...sql import ast
 from ...loadgen.counter import counter_of
 from ...sql.render_statements import writer_of
-from ..analysis.grouping import substitute
 from . import nodes as n
 
 
@@ -88,7 +87,7 @@ def _written(expr: ast.Expr, grouping) -> ast.Expr:
     """An expression over the staged group keys and aggregates, as the statement wrote it."""
     staged = {ast.ColumnRef(f"__g{i}"): key for i, key in enumerate(grouping.keys)}
     staged |= {ast.ColumnRef(f"__agg{i}"): call for i, call in enumerate(grouping.calls)}
-    return substitute(expr, staged)
+    return ast.substitute(expr, staged)
 
 
 def _window(window: ast.Window) -> str:

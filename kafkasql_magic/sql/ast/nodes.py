@@ -7,7 +7,7 @@ tests can compare trees built by hand with parsed ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
@@ -191,3 +191,15 @@ def walk(node):
     yield node
     for child in children(node):
         yield from walk(child)
+
+
+def substitute(node, table: dict):
+    """`node` with every sub-expression found in `table` replaced by its entry."""
+    if isinstance(node, Expr) and node in table:
+        return table[node]
+    if isinstance(node, tuple):
+        return tuple(substitute(item, table) for item in node)
+    if not isinstance(node, Node):
+        return node
+    return replace(node, **{f.name: substitute(getattr(node, f.name), table) for f in fields(node)
+                            if f.name not in ("line", "column")})
