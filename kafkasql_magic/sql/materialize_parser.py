@@ -359,13 +359,17 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
             children = (*children, sources[0])
         order_by = next((c[1] for c in children if isinstance(c, tuple) and c[:1] == ("order_by",)), ())
         first = sources[0]
-        lateral = next((c for c in children if isinstance(c, _Lateral)), None)
-        source = first if lateral is None else _with_elements(first, lateral)
+        source, elements = first, {}
+        for lateral in (c for c in children if isinstance(c, _Lateral)):  # each over the one before
+            source = _with_elements(source, lateral)
+            (item,) = lateral.function.query.items  # `u.u`: the element's relation and column
+            elements[ast.ColumnRef(item.alias, lateral.function.alias or "unnest")] = ast.ColumnRef(
+                item.alias, source.alias)
         rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))
                 and not isinstance(c, _Lateral)]
         placeholder = ast.SourceRef("", **_pos(meta))
-        select = super().query(meta, *[placeholder if c is first else c for c in rest])
-        return replace(select, source=source, order_by=order_by)
+        select = ast.substitute(super().query(meta, *[placeholder if c is first else c for c in rest]), elements)
+        return replace(select, source=source, order_by=ast.substitute(order_by, elements))
 
     def subquery(self, meta, query, alias):
         return mz_ast.Subquery(query, alias, **_pos(meta))

@@ -586,3 +586,17 @@ def test_unnest_beside_the_first_from_item_is_a_subquery_of_its_rows_and_their_e
     assert MATERIALIZE.parse_statement(render_statement(got, "materialize")) == got
     with pytest.raises(SqlSyntaxError, match=r"line 1:25: a subquery before unnest\(...\) in FROM needs an alias"):
         MATERIALIZE.parse_statement("SELECT * FROM (SELECT 1), unnest(LIST[1])")
+
+
+def test_several_unnests_beside_the_first_from_item_nest_in_order_and_their_relations_qualify():
+    from kafkasql_magic.sql.ast_materialize import Subquery
+
+    got = MATERIALIZE.parse_statement("SELECT u.u, (unnest.unnest).k FROM t, unnest(t.l) AS u, unnest(t.m) "
+                                      "WHERE u.u > 1 ORDER BY u.u")
+    first = Subquery(ast.Select(items=(ast.Star("t"), ast.SelectItem(
+        ast.FunctionCall("UNNEST", (ast.ColumnRef("l", "t"),)), "u")), source=ast.SourceRef("t")), "t")
+    assert got.source == Subquery(ast.Select(items=(ast.Star("t"), ast.SelectItem(
+        ast.FunctionCall("UNNEST", (ast.ColumnRef("m", "t"),)), "unnest")), source=first), "t")
+    u = ast.ColumnRef("u", "t")  # u.u: the element column of relation u, a column of t's rows now
+    assert got.items[0].expr == u and got.where.left == u and got.order_by[0].expr == u
+    assert ast.ColumnRef("unnest", "t") in list(ast.walk(got.items[1].expr))
