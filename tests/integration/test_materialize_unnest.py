@@ -3,6 +3,8 @@ a source's headers), the other columns repeated; an empty or NULL list gives no 
 
 import uuid
 
+import pandas as pd
+
 import pytest
 
 import kafkasql_magic as ks
@@ -58,3 +60,30 @@ def test_unnest_beside_a_source_in_from_gives_a_row_per_element_of_each_rows_lis
     assert counted.values.tolist() == [["h1", 2], ["h2", 1]]
     with pytest.raises(ks.SqlSyntaxError, match="needs an alias"):
         session.sql(f"SELECT 1 FROM (SELECT text, headers FROM {name}), unnest(headers)", **MZ)
+
+
+def test_several_unnests_beside_a_source_give_every_combination_and_name_their_relations(session, broker):
+    name = headed_source(session, broker, "h1")
+    rows = session.sql(f"SELECT s.text, (a).key AS a, (b.b).key AS b FROM {name} AS s, unnest(s.headers) AS a, "
+                       "unnest(s.headers) AS b ORDER BY 1, 2, 3", **MZ)
+    assert rows.values.tolist() == [["a", "h1", "h1"], ["a", "h1", "h2"], ["a", "h2", "h1"], ["a", "h2", "h2"],
+                                    ["c", "h1", "h1"]]
+    named = session.sql(f"SELECT (u.u).key AS k, (unnest.unnest).key AS j FROM {name}, unnest({name}.headers) AS u, "
+                        f"unnest({name}.headers) WHERE (u.u).key = 'h2' AND (unnest).key = 'h1'", **MZ)
+    assert named.values.tolist() == [["h2", "h1"]]
+
+
+def test_several_unnests_in_a_select_list_run_in_lockstep_not_as_every_combination(session, broker):
+    rows = session.sql("SELECT unnest(LIST[1, 2]) AS a, 'x' AS c, unnest(LIST[3, 4, 5]) AS b", **MZ)
+    assert sorted(_plain(rows), key=lambda r: r[2]) == [[1, "x", 3], [2, "x", 4], [None, "x", 5]]
+    name = headed_source(session, broker, "h3")
+    session.sql(f"CREATE VIEW {name}_l AS SELECT text, unnest(headers) AS h, unnest(LIST['p', 'q']) AS n "
+                f"FROM {name}", **MZ)
+    rows = session.sql(f"SELECT text, (h).key AS k, n FROM {name}_l", **MZ)
+    assert sorted(_plain(rows), key=str) == sorted(
+        [["a", "h1", "p"], ["a", "h2", "q"], ["b", None, "p"], ["b", None, "q"], ["c", "h3", "p"], ["c", None, "q"]],
+        key=str)
+
+
+def _plain(rows) -> list[list]:
+    return [[None if pd.isna(v) else v for v in row] for row in rows.values.tolist()]

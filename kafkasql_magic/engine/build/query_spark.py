@@ -39,6 +39,7 @@ from ..window.windowed_spark import keyed_windowed
 from ..decode.rows_spark import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
+from ..functions.postgres_spark import lockstep
 from ..join_key.column_spark import keyed_outputs, with_join_key
 from ..subscribe.frame_spark import IDENTITY, changelog_identity, for_driver
 from ..subscribe.rules import CHANGELOG
@@ -51,6 +52,8 @@ RawReader = Callable[[SourceDef, bool], DataFrame]
 
 #: AST join kind -> Spark join type.
 SPARK_JOINS = {"INNER": "inner", "LEFT": "left_outer", "RIGHT": "right_outer", "FULL": "full_outer"}
+#: the column of several unnest(...) run in lockstep, each row an element of every list (functions.postgres_spark.lockstep)
+LOCKSTEP = "__lockstep"
 
 
 @dataclass(frozen=True)
@@ -496,7 +499,14 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
     `keep_key`: every row keeps its record key (a row id: analysis.row_ids)."""
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
+    unnested = [index for index, (_, expr) in enumerate(outputs) if _is_unnest(expr)]
+    if len(unnested) > 1:  # one generator for them all, in lockstep
+        lists = [Compiler(scope).compile(outputs[index][1].args[0]) for index in unnested]
+        frame = frame.withColumn(LOCKSTEP, F.explode(lockstep(lists)))
     for index, (name, expr) in enumerate(outputs):
+        if len(unnested) > 1 and index in unnested:
+            values.append(F.col(LOCKSTEP)[f"e{unnested.index(index)}"].alias(result_column(index)))
+            continue
         compiler = Compiler(scope)
         value = compiler.compile(expr)
         skipped = computed is not None and not computed[index]
@@ -513,6 +523,10 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
               for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
     return frame.select(*values, *[c.alias(n) for n, c in extra], error.alias(ERROR), drop.alias(DROP), *origin,
                         *[F.col(c) for c in RECORD])
+
+
+def _is_unnest(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.FunctionCall) and expr.name.upper() == "UNNEST" and len(expr.args) == 1
 
 
 def analysed(step):

@@ -163,6 +163,17 @@ FUNCTIONS: dict[str, Function] = {
 }
 
 
+def lockstep(lists: Sequence[Column]) -> Column:
+    """Several unnest(...) in one SELECT list, as PostgreSQL (and Materialize) runs them: side by
+    side, element i of each list in row i, the shorter lists padded with NULLs (an empty or NULL
+    list counts as empty), not every combination. An array of structs `e0, e1, ...`, exploded
+    once: Spark runs two generators in one SELECT as a cross product."""
+    longest = F.greatest(*[F.coalesce(F.size(values), F.lit(0)) for values in lists], F.lit(0))
+    rows = F.transform(F.sequence(F.lit(1), F.greatest(longest, F.lit(1))), lambda i: F.struct(
+        *[F.try_element_at(values, i).alias(f"e{k}") for k, values in enumerate(lists)]))
+    return F.when(longest > 0, rows)
+
+
 #: Functions taking only some types of argument: which (argument types, None where unknown).
 TAKES = {"UNNEST": lambda types: types[0] is None or types[0].name == "ARRAY"}
 
