@@ -26,9 +26,11 @@ WELL_KNOWN_MODULES = (
     "google.protobuf.timestamp_pb2", "google.protobuf.duration_pb2", "google.protobuf.wrappers_pb2",
     "google.protobuf.struct_pb2", "google.protobuf.any_pb2", "google.protobuf.empty_pb2",
     "google.protobuf.descriptor_pb2", "google.type.date_pb2", "google.type.timeofday_pb2",
-    "confluent_kafka.schema_registry.confluent.type.decimal_pb2",
+    "confluent_kafka.schema_registry.confluent.type.decimal_pb2", "confluent_kafka.schema_registry.confluent.meta_pb2",
 )
-_IMPORT = re.compile(r'^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;', re.M)
+#: an import statement, at a line's start or after another statement (schemas written on one line,
+#: as ksqlDB's tests register them), its file name in either quotes
+_IMPORT = re.compile(r'(?:^|(?<=;))\s*import\s+(?:public\s+|weak\s+)?(["\'])([^"\']+)\1\s*;', re.M)
 
 
 class ProtobufSchemaError(ValueError):
@@ -225,4 +227,4 @@ def add_with_imports(pool, name: str, named: dict, added: set, missing) -> None:
 
 def imports_of(text: str) -> list[str]:
     """The files `.proto` text imports, in order."""
-    return _IMPORT.findall(text)
+    return [name for _, name in _IMPORT.findall(text)]
