@@ -260,7 +260,7 @@ def _message(name: str, fields, imports: set, counter: list, indent: str) -> lis
     lines, nested = [], []
     for number, (fname, t) in enumerate(fields, start=1):
         type_text = _proto_type(fname, t, imports, nested, counter, indent + "  ")
-        lines.append(f"{indent}  {type_text} {fname} = {number};")
+        lines.append(f"{indent}  {type_text} {fname} = {number}{_field_options(t, imports)};")
     return [f"{indent}message {name} {{", *lines, *([indent] if nested else []), *nested, f"{indent}}}"]
 
 
@@ -280,6 +280,18 @@ def _proto_type(fname: str, t: ast.Type, imports: set, nested: list, counter: li
         imports.add(path)
         return full
     return _PROTO_SCALARS[t.name]
+
+
+def _field_options(t: ast.Type, imports: set) -> str:
+    """A DECIMAL's precision and scale, as Confluent's ProtobufData writes them (and reads them
+    back: without them a reader takes the field for DECIMAL(64, 0))."""
+    while t.name == "ARRAY":
+        t = t.element
+    if t.name != "DECIMAL":
+        return ""
+    imports.add("confluent/meta.proto")
+    return (f' [(confluent.field_meta) = {{ params: [{{ key: "precision", value: "{t.precision}" }}, '
+            f'{{ key: "scale", value: "{t.scale}" }}] }}]')
 
 
 def fill(msg, values: dict) -> None:

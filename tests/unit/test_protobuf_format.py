@@ -57,6 +57,27 @@ def test_the_written_proto_holds_nested_structs_and_well_known_types():
     assert desc.fields_by_name["P"].message_type.fields[0].name == "X"
 
 
+def test_a_written_decimal_carries_its_precision_and_scale_as_confluents_protobufdata_writes_them():
+    decimal = ast.Type("DECIMAL", precision=4, scale=2)
+    text = protobuf_types.proto_text([("PRICE", decimal), ("L", ast.Type("ARRAY", element=decimal))])
+    assert 'import "confluent/meta.proto";' in text
+    assert ('PRICE = 1 [(confluent.field_meta) = { params: [{ key: "precision", value: "4" }, '
+            '{ key: "scale", value: "2" }] }];') in text
+    read = protobuf_types.to_ksql(Schema(text).message([0]))  # without them: DECIMAL(38, 0)
+    assert read.fields == (("PRICE", decimal), ("L", ast.Type("ARRAY", element=decimal)))
+
+
+def test_imports_are_found_in_a_schema_written_on_one_line_in_either_quotes():
+    from kafkasql_magic.formats.protobuf_schema import imports_of
+
+    text = ("syntax = \"proto3\"; import \"confluent/meta.proto\"; import 'confluent/type/decimal.proto'; "
+            "message M { confluent.type.Decimal d = 1 [(confluent.field_meta) = { params: [{ key: \"precision\", "
+            "value: \"5\" }, { key: \"scale\", value: \"1\" }] }]; }")
+    assert imports_of(text) == ["confluent/meta.proto", "confluent/type/decimal.proto"]
+    assert protobuf_types.to_ksql(Schema(text).message([0])).fields == (
+        ("d", ast.Type("DECIMAL", precision=5, scale=1)),)
+
+
 def test_filling_a_message_sets_enums_by_name_and_the_chosen_member_of_a_oneof():
     desc = Schema('''syntax = "proto3"; message M { S s = 1; oneof pick { string a = 2; int64 b = 3; }
         enum S { X = 0; Y = 1; } }''').message([0])
