@@ -61,6 +61,16 @@ def test_list_and_map_columns_read_back_by_select_and_a_view(session):
     assert snapshot(session, f"SELECT * FROM v_{t}") == sorted([(1, 1, 1), (2, 3, None), (3, None, None)], key=repr)
 
 
+def test_lists_and_maps_as_text_as_materialize_writes_them(session):
+    # an inner list is not quoted; a map is {k=>v,...} by key; elements quoted where they must be
+    t = table_of_collections(session)
+    assert snapshot(session, f"SELECT id, l::text AS l, ll::text AS ll, m::text AS m FROM {t}") == sorted([
+        (1, "{1,2}", "{{a},{b,c}}", "{x=>1,y=>2}"), (2, "{3,NULL}", '{{"d e"},{}}', "{z=>3}"), (3, None, None, None)],
+        key=repr)
+    assert snapshot(session, "SELECT (MAP['b' => NULL, 'x y' => 'p=q', 'a' => ''])::text AS m") == [
+        ('{a=>"",b=>NULL,"x y"=>"p=q"}',)]
+
+
 def test_subscribe_shows_list_and_map_rows(session):
     t = table_of_collections(session)
     live = session.sql(f"SUBSCRIBE {t}", **MZ)

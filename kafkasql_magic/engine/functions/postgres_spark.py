@@ -190,6 +190,9 @@ def lookup(name: str, arg_types: Sequence[str]) -> Function:
 # ---------------------------------------------------------------- PostgreSQL's text forms
 _NEEDS_QUOTES = r'^$|[{},"\\\s]|^(?i:null)$'
 _RECORD_NEEDS_QUOTES = r'^$|[(),"\\\s]'
+_MAP_NEEDS_QUOTES = r'^$|[{},"\\\s=>]|^(?i:null)$'
+#: types whose text is braces, never quoted inside a list or map (PostgreSQL quotes a record's)
+_NESTED = ("ARRAY", "MAP")
 
 
 def _quoted(text: Column, needs_quotes: str) -> Column:
@@ -197,10 +200,16 @@ def _quoted(text: Column, needs_quotes: str) -> Column:
     return F.when(text.rlike(needs_quotes), F.concat(F.lit('"'), escaped, F.lit('"'))).otherwise(text)
 
 
+def _element(value: Column, type_: ast.Type, needs_quotes: str) -> Column:
+    text = pg_text(value, type_, nested=True)
+    return text if type_.name in _NESTED else _quoted(text, needs_quotes)
+
+
 def pg_text(value: Column, type_: ast.Type, *, nested: bool = False) -> Column:
     """`value::text` as PostgreSQL writes it: bytea as \\x-hex, booleans true/false (t/f inside
     a list or record, as PostgreSQL's output function writes them), a list as {a,b} (NULL
-    elements as NULL), a record as (a,b) (NULL fields empty), quoting elements that need it."""
+    elements as NULL; an inner list or map unquoted), a map as Materialize writes it, {a=>1,b=>2}
+    (by key), a record as (a,b) (NULL fields empty), quoting elements that need it."""
     name = type_.name
     if name == "BYTES":
         return F.concat(F.lit("\\x"), F.lower(F.hex(value)))
@@ -208,8 +217,12 @@ def pg_text(value: Column, type_: ast.Type, *, nested: bool = False) -> Column:
         yes, no = ("t", "f") if nested else ("true", "false")
         return F.when(value, F.lit(yes)).when(~value, F.lit(no))
     if name == "ARRAY":
-        items = F.transform(value, lambda e: F.coalesce(
-            _quoted(pg_text(e, type_.element, nested=True), _NEEDS_QUOTES), F.lit("NULL")))
+        items = F.transform(value, lambda e: F.coalesce(_element(e, type_.element, _NEEDS_QUOTES), F.lit("NULL")))
+        return F.concat(F.lit("{"), F.array_join(items, ","), F.lit("}"))
+    if name == "MAP":  # Materialize's {k=>v,...}, by key
+        items = F.transform(F.array_sort(F.map_entries(value)), lambda e: F.concat(
+            _quoted(e["key"], _MAP_NEEDS_QUOTES), F.lit("=>"),
+            F.coalesce(_element(e["value"], type_.value, _MAP_NEEDS_QUOTES), F.lit("NULL"))))
         return F.concat(F.lit("{"), F.array_join(items, ","), F.lit("}"))
     if name == "STRUCT":
         fields = [F.coalesce(_quoted(pg_text(value[f], t, nested=True), _RECORD_NEEDS_QUOTES), F.lit(""))
