@@ -9,11 +9,46 @@ with its type. Malformed text raises ValueError.
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
 from .ast import Type
 
 Scalar = Callable[[str, Type], Any]
+
+
+_INT_RANGES = {"INT": range(-(2**31), 2**31), "BIGINT": range(-(2**63), 2**63)}
+_BOOLEAN_WORDS = {"t": True, "true": True, "yes": True, "on": True, "1": True,
+                  "f": False, "false": False, "no": False, "off": False, "0": False}
+
+
+#: PostgreSQL's names of the types whose words are read here, for the messages
+_PG_NAMES = {"INT": "integer", "BIGINT": "bigint", "DOUBLE": "double precision", "DECIMAL": "numeric",
+             "BOOLEAN": "boolean"}
+
+
+def typed_word(word: str, type_: Type):
+    """A scalar element's text as its Python value where the type is a number, a boolean or
+    text (ValueError in Materialize's words when it is not one); other types keep their
+    text, for Spark's cast."""
+    name, text = type_.name, word.strip()
+    try:
+        if name in _INT_RANGES:
+            if not text.lstrip("+-").isdigit():
+                raise ValueError("invalid digit found in string")
+            if int(text) not in _INT_RANGES[name]:
+                raise ValueError("number too large to fit in target type")
+            return int(text)
+        if name == "DOUBLE":
+            return float(text)
+        if name == "DECIMAL":
+            return Decimal(text)
+        if name == "BOOLEAN":
+            return _BOOLEAN_WORDS[text.lower()]
+    except (ValueError, InvalidOperation, KeyError) as exc:
+        detail = f"{exc}: " if isinstance(exc, ValueError) and name in _INT_RANGES else ""
+        raise ValueError(f'invalid input syntax for type {_PG_NAMES[name]}: {detail}"{word}"') from None
+    return word
 
 
 def parse(text: str, type_: Type, scalar: Scalar):

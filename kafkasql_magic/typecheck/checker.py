@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import ExpressionTypeError, did_you_mean
-from ..sql import ast
+from ..sql import ast, collection_text
 from ..sql.names import match
 from ..sql.render import render
 from ..sql.split import excerpt
@@ -328,6 +328,12 @@ class Checker:
     def _Cast(self, e: ast.Cast) -> ast.Type:
         self.check_type(e.type)
         source = self.type_of(e.operand)
+        if reads_collection_text(e, self.messages):
+            try:
+                collection_text.parse(e.operand.value, e.type, collection_text.typed_word)
+            except ValueError as exc:
+                raise self.error(e, self.messages.bad_collection_text(e.type, str(exc), e.operand.value)) from None
+            return e.type
         targets = CASTS.get(source.name, ()) + self.messages.extra_casts.get(source.name, ()) if source else ()
         to_text = e.type.name == "STRING" and self.messages.casts_anything_to_text
         if source is not None and source != e.type and e.type.name not in targets and not to_text:
@@ -347,6 +353,12 @@ class Checker:
         for inner in (t.element, t.key, t.value, *(ft for _, ft in t.fields)):
             if inner is not None:
                 self.check_type(inner)
+
+
+def reads_collection_text(e: ast.Cast, messages: Messages) -> bool:
+    """A quoted literal cast to a list or map, read as its text form (Materialize)."""
+    return (messages.reads_collection_text and isinstance(e.operand, ast.Literal) and e.operand.kind == "STRING"
+            and e.type.name in ("ARRAY", "MAP"))
 
 
 def check_expression(expr: ast.Expr, columns: Mapping[str, ast.Type], dialect: str = "ksql",

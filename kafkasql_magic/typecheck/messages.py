@@ -31,6 +31,8 @@ class Messages:
     plus_concatenates_strings = True
     extra_casts: dict[str, tuple[str, ...]] = {}  # source type -> CAST targets beyond ksqlDB's
     casts_anything_to_text = False
+    #: `'{1,2}'::int list`: a quoted literal cast to a list or map is read as its text form
+    reads_collection_text = False
 
     def type_name(self, t: ast.Type | None) -> str:
         return "null" if t is None else display(t)
@@ -119,6 +121,7 @@ class MaterializeMessages(Messages):
     extra_casts = {"BOOLEAN": ("INT", "BIGINT"), "INT": ("BOOLEAN",), "BIGINT": ("BOOLEAN",)}
     #: Every type has a text form in PostgreSQL (`bytea::text` is `\x6d65...`).
     casts_anything_to_text = True
+    reads_collection_text = True
 
     def type_name(self, t: ast.Type | None) -> str:
         if t is None:
@@ -171,6 +174,9 @@ class MaterializeMessages(Messages):
 
     def bad_cast(self, source: ast.Type, target: ast.Type) -> str:
         return f"CAST does not support casting from {self.type_name(source)} to {self.type_name(target)}"
+
+    def bad_collection_text(self, t: ast.Type, detail: str, text: str) -> str:
+        return f'invalid input syntax for type {self.type_name(t)}: {detail}: "{text}"'
 
     def bad_decimal(self, problem: str, t: ast.Type) -> str:
         if "scale" in problem:

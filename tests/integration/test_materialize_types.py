@@ -71,6 +71,16 @@ def test_lists_and_maps_as_text_as_materialize_writes_them(session):
         ('{a=>"",b=>NULL,"x y"=>"p=q"}',)]
 
 
+def test_a_lists_and_a_maps_text_form_cast_in_a_query(session):
+    t = table_of_collections(session)
+    rows = snapshot(session, f"SELECT id, l = '{{1,2}}'::int list AS same, '{{{{1}},{{2,NULL}}}}'::int list list AS ll, "
+                             f"'{{a=>\"x y\", b=>NULL}}'::map[text=>text] AS m FROM {t} WHERE id = 1")
+    assert rows == [(1, True, [[1], [2, None]], {"a": "x y", "b": None})]
+    with pytest.raises(ks.KStreamError, match=r'invalid input syntax for type integer list: invalid input '
+                                                    r'syntax for type integer: invalid digit found in string: "x"'):
+        session.sql("SELECT '{1,x}'::int list AS l", **MZ)
+
+
 def test_subscribe_shows_list_and_map_rows(session):
     t = table_of_collections(session)
     live = session.sql(f"SUBSCRIBE {t}", **MZ)

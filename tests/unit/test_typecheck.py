@@ -167,6 +167,14 @@ MATERIALIZE_ERRORS = [
     ("SELECT v > 1 FROM s", "operator does not exist: text > integer"),
     ("SELECT v + v FROM s", "operator does not exist: text + text"),
     ("SELECT v::int list FROM s", "CAST does not support casting from text to integer list"),
+    ("SELECT '{1,x}'::int list FROM s",
+     'invalid input syntax for type integer list: invalid input syntax for type integer: '
+     'invalid digit found in string: "x": "{1,x}"'),
+    ("SELECT '{a=>1'::map[text=>int] FROM s", 'invalid input syntax for type map[text=>integer]: '
+     'unexpected end of input: "{a=>1"'),
+    ("SELECT '{{t},{maybe}}'::bool list list FROM s",
+     'invalid input syntax for type boolean list list: invalid input syntax for type boolean: "maybe": '
+     '"{{t},{maybe}}"'),
     ("SELECT NOT v FROM s", "NOT argument must have type boolean, not type text"),
     ("SELECT v::numeric(40, 2) FROM s", "precision for type numeric must be between 1 and 38, inclusive"),
     ("SELECT nope FROM s", 'column "nope" does not exist'),
@@ -177,6 +185,14 @@ MATERIALIZE_ERRORS = [
 def test_materialize_type_errors(statement, message):
     columns = {name.lower(): t for name, t in COLUMNS.items()}
     assert error_of(statement, "materialize", columns).reason == message
+
+
+def test_a_quoted_literal_cast_to_a_list_or_map_is_read_as_its_text_in_materialize_only():
+    columns = {name.lower(): t for name, t in COLUMNS.items()}
+    text = "SELECT '{1, NULL}'::int list, '{{a},{}}'::text list list, '{k=>1.5}'::map[text=>double] FROM s"
+    assert check_select(parse_statement(text, dialect="materialize"), columns, "materialize").items == (
+        T("ARRAY", element=INT), T("ARRAY", element=T("ARRAY", element=STRING)), T("MAP", key=STRING, value=DOUBLE))
+    assert error_of("SELECT CAST('[1]' AS ARRAY<INT>) FROM s").reason.startswith("Cast of STRING to ARRAY")
 
 
 def test_an_ambiguous_column_in_materialize_is_postgres_ambiguous_reference():

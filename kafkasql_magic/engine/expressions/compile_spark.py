@@ -13,9 +13,11 @@ from pyspark.sql import types as T
 from ... import types
 from ...dialects import KSQL, Dialect
 from ...errors import StatementError
-from ...sql import ast, text_array
+from ...sql import ast, collection_text, text_array
 from ...sql.names import match
 from ...sql.render import render
+from ...typecheck.checker import reads_collection_text
+from ...typecheck.messages import MESSAGES
 from ...typecheck.time_units import time_unit
 from ..aggregate.calls import is_aggregate
 from . import jsonb_spark as jsonb
@@ -314,6 +316,8 @@ class Compiler:
         return result.otherwise(self.compile(e.else_)) if e.else_ is not None else result
 
     def _Cast(self, e: ast.Cast) -> Column:
+        if reads_collection_text(e, MESSAGES[self.scope.dialect.name]):  # '{1,2}'::int list (checked)
+            return _collection_literal(collection_text.parse(e.operand.value, e.type, collection_text.typed_word), e.type)
         value = self.compile(e.operand)
         if e.type.name == "STRING":
             source_type = self._type_of(e.operand, value)
@@ -321,3 +325,16 @@ class Compiler:
             if text is not None:
                 return text
         return value.try_cast(types.to_spark(e.type))
+
+
+def _collection_literal(value, t: ast.Type) -> Column:
+    """A list or map read from its text form (`collection_text`), as a literal of type `t`."""
+    spark_type = types.to_spark(t)
+    if value is None:
+        return F.lit(None).cast(spark_type)
+    if t.name == "ARRAY":
+        return F.array(*[_collection_literal(v, t.element) for v in value]).cast(spark_type)
+    if t.name == "MAP":
+        entries = [c for k, v in value.items() for c in (F.lit(k), _collection_literal(v, t.value))]
+        return F.create_map(*entries).cast(spark_type)
+    return F.lit(value).cast(spark_type)
