@@ -10,7 +10,7 @@ which names it used (`USES`), so that DROP TYPE can refuse.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from ..errors import StatementError
 from ..sql import ast
@@ -67,6 +67,21 @@ def resolve(type_: ast.Type, types: dict[str, TypeDef]) -> ast.Type:
     return replace(type_, element=type_.element and resolve(type_.element, types),
                    key=type_.key and resolve(type_.key, types), value=type_.value and resolve(type_.value, types),
                    fields=tuple((n, resolve(t, types)) for n, t in type_.fields))
+
+
+def with_custom_types(node, types: dict[str, TypeDef]):
+    """`node` (a query) with every cast to a custom type, or to a list or map of one, cast to the
+    type it names (`ROW(1, 2)::point`, `'{1,2}'::int_list`); a name no type has is left for the
+    type check to refuse where it stands."""
+    if isinstance(node, tuple):
+        return tuple(with_custom_types(item, types) for item in node)
+    if not isinstance(node, ast.Node) or isinstance(node, ast.Type):
+        return node
+    changed = {f.name: with_custom_types(getattr(node, f.name), types) for f in fields(node)
+               if f.name not in ("line", "column")}
+    if isinstance(node, ast.Cast) and all(name in types for name in names_in(node.type)):
+        changed["type"] = resolve(node.type, types)
+    return replace(node, **changed)
 
 
 def define(stmt: mz_ast.CreateType, types: dict[str, TypeDef], taken, text: str = "") -> TypeDef:

@@ -160,6 +160,8 @@ class Checker:
             args = [self.type_of(a) for a in e.args]  # encode is not ksqlDB's): the build resolves it,
             if e.name.upper() == "UNNEST" and args and args[0] is not None and args[0].name == "ARRAY":
                 return args[0].element   # its arguments are still checked; unnest's rows are its elements
+            if e.name.upper() == "ROW" and None not in args:  # a record of fields f1, f2, ...
+                return ast.Type("STRUCT", fields=tuple((f"f{i}", t) for i, t in enumerate(args, start=1)))
             return None
         if lambdas.is_lambda_function(e.name):
             return lambdas.type_call(self, e)
@@ -336,17 +338,17 @@ class Checker:
             return e.type
         targets = CASTS.get(source.name, ()) + self.messages.extra_casts.get(source.name, ()) if source else ()
         to_text = e.type.name == "STRING" and self.messages.casts_anything_to_text
-        if source is not None and source != e.type and e.type.name not in targets and not to_text:
+        fields_differ = source is not None and source.name == e.type.name == "STRUCT" and \
+            len(source.fields) != len(e.type.fields)  # a record casts to a record type field by field
+        if source is not None and source != e.type and (e.type.name not in targets or fields_differ) and not to_text:
             raise self.error(e, self.messages.bad_cast(source, e.type))
         return e.type
 
     def check_type(self, t: ast.Type) -> None:
         """DECIMAL(p, s) needs 1 <= p <= 38 and s <= p, also inside ARRAY, MAP and STRUCT types;
-        a name CREATE TYPE may have made (Materialize) is taken by table columns and INSERT's
-        VALUES, not yet in a query's expressions."""
-        if t.name == "NAMED":
-            raise self.error(t, f'type "{getattr(t, "type_name", "")}" does not exist here: a query\'s casts name '
-                                "built-in types (custom types are taken by table columns and INSERT's VALUES)")
+        a custom type's name (Materialize) is resolved before, so one left names no type."""
+        if t.name == "NAMED":  # a name CREATE TYPE has not made (analysis resolves the others)
+            raise self.error(t, f'type "{getattr(t, "type_name", "")}" does not exist')
         problem = decimal_problem(t)
         if problem:
             raise self.error(t, self.messages.bad_decimal(problem, t))

@@ -118,7 +118,8 @@ class MaterializeMessages(Messages):
 
     null_comparison_allowed = True
     plus_concatenates_strings = False
-    extra_casts = {"BOOLEAN": ("INT", "BIGINT"), "INT": ("BOOLEAN",), "BIGINT": ("BOOLEAN",)}
+    extra_casts = {"BOOLEAN": ("INT", "BIGINT"), "INT": ("BOOLEAN",), "BIGINT": ("BOOLEAN",),
+                   "STRUCT": ("STRUCT",)}  # a record to a record type (ROW(1, 2)::point): by position
     #: Every type has a text form in PostgreSQL (`bytea::text` is `\x6d65...`).
     casts_anything_to_text = True
     reads_collection_text = True

@@ -81,6 +81,17 @@ def test_a_lists_and_a_maps_text_form_cast_in_a_query(session):
         session.sql("SELECT '{1,x}'::int list AS l", **MZ)
 
 
+def test_a_querys_casts_name_custom_types(session):
+    n = tag()
+    session.sql(f"CREATE TYPE pt_{n} AS (x int, y int); CREATE TYPE ints_{n} AS LIST (ELEMENT TYPE = int);"
+                f"CREATE VIEW v_{n} AS SELECT (ROW(5, 6)::pt_{n}).y AS y, '{{1,2}}'::ints_{n} AS l, "
+                f"LIST[ROW(3, 4)]::pt_{n} list AS ps", **MZ)
+    assert snapshot(session, f"SELECT * FROM v_{n}") == [(6, [1, 2], [{"x": 3, "y": 4}])]
+    assert snapshot(session, f"SELECT (ROW(1, 2)::pt_{n})::text AS t") == [("(1,2)",)]
+    with pytest.raises(ks.KStreamError, match=f'type "nope_{n}" does not exist'):
+        session.sql(f"SELECT 1::nope_{n} AS z", **MZ)
+
+
 def test_subscribe_shows_list_and_map_rows(session):
     t = table_of_collections(session)
     live = session.sql(f"SUBSCRIBE {t}", **MZ)

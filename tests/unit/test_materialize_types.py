@@ -99,6 +99,31 @@ def test_tables_take_custom_types_and_remember_them():
     ct.check_drop("ll", nested, Catalog())
 
 
-def test_a_query_cast_to_a_named_type_is_refused_with_its_name():
-    with pytest.raises(ExpressionTypeError, match='type "rec" does not exist here'):
+def test_a_query_cast_to_a_name_no_type_has_is_refused_with_its_name():
+    with pytest.raises(ExpressionTypeError, match='line 1:11: type "rec" does not exist'):
         check_select(mz("SELECT a::rec FROM s"), {"A": INT}, "materialize")
+
+
+def test_a_querys_casts_to_custom_types_are_casts_to_the_types_they_name():
+    types = catalog_of("CREATE TYPE point AS (x int, y int)", "CREATE TYPE ints AS LIST (ELEMENT TYPE = int)")
+    stmt = ct.with_custom_types(mz("SELECT ROW(1, 2)::point AS p, '{1}'::ints AS l, a::point list AS m, a::other "
+                                   "FROM (SELECT CAST(b AS ints) AS a FROM s) AS q"), types)
+    point = ast.Type("STRUCT", fields=(("x", INT), ("y", INT)))
+    assert [i.expr.type for i in stmt.items[:3]] == [point, ast.Type("ARRAY", element=INT),
+                                                     ast.Type("ARRAY", element=point)]
+    assert isinstance(stmt.items[3].expr.type, NamedType)  # left for the type check to refuse
+    assert stmt.source.query.items[0].expr.type == ast.Type("ARRAY", element=INT)  # inside a subquery too
+
+
+def test_a_row_is_a_record_of_f1_f2_that_casts_to_a_record_type_of_as_many_fields():
+    types = catalog_of("CREATE TYPE point AS (x int, y int)")
+    point = ast.Type("STRUCT", fields=(("x", INT), ("y", INT)))
+
+    def items(text):
+        stmt = ct.with_custom_types(mz(text), types)
+        return check_select(stmt, {"a": INT}, "materialize", untyped=frozenset({"ROW"})).items
+
+    assert items("SELECT ROW(a, 'b') AS r, ROW(1, 2)::point AS p, (ROW(1, 2)::point).y AS y FROM s") == (
+        ast.Type("STRUCT", fields=(("f1", INT), ("f2", ast.Type("STRING")))), point, INT)
+    with pytest.raises(ExpressionTypeError, match="CAST does not support casting from record to record"):
+        items("SELECT ROW(1, 2, 3)::point FROM s")

@@ -12,6 +12,7 @@ from dataclasses import replace
 from ... import dialects
 from ...catalog import Catalog, SourceDef, ViewDef
 from ...dialects import Dialect
+from ...dialects.custom_types import with_custom_types
 from ...errors import StatementError
 from ...sql import ast
 from ...sql.ast_materialize import Subquery
@@ -39,6 +40,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     """The plan of `stmt` in `dialect` against `catalog`; `text` is the cell the statement came
     from, for a caret under a type error."""
     dialect = dialects.get(dialect)
+    if catalog.types:  # Materialize's CREATE TYPE names, in the query's casts
+        stmt = with_custom_types(stmt, catalog.types)
     inputs = [_input(ref, catalog, stmt.emit_changes, dialect) for ref in (stmt.source, *(j.source for j in stmt.joins))]
     first = inputs[0]
     written_in = _written_in(stmt.source, catalog, dialect)

@@ -150,6 +150,9 @@ FUNCTIONS: dict[str, Function] = {
     # a row per element (a list's or an array's; none for an empty or NULL one), as PostgreSQL's
     # unnest in a SELECT list (Spark's generator: one per SELECT, not inside an expression)
     "UNNEST": Function(simple(F.explode), 1, 1),
+    # ROW(a, b): a record of fields f1, f2, ... (PostgreSQL's names), cast to a record type by position
+    "ROW": Function(lambda ctx, args, exprs: F.struct(*[a.alias(f"f{i}") for i, a in enumerate(args, start=1)]),
+                    1, None),
     "MAP_BUILD": Function(_map_build, 1, 1),
     "ENCODE": Function(_encode, 2, 2),
     "DECODE": Function(_decode, 2, 2),
