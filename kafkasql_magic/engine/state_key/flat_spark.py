@@ -9,7 +9,10 @@ A processor sees the flat key in its `key` tuple and writes it back as it got it
 
 A TIME key (or a TIME field of a struct key) goes in as its microseconds of the day: Spark's
 state store turns the grouping key's schema into an Avro schema, which has no TIME
-(IncompatibleSchemaException), and comes back as the TIME after the step.
+(IncompatibleSchemaException), and comes back as the TIME after the step. An ARRAY key (or
+field: `GROUP BY ARRAY[a, b]`) goes in as its JSON text: PySpark 4.3's worker cannot read an
+array in the grouping key's schema (`KeyError: 'elementType'` in `StructType.fromJson`), and
+the query failed at its first record.
 """
 
 from __future__ import annotations
@@ -46,15 +49,15 @@ def flat_keys(frame: DataFrame, keys: list[str]) -> tuple[DataFrame, FlatKeys]:
     """`frame` with each STRUCT column of `keys` replaced, in place, by its flat columns, and each
     TIME column by its microseconds of the day."""
     schema = frame.schema
-    if not any(isinstance(schema[k].dataType, (T.StructType, T.TimeType)) for k in keys):
+    if not any(isinstance(schema[k].dataType, (T.StructType, T.TimeType, T.ArrayType)) for k in keys):
         return frame, FlatKeys(list(keys))
     flat, out, columns = FlatKeys([]), [], {}
     for key in keys:
         dtype = schema[key].dataType
-        if isinstance(dtype, T.TimeType):
-            flat.structs[key] = _time(F.col(key), dtype)
+        if isinstance(dtype, (T.TimeType, T.ArrayType)):
+            stored, flat.structs[key] = _stored(F.col(key), F.col(key), dtype)
             flat.leaves[key] = [key]
-            columns[key] = [(key, F.time_to_micros(F.col(key)))]
+            columns[key] = [(key, stored)]
         if not isinstance(dtype, T.StructType):
             flat.keys.append(key)
             continue
@@ -81,15 +84,19 @@ def _flatten(value: Column, dtype: T.StructType, prefix: str, leaves: list) -> C
             leaves.append((f"{name}__null", inner.isNull()))
             rebuilt = _flatten(inner, f.dataType, f"{name}__", leaves)
             parts.append(F.when(~F.col(f"{name}__null"), rebuilt).alias(f.name))
-        elif isinstance(f.dataType, T.TimeType):
-            leaves.append((name, F.time_to_micros(inner)))
-            parts.append(_time(F.col(name), f.dataType).alias(f.name))
+        elif isinstance(f.dataType, (T.TimeType, T.ArrayType)):
+            stored, rebuilt = _stored(inner, F.col(name), f.dataType)
+            leaves.append((name, stored))
+            parts.append(rebuilt.alias(f.name))
         else:
             leaves.append((name, inner))
             parts.append(F.col(name).alias(f.name))
     return F.struct(*parts)
 
 
-def _time(micros: Column, dtype: T.TimeType) -> Column:
-    """A TIME key again from its microseconds of the day."""
-    return F.time_from_micros(micros).cast(dtype)
+def _stored(value: Column, stored: Column, dtype: T.DataType) -> tuple[Column, Column]:
+    """A TIME or ARRAY key's form in the grouping key (microseconds of the day, JSON text), and
+    the key again from that form's column `stored`."""
+    if isinstance(dtype, T.TimeType):
+        return F.time_to_micros(value), F.time_from_micros(stored).cast(dtype)
+    return F.to_json(value), F.from_json(stored, dtype)
