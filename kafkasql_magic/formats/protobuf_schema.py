@@ -61,6 +61,7 @@ def compile_text(text: str, references: Sequence[tuple[str, str]] = (), main_nam
     from google.protobuf import descriptor_pb2
     from grpc_tools import protoc
 
+    text = with_meta_import(text)
     with tempfile.TemporaryDirectory(prefix="kafkasql-proto-") as tmp:
         for name, body in [*references, (main_name, text)]:
             path = os.path.join(tmp, name)
@@ -84,6 +85,21 @@ def compile_text(text: str, references: Sequence[tuple[str, str]] = (), main_nam
             raise ProtobufSchemaError(f"The PROTOBUF schema does not compile: {detail or 'protoc failed'}")
         with open(out, "rb") as fh:
             return list(descriptor_pb2.FileDescriptorSet.FromString(fh.read()).file)
+
+
+_SYNTAX = re.compile(r'^\s*syntax\s*=\s*["\'][^"\']*["\']\s*;')
+META = "confluent/meta.proto"
+
+
+def with_meta_import(text: str) -> str:
+    """`text` importing confluent/meta.proto where it uses Confluent's options (`(confluent.field_meta)`,
+    a DECIMAL's precision and scale) without importing it, as ksqlDB's tests register schemas and
+    Confluent's parser takes them. The import goes on the first line, so errors keep their lines."""
+    if "(confluent." not in text or META in imports_of(text):
+        return text
+    syntax = _SYNTAX.match(text)
+    at = syntax.end() if syntax else 0
+    return f'{text[:at]} import "{META}"; {text[at:]}'
 
 
 def _runtime_only_imports(texts, includes):

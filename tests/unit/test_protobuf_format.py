@@ -78,6 +78,17 @@ def test_imports_are_found_in_a_schema_written_on_one_line_in_either_quotes():
         ("d", ast.Type("DECIMAL", precision=5, scale=1)),)
 
 
+def test_a_schema_using_confluents_options_without_importing_them_reads_as_confluents_parser_reads_it():
+    # ksqlDB's 'protobuf inference - partial schema' registers this text: no confluent/meta.proto import
+    text = ('syntax = "proto3"; import "confluent/type/decimal.proto"; message ConfluentDefault1 {bool c1 = 1; '
+            'confluent.type.Decimal c6 = 6 [(confluent.field_meta) = { params: [{ value: "4", key: "precision" }, '
+            '{ value: "2", key: "scale" }]}];}')
+    assert protobuf_types.to_ksql(Schema(text).message([0])).fields == (
+        ("c1", ast.Type("BOOLEAN")), ("c6", ast.Type("DECIMAL", precision=4, scale=2)))
+    with pytest.raises(ValueError, match=r"kafkasql_schema.proto:2:"):  # errors keep their lines
+        Schema(text.replace("bool c1 = 1;", "\nbool c1 = 1 = 2;")).message([0])
+
+
 def test_filling_a_message_sets_enums_by_name_and_the_chosen_member_of_a_oneof():
     desc = Schema('''syntax = "proto3"; message M { S s = 1; oneof pick { string a = 2; int64 b = 3; }
         enum S { X = 0; Y = 1; } }''').message([0])
