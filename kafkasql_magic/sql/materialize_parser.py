@@ -368,8 +368,10 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
         rest = [c for c in children if not (isinstance(c, tuple) and c[:1] == ("order_by",))
                 and not isinstance(c, _Lateral)]
         placeholder = ast.SourceRef("", **_pos(meta))
-        select = ast.substitute(super().query(meta, *[placeholder if c is first else c for c in rest]), elements)
-        return replace(select, source=source, order_by=ast.substitute(order_by, elements))
+        select = super().query(meta, *[placeholder if c is first else c for c in rest])
+        if elements:
+            select, order_by = ast.substitute(select, elements), ast.substitute(order_by, elements)
+        return replace(select, source=source, order_by=order_by)
 
     def subquery(self, meta, query, alias):
         return mz_ast.Subquery(query, alias, **_pos(meta))
