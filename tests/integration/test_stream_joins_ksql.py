@@ -229,3 +229,16 @@ def test_a_join_on_a_struct_meets_only_records_of_the_same_struct(ksql, broker):
     query.wait_for_records(2, 5)
     got = fetch_records(broker.bootstrap_servers, out, from_beginning=True, limit=None, timeout_s=30)
     assert [(json.loads(g["key"]), json.loads(g["value"])) for g in got] == [({"A": 1}, {"V": 10, "W": 40})]
+
+
+def test_a_right_join_writes_an_unmatched_right_record_with_its_values(ksql, broker):
+    # joins.json "stream stream right join with out of order and custom grace period": the right
+    # record of key 2 has no left match in its window; it comes out with the left's columns NULL
+    # once the window and grace pass (its value was written as NULL, a tombstone)
+    l, r, out = streams(ksql, broker, ("L1 STRING", "L2 STRING"))
+    send(broker, l, [(0, {"L1": "A"}, 0), (1, {"L1": "B"}, 330000)])
+    send(broker, r, [(0, {"L2": "a"}, 60000), (2, {"L2": "c"}, 90000)])
+    query = ksql.sql(f"CREATE STREAM {out} AS SELECT t.id, l1, l2 FROM {l} t RIGHT JOIN {r} tt "
+                     "WITHIN 1 MINUTE GRACE PERIOD 1 MINUTE ON t.id = tt.id;")
+    assert sorted(written(broker, query, out, 2)) == [(0, {"L1": "A", "L2": "a"}, 60000),
+                                                      (2, {"L1": None, "L2": "c"}, 90000)]

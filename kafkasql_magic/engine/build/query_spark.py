@@ -431,13 +431,16 @@ def _joined_record(frame: DataFrame, side: str, stream: bool) -> DataFrame:
     """The output record of a join. Stream-stream (ksqlDB, as Kafka Streams): the later of the
     two records' times, and the headers of the later record (the right one on a tie, as it
     completes the pair when both arrive together); an unmatched side's record stands alone.
-    Stream-table: the stream record's time and headers, kept as they are."""
+    Stream-table: the stream record's time and headers, kept as they are. A right record standing
+    alone (RIGHT and FULL joins) has none of the left's bookkeeping: it is no tombstone (a NULL
+    there made the writer write its value as NULL)."""
     time, headers = F.col(f"{side}{RAW_TIMESTAMP}"), F.col(f"{side}{RAW_HEADERS}")
     if stream:
         left = F.col(RAW_TIMESTAMP)
         later = time.isNotNull() & (left.isNull() | (time >= left))
         frame = frame.withColumns({RAW_HEADERS: F.when(later, headers).otherwise(F.col(RAW_HEADERS)),
-                                   RAW_TIMESTAMP: F.greatest(left, time)})
+                                   RAW_TIMESTAMP: F.greatest(left, time),
+                                   TOMBSTONE: F.coalesce(F.col(TOMBSTONE), F.lit(False))})
     return frame.drop(*[f"{side}{c}" for c in (RAW_TIMESTAMP, RAW_HEADERS, TOMBSTONE, PARTITION, OFFSET)])
 
 
