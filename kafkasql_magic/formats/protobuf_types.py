@@ -284,7 +284,7 @@ def _proto_type(fname: str, t: ast.Type, imports: set, nested: list, counter: li
 
 def _field_options(t: ast.Type, imports: set) -> str:
     """A DECIMAL's precision and scale, as Confluent's ProtobufData writes them (and reads them
-    back: without them a reader takes the field for DECIMAL(64, 0))."""
+    back: without them a reader takes the field for DECIMAL(38, 0))."""
     while t.name == "ARRAY":
         t = t.element
     if t.name != "DECIMAL":
