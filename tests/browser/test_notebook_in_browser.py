@@ -286,8 +286,14 @@ def test_live_query_stop_interrupt_and_insert(lab, page):
     final_points = _cell(page, LIVE).locator(".kstream-chart:visible circle")
     _until(lambda: final_points.count() == 20, 10, "the chart in the final state")
     # The saved notebook keeps the final state as HTML, not a widget that is gone with the kernel.
-    page.keyboard.press("Control+s")
-    _until(lambda: _saved_final_state(workdir / name), 20, "the final state in the saved notebook")
+    # It takes the widget's place a moment after the status says STOPPED (the kernel's display
+    # update): a save before it arrives keeps the widget, so save again until the file has it.
+    def saved_final_state() -> bool:
+        page.keyboard.press("Control+s")
+        time.sleep(1)
+        return _saved_final_state(workdir / name)
+
+    _until(saved_final_state, 30, "the final state in the saved notebook")
     _shot(page, "stopped")
 
     # A waiting LIMIT query shows its columns and a status line saying what it waits for and reads,
