@@ -91,15 +91,17 @@ CLUSTER_SCRIPT = textwrap.dedent("""
     try:
         s.sql("SET 'auto.offset.reset'='earliest';")
         s.sql(text)
+        def failing():  # each failed query, named, as text
+            return [f"{q.id}: {q.failure}"[:3000] for q in s.persistent.queries.values() if q.failure]
+
         deadline, got, seen = time.monotonic() + 240, None, []
         while time.monotonic() < deadline:  # a failed query restarts from its checkpoint: wait on
             got = outputs(bootstrap, sinks)
-            seen += [f"{q.id}: {q.failure}"[:3000] for q in s.persistent.queries.values()
-                     if q.failure and f"{q.id}: {q.failure}"[:3000] not in seen]
+            seen += [f for f in failing() if f not in seen]
             if got == expected:
                 break
             time.sleep(2)
-        failed = [f"{q.id}: {q.failure}"[:3000] for q in s.persistent.queries.values() if q.failure]
+        failed = failing()
     finally:
         s.stop()
         spark.conf.set("spark.sql.shuffle.partitions", shuffle)
