@@ -37,6 +37,8 @@ from .results import (ProcessingLog, collectable, located_message, observed_erro
 STREAM_THREAD_WAIT = 10.0
 #: seconds an interrupted start waits for Spark to show the query it may have started anyway
 UNSEEN_START_WAIT = 10.0
+#: seconds a query's start waits, at most, for the query started before it to have its sources up
+SOURCES_UP_WAIT = 30.0
 
 
 class PushQuery:
@@ -88,7 +90,7 @@ class PushQuery:
                   .foreachBatch(without_java_frames(self._on_batch))
                   .option("checkpointLocation", self._checkpoint).trigger(processingTime=self._trigger))
         try:
-            self._query = writer.start()
+            self._query = start_in_turn(writer.start)
         except KeyboardInterrupt:  # the notebook's Interrupt cut the call, not Spark's start
             self._stop_unseen()
             raise
@@ -350,6 +352,46 @@ class BatchFailed(Exception):
 _JAVA_FRAME = re.compile(r"^\t(?:at |\.\.\. \d+ more)")
 #: past this, the middle of the text goes (its head and its tail, the innermost cause, stay)
 BATCH_FAILURE_CHARS = 16_000
+
+
+class _StartTurns:
+    """Spark gives the driver-side Python worker of a Python streaming source a fixed 10 s to
+    connect back (PythonWorkerFactory); several queries starting at once on a loaded machine
+    (a cell of persistent statements, a restart replaying the command topic) can miss it, and
+    such a query fails its start and is retried only after its backoff. So a query starts once
+    the one started before it has its sources up (or SOURCES_UP_WAIT has passed): a single
+    statement never waits, and starts never overlap."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._previous = None
+
+    def __call__(self, start):
+        with self._lock:
+            if self._previous is not None:
+                sources_up(self._previous, SOURCES_UP_WAIT)
+            query = start()
+            self._previous = query
+            return query
+
+
+def sources_up(query, timeout_s: float) -> bool:
+    """Wait until Spark has initialised `query`'s sources (its status moved past "Initializing
+    sources"), it ended, or `timeout_s` passed; True when they are up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if not query.isActive or query.status["message"] != "Initializing sources":
+                return query.isActive
+        except Exception:  # the session went away: nothing to wait for
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
+#: every streaming query of the process starts through this
+start_in_turn = _StartTurns()
 
 
 def without_java_frames(on_batch):

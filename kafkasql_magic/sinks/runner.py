@@ -25,7 +25,7 @@ from ..engine.analysis.plan import CAPTURE_METRICS
 from ..engine.columns import (DROP, ERROR, KEYLESS, OFFSET, ORIGIN, PARTITION, RAW_HEADERS, RAW_TIMESTAMP,
                               TOMBSTONE, WINDOWEND, WINDOWSTART, result_column)
 from ..results import ProcessingLog, observed_errors
-from ..runtime import failure_message, without_java_frames
+from ..runtime import failure_message, start_in_turn, without_java_frames
 from . import layout
 from .encode import encode, writer_encoded
 
@@ -192,9 +192,10 @@ class PersistentQuery:
         return self
 
     def _stream(self):
-        return (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
-                .foreachBatch(without_java_frames(self._on_batch)).option("checkpointLocation", self.checkpoint)
-                .trigger(processingTime=self._trigger).start())
+        writer = (self._planned.writeStream.queryName(self.id).outputMode(self.plan.output_mode)
+                  .foreachBatch(without_java_frames(self._on_batch)).option("checkpointLocation", self.checkpoint)
+                  .trigger(processingTime=self._trigger))
+        return start_in_turn(writer.start)
 
     def _watch(self) -> None:
         backoff, longest = self._backoff
