@@ -46,7 +46,8 @@ def test_line_magic_runs_one_statement_and_shows_its_result_as_the_widget_does(s
     assert isinstance(shown, pd.DataFrame) and stream in set(shown["Stream Name"])  # still the DataFrame
     assert type(shown["Stream Name"].to_frame()) is pd.DataFrame  # what is computed from it is plain
     page = shown._repr_html_()
-    assert 'class="kstream-result"' in page and "rows</div>" in page and "<th></th>" not in page  # no index
+    count = f"{len(shown)} row{'' if len(shown) == 1 else 's'}</div>"
+    assert 'class="kstream-result"' in page and count in page and "<th></th>" not in page  # no index
 
 
 def test_sql_error_is_its_own_error_with_line_and_caret(shell):
