@@ -47,13 +47,14 @@ test-unit: $(STAMP)
 
 # tests/integration/test_tls.py puts Debian's stunnel4 in front of an embedded broker and registry;
 # skipped, saying why, without it. Two workers, each with its own broker and Spark session, a test
-# file each at a time: the tests mostly wait for micro-batches, so two cut the wall time on 2 cores
-# (21.7 min; one process took 32.5 min in the last CI run). INTEGRATION_WORKERS=0: one process.
+# file each at a time, the tests marked `cluster` together in one group (tests/integration/conftest.py):
+# the tests mostly wait for micro-batches, so two cut the wall time on 2 cores (21.7 min; one
+# process took 32.5 min in the last CI run). INTEGRATION_WORKERS=0: one process.
 INTEGRATION_WORKERS ?= 2
 test-integration: check-java $(STAMP)
 	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || \
 	  echo "SKIPPING the TLS tests: no stunnel4 on PATH (sudo apt-get install stunnel4)"
-	$(BIN)/python -m pytest tests/integration -q -n $(INTEGRATION_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest tests/integration -q -n $(INTEGRATION_WORKERS) --dist loadgroup
 
 # One notebook at a time by default. NOTEBOOK_WORKERS=2 runs two at once, each kernel with its own
 # embedded stack (free ports): 5.8 min against 8 on 2 cores, but twice the load on Spark's fixed

@@ -5,6 +5,11 @@
 - `new_topic`: a factory creating a uniquely named topic, `new_topic(partitions=1) -> name`.
 - `registry`: the embedded Schema Registry's URL.
 - `session`: a `kafkasql_magic` session over both, with 'auto.offset.reset' = earliest.
+
+Under `pytest -n N --dist loadgroup` (make test-integration) a worker takes a file at a time, but
+every test marked `cluster` goes to one worker, in one group: two workers each running
+local-cluster JVMs at once would double the cluster driver's start and load 2 cores beyond what
+a Python worker's fixed 10 s connect-back stands.
 """
 
 from __future__ import annotations
@@ -18,6 +23,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        group = "cluster" if item.get_closest_marker("cluster") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def spark_env() -> dict:

@@ -17,6 +17,8 @@ import sys
 import textwrap
 import uuid
 
+import pytest
+
 import kafkasql_magic as ks
 from kafkasql_magic.kafka.producer import produce
 
@@ -107,6 +109,7 @@ def last_rows(bootstrap: str, topic: str) -> dict:
     return {k: v for k, v in got.items() if v is not None}
 
 
+@pytest.mark.cluster
 def test_keyed_state_on_a_cluster_resumes_exactly_after_the_process_is_killed(broker, spark, new_topic, tmp_path):
     bootstrap = broker.bootstrap_servers
     service = f"svc{uuid.uuid4().hex[:6]}"
