@@ -16,6 +16,30 @@ def committed(query, batch: int = 0, timeout: float = 60) -> None:
         time.sleep(0.2)
 
 
+def read_to_end(query, bootstrap: str, topics, timeout: float = 90) -> None:
+    """Wait until a committed micro-batch of `query` ends where each of `topics` ends: every
+    record in them was processed and what it gave was written. A test that checks no more
+    records come waits for this, not for a quiet period."""
+    from kafkasql_magic.checkpoints import batch_end_offsets
+    from kafkasql_magic.kafka.admin import topic_partitions
+    from kafkasql_magic.kafka.offsets import EndOffsets
+
+    def shape(offsets):
+        return sorted(sorted((int(p), int(o)) for p, o in each.items()) for each in offsets)
+
+    listed = EndOffsets(bootstrap)  # it looks past the embedded broker's listed end (../shared/DESIGN.md)
+    ends = shape(listed.latest(t, topic_partitions(bootstrap, t)) for t in topics)
+    commits = os.path.join(query.checkpoint, "commits")
+    deadline = time.monotonic() + timeout
+    while True:
+        done = [int(n) for n in os.listdir(commits) if n.isdigit()] if os.path.isdir(commits) else []
+        got = batch_end_offsets(query.checkpoint, max(done)) if done else None
+        if got is not None and shape(got) == ends:
+            return
+        assert time.monotonic() < deadline, f"the query did not read to {ends} within {timeout} s: {got}, {query.failure}"
+        time.sleep(0.2)
+
+
 def restartable(broker, spark, tmp_path, registry=None, prefix: str = "svc"):
     """`connect()` for one service and one state folder: each call opens the session a restarted
     process would, which replays the service's command topic and resumes its queries."""

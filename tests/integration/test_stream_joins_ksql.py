@@ -9,9 +9,10 @@ import struct
 import time
 import uuid
 
-
 from kafkasql_magic.kafka.peek import fetch_records
 from kafkasql_magic.kafka.producer import produce
+
+from checkpoints import read_to_end
 
 KEY = struct.Struct(">q")  # BIGINT keys, as ksqlDB's tests declare them
 
@@ -45,11 +46,11 @@ def caught_up(query, timeout: float = 90) -> None:
         time.sleep(0.5)
 
 
-def written(broker, query, sink: str, count: int, settle: float = 10) -> list[tuple]:
-    """The sink's records as (key, value, time) once `count` were written and `settle` seconds
-    passed without more."""
+def written(broker, query, sink: str, count: int) -> list[tuple]:
+    """The sink's records as (key, value, time) once `count` were written and the query has read
+    both streams to their ends (the streams are named as their topics)."""
     assert query.wait_for_records(count, 120), query.failure
-    query.wait_for_records(count + 1, settle)
+    read_to_end(query, broker.bootstrap_servers, set(query.sources))
     got = fetch_records(broker.bootstrap_servers, sink, from_beginning=True, limit=None, timeout_s=30)
     return [(KEY.unpack(r["key"])[0], json.loads(r["value"]), r["timestamp"]) for r in got]
 
@@ -208,7 +209,7 @@ def test_select_star_over_a_join_with_partition_by_writes_each_sides_pseudocolum
     send(broker, r, [(0, {"F1": "a", "F2": -1}, 12)])
     query = ksql.sql(f"CREATE STREAM {out} AS SELECT * FROM {l} JOIN {r} WITHIN 10 SECONDS "
                      f"ON {l}.ID = {r}.ID PARTITION BY {l}.VALUE;")
-    [(key, value, stamp)] = written(broker, query, out, 1, settle=3)
+    [(key, value, stamp)] = written(broker, query, out, 1)
     assert (key, stamp) == (1, 12)
     assert list(value.items()) == [(f"{l}_NAME", "zero"), (f"{l}_ROWTIME", 11), (f"{l}_ROWPARTITION", 0),
                                    (f"{l}_ROWOFFSET", 0), (f"{l}_ID", 0), (f"{r}_F1", "a"), (f"{r}_F2", -1),
