@@ -84,44 +84,103 @@ log = logging.getLogger(__name__)
 _start_lock = threading.Lock()
 _background: threading.Thread | None = None
 _background_since: float | None = None
+_background_up = threading.Event()  # set once the background start has a session (or failed)
+_query_waiting = threading.Event()  # a query asked for the session: warm up no further
 
 
 def start_in_background(*, show_logs: bool = False) -> bool:
     """Start the local Spark session on a thread of its own (the extension does when it loads),
-    so that a kernel's first query finds Spark up or on its way; in a kernel the JVM's own output
-    goes to `spark_logs.log_path()` unless `show_logs`. False when Spark runs or a start is under way already. A
-    start that fails leaves the next `local_spark()` to try again, and raise what it meets."""
-    global _background, _background_since
+    so that a kernel's first query finds Spark up or on its way, then warm it up (`warm_up`); in
+    a kernel the JVM's own output goes to `spark_logs.log_path()` unless `show_logs`. False when
+    Spark runs or a start is under way already. A start that fails leaves the next
+    `local_spark()` to try again, and raise what it meets."""
+    global _background, _background_since, _background_up
     with _start_lock:
         if _background is not None or running():
             return False
         _background_since = time.monotonic()
-        _background = threading.Thread(target=_start, args=(show_logs,), name="kafkasql-spark-start", daemon=True)
+        _background_up = threading.Event()
+        _background = threading.Thread(target=_start, args=(show_logs, _background_up),
+                                       name="kafkasql-spark-start", daemon=True)
         _background.start()
     return True
 
 
-def _start(show_logs: bool) -> None:
+def _start(show_logs: bool, up: threading.Event) -> None:
     from .spark_logs import starting_spark
 
     try:
         with starting_spark(show=show_logs):
-            local_spark()
+            spark = local_spark()
     except Exception:  # the foreground start tries again and shows this failure where it matters
         log.debug("starting Spark in the background failed", exc_info=True)
+        return
+    finally:
+        up.set()
+    try:
+        warm_up(spark)
+    except Exception:  # a query starts its workers itself
+        log.debug("warming up Spark's Python workers failed", exc_info=True)
+
+
+def warm_up(spark) -> None:
+    """Do once what a kernel's first query would otherwise wait for (bench/README.md, "Cold
+    start"): start the Python workers it needs, holding the Kafka reader's and writer's modules
+    (Spark reuses an idle worker), and, unless a query is waiting by then (Run All: on 2 cores the
+    two would share the CPU), run one micro-batch of a stream over a Python source into
+    foreachBatch (the driver's source worker, the stream's classes and their first compilation,
+    the callback server)."""
+    parallelism = spark.sparkContext.defaultParallelism
+    spark.range(0, parallelism, numPartitions=parallelism).mapInArrow(_import_worker_modules, "id long").collect()
+    if not _query_waiting.is_set():
+        _one_micro_batch(spark)
+
+
+def _import_worker_modules(batches):
+    from .kafka import source, writer  # noqa: F401  (importing them is the point)
+
+    yield from batches
+
+
+def _one_micro_batch(spark) -> None:
+    """Three values of the load generator's counter through one stream, then stopped."""
+    import shutil
+    import tempfile
+
+    from .loadgen.counter import FORMAT, Counter
+
+    checkpoint = tempfile.mkdtemp(prefix="kafkasql-warm-up-")
+    try:
+        reader = spark.readStream.format(FORMAT)
+        for key, value in Counter(tick_us=1_000_000, epoch_us=0, up_to=3).options().items():
+            reader = reader.option(key, value)
+        query = (reader.load().writeStream.foreachBatch(_collect).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        if not query.awaitTermination(120):
+            query.stop()
+    finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def _collect(batch, batch_id: int) -> None:
+    batch.collect()
 
 
 def background_start() -> float | None:
     """When the background start still under way began (`time.monotonic()`), else None."""
     thread = _background
-    return _background_since if thread is not None and thread.is_alive() else None
+    up = thread is None or not thread.is_alive() or _background_up.is_set()
+    return None if up else _background_since
 
 
 def wait_for_background_start() -> None:
-    """Wait until a background start (if any) ended: two starts at once would race."""
-    thread = _background
+    """Wait until a background start (if any) has its session or failed: two starts at once
+    would race. Its warm-up goes on beside the caller's query."""
+    thread, up = _background, _background_up
+    _query_waiting.set()
     if thread is not None and thread is not threading.current_thread():
-        thread.join()
+        while thread.is_alive() and not up.wait(0.2):
+            pass
 
 
 def running() -> bool:

@@ -26,6 +26,7 @@ def slow_spark(monkeypatch):
     monkeypatch.setattr(sparkenv, "_background", None)
     monkeypatch.setattr(sparkenv, "_background_since", None)
     monkeypatch.setattr(sparkenv, "running", lambda: False)
+    monkeypatch.setattr(sparkenv, "warm_up", lambda spark: None)
     yield release, calls
     release.set()
 
@@ -57,6 +58,27 @@ def test_the_first_query_waits_for_the_background_start_and_says_so(slow_spark):
     waiter.join(10)
     assert got == ["spark"] and sparkenv.background_start() is None and session.feedback.said[-1] == "started"
     assert calls[0] == "kafkasql-spark-start"  # the foreground's call found the background's session
+
+
+def test_the_first_query_does_not_wait_for_the_warm_up(monkeypatch, slow_spark):
+    release, _ = slow_spark
+    warming, warmed = threading.Event(), threading.Event()
+
+    def warm_up(spark):
+        warming.set()
+        assert warmed.wait(10)
+
+    monkeypatch.setattr(sparkenv, "warm_up", warm_up)
+    sparkenv.start_in_background()
+    release.set()
+    assert warming.wait(10)
+    session = Session("127.0.0.1:9")
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(session.spark))
+    waiter.start()
+    waiter.join(5)
+    warmed.set()
+    assert got == ["spark"], "the first query waited for the background warm-up"
 
 
 def test_without_a_background_start_the_first_query_says_spark_is_starting(slow_spark):
@@ -95,3 +117,30 @@ def test_loading_the_extension_starts_spark_in_a_kernel_unless_told_not_to(monke
     finally:
         ip.run_line_magic("unload_ext", "kafkasql_magic")
         del ip.config.KStreamMagics["start_spark_on_load"]
+
+
+@pytest.mark.parametrize("waiting", [False, True])
+def test_the_warm_up_runs_its_micro_batch_only_while_no_query_waits(monkeypatch, waiting):
+    done = []
+
+    class Frame:
+        def mapInArrow(self, function, schema):
+            done.append(function.__name__)
+            return self
+
+        def collect(self):
+            return []
+
+    class Spark:
+        class sparkContext:
+            defaultParallelism = 2
+
+        def range(self, start, end, numPartitions):
+            return Frame()
+
+    monkeypatch.setattr(sparkenv, "_query_waiting", threading.Event())
+    monkeypatch.setattr(sparkenv, "_one_micro_batch", lambda spark: done.append("micro-batch"))
+    if waiting:
+        sparkenv.wait_for_background_start()  # what a query asking for the session calls
+    sparkenv.warm_up(Spark())
+    assert done == ["_import_worker_modules"] + ([] if waiting else ["micro-batch"])
