@@ -52,8 +52,10 @@ RawReader = Callable[[SourceDef, bool], DataFrame]
 
 #: AST join kind -> Spark join type.
 SPARK_JOINS = {"INNER": "inner", "LEFT": "left_outer", "RIGHT": "right_outer", "FULL": "full_outer"}
-#: the column of several unnest(...) run in lockstep, each row an element of every list (functions.postgres_spark.lockstep)
+#: the column of a SELECT list's unnest(...)s run in lockstep, each row an element of every list (functions.postgres_spark.lockstep)
 LOCKSTEP = "__lockstep"
+#: why a record's unnested list could not be computed (its row then carries NULLs and this error)
+UNNEST_ERROR = "__unnest_error"
 
 
 @dataclass(frozen=True)
@@ -503,11 +505,22 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
     unnested = [index for index, (_, expr) in enumerate(outputs) if _is_unnest(expr)]
-    if len(unnested) > 1:  # one generator for them all, in lockstep
-        lists = [Compiler(scope).compile(outputs[index][1].args[0]) for index in unnested]
-        frame = frame.withColumn(LOCKSTEP, F.explode(lockstep(lists)))
+    if unnested:  # one generator for them all, in lockstep
+        lists, failures = [], []
+        for index in unnested:
+            name, expr = outputs[index]
+            Compiler(scope).compile(expr)  # the call checked as any function's (unnest(1): Materialize's message)
+            compiler = Compiler(scope)
+            lists.append(compiler.compile(expr.args[0]))
+            if compiler.failures:
+                failures.append(computing_error(compiler, expr, name, index))
+        if failures:
+            frame = frame.withColumn(UNNEST_ERROR, F.coalesce(*failures))
+            errors.append(F.col(UNNEST_ERROR))
+        failed = F.col(UNNEST_ERROR).isNotNull() if failures else None
+        frame = frame.withColumn(LOCKSTEP, F.explode(lockstep(lists, failed)))
     for index, (name, expr) in enumerate(outputs):
-        if len(unnested) > 1 and index in unnested:
+        if index in unnested:
             values.append(F.col(LOCKSTEP)[f"e{unnested.index(index)}"].alias(result_column(index)))
             continue
         compiler = Compiler(scope)

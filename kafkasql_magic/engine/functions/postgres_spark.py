@@ -166,12 +166,16 @@ FUNCTIONS: dict[str, Function] = {
 }
 
 
-def lockstep(lists: Sequence[Column]) -> Column:
-    """Several unnest(...) in one SELECT list, as PostgreSQL (and Materialize) runs them: side by
+def lockstep(lists: Sequence[Column], failed: Column | None = None) -> Column:
+    """The unnest(...)s of one SELECT list, as PostgreSQL (and Materialize) runs them: side by
     side, element i of each list in row i, the shorter lists padded with NULLs (an empty or NULL
     list counts as empty), not every combination. An array of structs `e0, e1, ...`, exploded
-    once: Spark runs two generators in one SELECT as a cross product."""
+    once: Spark runs two generators in one SELECT as a cross product, and takes none inside an
+    expression. Where `failed` (a list that could not be computed) is set, one row of NULLs, so
+    that the record's error is logged rather than the record silently giving no row."""
     longest = F.greatest(*[F.coalesce(F.size(values), F.lit(0)) for values in lists], F.lit(0))
+    if failed is not None:
+        longest = F.when(failed, F.lit(1)).otherwise(longest)
     rows = F.transform(F.sequence(F.lit(1), F.greatest(longest, F.lit(1))), lambda i: F.struct(
         *[F.try_element_at(values, i).alias(f"e{k}") for k, values in enumerate(lists)]))
     return F.when(longest > 0, rows)
