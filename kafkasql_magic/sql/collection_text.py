@@ -1,10 +1,14 @@
-"""Materialize's text form of lists and maps, as a quoted literal cast to one is read:
-`'{1,2}'::int list`, `'{{1},{2,3}}'::int list list`, `'{a=>1,b=>2}'::map[text=>int]`.
+"""Materialize's text form of lists, maps and records, as a quoted literal cast to one is read:
+`'{1,2}'::int list`, `'{{1},{2,3}}'::int list list`, `'{a=>1,b=>2}'::map[text=>int]`,
+`'(1,"x y")'::point`, `'{"(1,2)","(3,)"}'::point list`.
 
 The type drives the reading: a list's or map's element that is itself a list or map is
 written in braces, any other element is a scalar's text (unquoted and trimmed, or in double
 quotes with `\\` escaping the next character; unquoted `NULL` is NULL) handed to `scalar`
-with its type. Malformed text raises ValueError.
+with its type. A record is its fields in parentheses, as PostgreSQL reads them: an unquoted
+field runs to the next comma or parenthesis untrimmed, an empty one is NULL, and a field or
+element holding a record, list or map is that one's text (quoted where it has commas). Malformed
+text raises ValueError.
 """
 
 from __future__ import annotations
@@ -51,9 +55,19 @@ def typed_word(word: str, type_: Type):
     return word
 
 
+#: the types read from a text form here
+TEXT_FORMS = ("ARRAY", "MAP", "STRUCT")
+
+
 def parse(text: str, type_: Type, scalar: Scalar):
-    """The value of `text` for `type_` (an ARRAY or MAP Type)."""
+    """The value of `text` for `type_` (an ARRAY, MAP or STRUCT Type; a record's value is the
+    list of its fields' values)."""
     reader = _Reader(text, scalar)
+    if type_.name == "STRUCT":
+        value = reader.record(type_)
+        if reader.rest().strip():
+            raise ValueError("junk after right parenthesis")
+        return value
     value = reader.collection(type_)
     if reader.rest().strip():
         raise ValueError("junk after closing right brace")
@@ -102,29 +116,66 @@ class _Reader:
             if char != ",":
                 raise ValueError(f'unexpected "{char}" character')
 
+    def record(self, type_: Type) -> list:
+        if self.skip() != "(":
+            raise ValueError("missing left parenthesis")
+        self.at += 1
+        values = []
+        for number, (_, field_type) in enumerate(type_.fields):
+            if number:
+                if self.at >= len(self.text):
+                    raise ValueError("unexpected end of input")
+                if self.text[self.at] != ",":
+                    raise ValueError("too few columns")
+                self.at += 1
+            values.append(self.field(field_type))
+        if self.at >= len(self.text) or self.text[self.at] != ")":
+            raise ValueError("too many columns" if self.rest().startswith(",") else "unexpected end of input")
+        self.at += 1
+        return values
+
+    def field(self, type_: Type):
+        if self.at < len(self.text) and self.text[self.at] == '"':
+            word = self.quoted(doubled=True)
+        else:
+            start = self.at
+            while self.at < len(self.text) and self.text[self.at] not in ",)":
+                self.at += 1
+            word = self.text[start:self.at]
+            if not word:
+                return None
+        return parse(word, type_, self.scalar) if type_.name in TEXT_FORMS else self.scalar(word, type_)
+
     def element(self, type_: Type):
         if type_.name in ("ARRAY", "MAP") and self.skip() == "{":
             return self.collection(type_)
         word = self.word(stops=",}")
-        return None if word is None else self.scalar(word, type_)
+        if word is None:
+            return None
+        return parse(word, type_, self.scalar) if type_.name == "STRUCT" else self.scalar(word, type_)
+
+    def quoted(self, doubled: bool = False) -> str:
+        """A double-quoted word from its opening quote, `\\` escaping the next character (and,
+        in a record's field, `""` standing for one quote)."""
+        out = []
+        self.at += 1
+        while self.at < len(self.text):
+            char = self.text[self.at]
+            if (char == "\\" or (doubled and self.text.startswith('""', self.at))) and self.at + 1 < len(self.text):
+                out.append(self.text[self.at + 1])
+                self.at += 2
+            elif char == '"':
+                self.at += 1
+                return "".join(out)
+            else:
+                out.append(char)
+                self.at += 1
+        raise ValueError("unexpected end of input")
 
     def word(self, stops: str) -> str | None:
         """A quoted or unquoted word (None: unquoted NULL)."""
         if self.skip() == '"':
-            out = []
-            self.at += 1
-            while self.at < len(self.text):
-                char = self.text[self.at]
-                if char == "\\" and self.at + 1 < len(self.text):
-                    out.append(self.text[self.at + 1])
-                    self.at += 2
-                elif char == '"':
-                    self.at += 1
-                    return "".join(out)
-                else:
-                    out.append(char)
-                    self.at += 1
-            raise ValueError("unexpected end of input")
+            return self.quoted()
         start = self.at
         while self.at < len(self.text) and self.text[self.at] not in stops:
             if self.text[self.at] in '{"\\':

@@ -358,9 +358,9 @@ class Checker:
 
 
 def reads_collection_text(e: ast.Cast, messages: Messages) -> bool:
-    """A quoted literal cast to a list or map, read as its text form (Materialize)."""
+    """A quoted literal cast to a list, map or record, read as its text form (Materialize)."""
     return (messages.reads_collection_text and isinstance(e.operand, ast.Literal) and e.operand.kind == "STRING"
-            and e.type.name in ("ARRAY", "MAP"))
+            and e.type.name in collection_text.TEXT_FORMS)
 
 
 def check_expression(expr: ast.Expr, columns: Mapping[str, ast.Type], dialect: str = "ksql",

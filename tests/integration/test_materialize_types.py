@@ -92,6 +92,16 @@ def test_a_querys_casts_name_custom_types(session):
         session.sql(f"SELECT 1::nope_{n} AS z", **MZ)
 
 
+def test_a_records_text_form_cast_in_a_query(session):
+    n = tag()
+    session.sql(f"CREATE TYPE pt_{n} AS (x int, y text)", **MZ)
+    assert snapshot(session, f"SELECT ('(1,\"a b\")'::pt_{n}).y AS y, '(2,)'::pt_{n} AS p, "
+                             f"'{{\"(3,c)\",NULL}}'::pt_{n} list AS ps") == [
+        ("a b", {"x": 2, "y": None}, [{"x": 3, "y": "c"}, None])]
+    with pytest.raises(ks.KStreamError, match=r'invalid input syntax for type .*: too few columns: "\(1\)"'):
+        session.sql(f"SELECT '(1)'::pt_{n} AS p", **MZ)
+
+
 def test_subscribe_shows_list_and_map_rows(session):
     t = table_of_collections(session)
     live = session.sql(f"SUBSCRIBE {t}", **MZ)

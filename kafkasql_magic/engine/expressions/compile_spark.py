@@ -328,10 +328,13 @@ class Compiler:
 
 
 def _collection_literal(value, t: ast.Type) -> Column:
-    """A list or map read from its text form (`collection_text`), as a literal of type `t`."""
+    """A list, map or record read from its text form (`collection_text`), as a literal of type `t`."""
     spark_type = types.to_spark(t)
     if value is None:
         return F.lit(None).cast(spark_type)
+    if t.name == "STRUCT":
+        return F.struct(*[_collection_literal(v, field_type).alias(name)
+                          for v, (name, field_type) in zip(value, t.fields)]).cast(spark_type)
     if t.name == "ARRAY":
         return F.array(*[_collection_literal(v, t.element) for v in value]).cast(spark_type)
     if t.name == "MAP":
