@@ -186,7 +186,7 @@ def _from_text(text: str, column: Column):
     """PostgreSQL's input of a quoted literal for the column's type."""
     want = column.type.name
     try:
-        if want in COLLECTIONS:
+        if want in collection_text.TEXT_FORMS:
             return _collection_text(text, column)
         if want == "STRING":
             return text
@@ -215,8 +215,8 @@ def _from_text(text: str, column: Column):
 
 
 def _collection_text(text: str, column: Column):
-    """A list's or map's text form (`{1,2}`, `{a=>1}`); what is wrong with it, as Materialize
-    words it: `invalid input syntax for type integer list: <detail>: "<text>"`."""
+    """A list's, map's or record's text form (`{1,2}`, `{a=>1}`, `(1,x)`); what is wrong with
+    it, as Materialize words it: `invalid input syntax for type integer list: <detail>: "<text>"`."""
     try:
         return collection_text.parse(text, column.type, lambda word, t: _from_text(word, Column(column.name, t)))
     except (ValueError, StatementError) as exc:

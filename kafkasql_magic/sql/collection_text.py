@@ -60,8 +60,8 @@ TEXT_FORMS = ("ARRAY", "MAP", "STRUCT")
 
 
 def parse(text: str, type_: Type, scalar: Scalar):
-    """The value of `text` for `type_` (an ARRAY, MAP or STRUCT Type; a record's value is the
-    list of its fields' values)."""
+    """The value of `text` for `type_` (an ARRAY, MAP or STRUCT Type; a record's value is a
+    dict of its fields' values by name)."""
     reader = _Reader(text, scalar)
     if type_.name == "STRUCT":
         value = reader.record(type_)
@@ -116,19 +116,19 @@ class _Reader:
             if char != ",":
                 raise ValueError(f'unexpected "{char}" character')
 
-    def record(self, type_: Type) -> list:
+    def record(self, type_: Type) -> dict:
         if self.skip() != "(":
             raise ValueError("missing left parenthesis")
         self.at += 1
-        values = []
-        for number, (_, field_type) in enumerate(type_.fields):
+        values = {}
+        for number, (name, field_type) in enumerate(type_.fields):
             if number:
                 if self.at >= len(self.text):
                     raise ValueError("unexpected end of input")
                 if self.text[self.at] != ",":
                     raise ValueError("too few columns")
                 self.at += 1
-            values.append(self.field(field_type))
+            values[name] = self.field(field_type)
         if self.at >= len(self.text) or self.text[self.at] != ")":
             raise ValueError("too many columns" if self.rest().startswith(",") else "unexpected end of input")
         self.at += 1

@@ -16,22 +16,23 @@ def read(text: str, type_: Type):
     return collection_text.parse(text, type_, collection_text.typed_word)
 
 
-@pytest.mark.parametrize("text, value", [
-    ("(1,x y)", [1, "x y"]),
-    ("( 2 , z )", [2, " z "]),  # an unquoted field keeps its spaces (a number's are read past)
-    ("(,)", [None, None]),  # an empty field is NULL
-    ('(3,"")', [3, ""]),  # a quoted empty one is the empty text
-    ('(4,"a,b ""c"" \\\\d")', [4, 'a,b "c" \\d']),
-    ('(5,NULL)', [5, "NULL"]),  # NULL in a record is a word, as in PostgreSQL
+@pytest.mark.parametrize("text, x, y", [
+    ("(1,x y)", 1, "x y"),
+    ("( 2 , z )", 2, " z "),  # an unquoted field keeps its spaces (a number's are read past)
+    ("(,)", None, None),  # an empty field is NULL
+    ('(3,"")', 3, ""),  # a quoted empty one is the empty text
+    ('(4,"a,b ""c"" \\\\d")', 4, 'a,b "c" \\d'),
+    ('(5,NULL)', 5, "NULL"),  # NULL in a record is a word, as in PostgreSQL
 ])
-def test_a_record(text, value):
-    assert read(text, POINT) == value
+def test_a_record(text, x, y):
+    assert read(text, POINT) == {"x": x, "y": y}
 
 
 def test_records_inside_lists_and_lists_inside_records():
-    assert read('{"(1,2)","(3,)",NULL}', Type("ARRAY", element=POINT)) == [[1, "2"], [3, None], None]
+    assert read('{"(1,2)","(3,)",NULL}', Type("ARRAY", element=POINT)) == [{"x": 1, "y": "2"}, {"x": 3, "y": None},
+                                                                           None]
     holder = Type("STRUCT", fields=(("p", POINT), ("l", Type("ARRAY", element=INT))))
-    assert read('("(1,a)","{1,2}")', holder) == [[1, "a"], [1, 2]]
+    assert read('("(1,a)","{1,2}")', holder) == {"p": {"x": 1, "y": "a"}, "l": [1, 2]}
 
 
 @pytest.mark.parametrize("text, problem", [

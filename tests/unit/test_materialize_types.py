@@ -79,6 +79,10 @@ def test_tables_take_custom_types_and_remember_them():
     rows = wt.rows_to_insert(mz("INSERT INTO t VALUES (ROW(1, 'x'), '{1,2}'::l, LIST['{3}'::l]),"
                                 "  (ROW(2, NULL)::rec, NULL, NULL)"), table, types)
     assert rows == [[{"a": 1, "b": "x"}, [1, 2], [[3]]], [{"a": 2, "b": None}, None, None]]
+    texts = wt.rows_to_insert(mz("""INSERT INTO t (r) VALUES ('(3,"y z")'), ('(,)'::rec)"""), table, types)
+    assert texts == [[{"a": 3, "b": "y z"}, None, None], [{"a": None, "b": None}, None, None]]
+    with pytest.raises(StatementError, match='invalid input syntax for type record: too few columns: "\\(3\\)"'):
+        wt.rows_to_insert(mz("INSERT INTO t (r) VALUES ('(3)')"), table, types)
     with pytest.raises(StatementError, match='type "nope" does not exist'):
         wt.table_def(mz("CREATE TABLE t (x nope)"), "topic", types=types)
     with pytest.raises(StatementError, match='type "nope" does not exist'):

@@ -333,8 +333,8 @@ def _collection_literal(value, t: ast.Type) -> Column:
     if value is None:
         return F.lit(None).cast(spark_type)
     if t.name == "STRUCT":
-        return F.struct(*[_collection_literal(v, field_type).alias(name)
-                          for v, (name, field_type) in zip(value, t.fields)]).cast(spark_type)
+        return F.struct(*[_collection_literal(value[name], field_type).alias(name)
+                          for name, field_type in t.fields]).cast(spark_type)
     if t.name == "ARRAY":
         return F.array(*[_collection_literal(v, t.element) for v in value]).cast(spark_type)
     if t.name == "MAP":
