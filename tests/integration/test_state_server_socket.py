@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import socket
 
-import pytest
-
-pytestmark = pytest.mark.integration
-
 
 def test_a_keyed_state_step_talks_to_its_state_server_over_a_unix_socket(spark, tmp_path):
     from pyspark.sql import types as T
