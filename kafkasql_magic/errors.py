@@ -127,6 +127,10 @@ class QueryTimeout(KStreamError):
         super().__init__(message)
 
 
+class SparkExited(KStreamError):
+    """Spark's JVM exited while a statement ran: its message says why (`spark_exit.explain`)."""
+
+
 class QueryStopped(KeyboardInterrupt):
     """The notebook's Interrupt (or Ctrl-C) ended a query the caller was waiting for, and the query
     stopped cleanly. Still a `KeyboardInterrupt`, so a script ends as before; a notebook shows

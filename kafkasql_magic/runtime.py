@@ -20,6 +20,7 @@ from collections import deque
 import pandas as pd
 from pyspark.sql import DataFrame
 
+from . import spark_exit
 from .errors import KafkaError, KStreamError, QueryStopped, QueryTimeout
 from .live import LiveModel
 from .live.render import PREPARING
@@ -132,21 +133,24 @@ class PushQuery:
                     next_probe = time.monotonic() + PROBE_INTERVAL_S
         except Exception as exc:  # the Spark query failed (or a bad record failed it): surface it on the handle
             self._failure = exc
+            if spark_exit.died(exc) is not None:  # nothing more to ask a JVM that is gone
+                self.model.set_state("FAILED", "Spark's JVM exited")
+                self._done.set()
+                return
             self.model.set_state("FAILED", failure_message(exc))
             if self._query.isActive:
                 self._query.stop()
         else:
             if self.model.state not in ("FAILED",):
                 self.model.set_state("FINISHED" if self._limit_reached() or self._range_read else "STOPPED")
-        finally:
-            wait_for_stream_thread(self._query, STREAM_THREAD_WAIT)  # the last batch's progress comes in
-            self.model.on_records_read(self._tally.follow(self._query))
-            fatal = self._log_observed()
-            if fatal and self._failure is None:  # the last batch's bad record: the query failed all the same
-                self._failure = KStreamError(located_message(fatal[0]))
-                self.model.set_state("FAILED", str(self._failure))
-            self._done.set()
-            remove_when_stopped(self._query, self._checkpoint)
+        wait_for_stream_thread(self._query, STREAM_THREAD_WAIT)  # the last batch's progress comes in
+        self.model.on_records_read(self._tally.follow(self._query))
+        fatal = self._log_observed()
+        if fatal and self._failure is None:  # the last batch's bad record: the query failed all the same
+            self._failure = KStreamError(located_message(fatal[0]))
+            self.model.set_state("FAILED", str(self._failure))
+        self._done.set()
+        remove_when_stopped(self._query, self._checkpoint)
 
     def stop(self) -> None:
         """Stop the Spark query; safe to call from any thread and more than once. A plan that
@@ -307,6 +311,8 @@ class PushQuery:
         if not finished:
             self.stop()
         if self._failure is not None:
+            if spark_exit.died(self._failure, within=0) is not None:
+                raise self._failure  # the session says why the JVM exited
             raise KStreamError(failure_message(self._failure)) from None
         rows = self.rows()
         rows.attrs.update(query_id=self.id, records_read=self.records_read)

@@ -17,10 +17,10 @@ from typing import Callable
 
 import pandas as pd
 
-from . import clientconf, dialects, redact, sql as sqlparse
+from . import clientconf, dialects, redact, spark_exit, sql as sqlparse
 from .catalog import Catalog, ViewDef
 from .engine.columns import DROP, result_column
-from .errors import KStreamError, SqlSyntaxError, StatementError
+from .errors import KStreamError, SparkExited, SqlSyntaxError, StatementError
 from .kafka import outage
 from .kafka.reads import TopicRead
 from .kafka.source import NAME as RAW_SOURCE
@@ -81,6 +81,7 @@ class Session:
         if service_id:
             self.settings["ksql.service.id"] = service_id
         self._spark = spark
+        self._spark_given = spark is not None
         #: In a Jupyter kernel, Spark's own start-up and log lines go to `spark_logs.log_path()` unless True.
         self.show_spark_logs = False
         #: What the notebook shows while a statement runs (set by the magic for one cell, else None):
@@ -95,6 +96,8 @@ class Session:
     @property
     def spark(self):
         with self._lock:
+            if self._spark is not None and (code := spark_exit.exit_code()) is not None:
+                raise self._spark_exited(code)
             if self._spark is None:
                 from .spark_logs import starting_spark
                 from .sparkenv import background_start, local_spark, running, wait_for_background_start
@@ -138,10 +141,30 @@ class Session:
                 if len(pieces) > 1:
                     exc.statement = (number, len(pieces))
                 raise
+            except Exception as exc:
+                if (code := spark_exit.died(exc)) is None:
+                    raise
+                with self._lock:
+                    raise self._spark_exited(code) from None
             self._record(stmt, body.strip(), chosen.name, result)
             if on_done is not None and said:
                 on_done(said)
         return result
+
+    def _spark_exited(self, code: int) -> SparkExited:
+        """The error that says why Spark's JVM exited, said once: our own session is then
+        dropped, and the next statement starts a new one; the caller's is theirs to make again."""
+        from pyspark import SparkContext
+
+        from .spark_logs import in_a_kernel, log_path
+
+        log = log_path() if in_a_kernel() and not self.show_spark_logs else None
+        error = SparkExited(spark_exit.explain(code, SparkContext._gateway.proc.pid, log,
+                                               restarts=not self._spark_given))
+        if not self._spark_given:
+            spark_exit.forget()
+            self._spark = None
+        return error
 
     def _record(self, stmt, text: str, dialect: str, result) -> None:
         """Append a successful DDL or persistent-query statement to the command topic."""

@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from .spark_exit import CRASH_REPORT
+
 REQUIRED_SQL_CONF = {
     "spark.sql.caseSensitive": "true",
     "spark.sql.ansi.enabled": "false",
@@ -36,7 +38,8 @@ LOCAL_CONF = {
     # The JVM's quick compiler only (C1, no C2): a query's generated code, state store and Arrow
     # paths are compiled in a fraction of the CPU, and the work left on the JVM is a small part
     # of a query's (bench/README.md, "The JVM's compilers").
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # A crash report where `spark_exit` finds it, not in the notebook's folder
+    "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -XX:ErrorFile={CRASH_REPORT}",
     "spark.ui.enabled": "false",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",

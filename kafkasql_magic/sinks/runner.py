@@ -17,7 +17,7 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from .. import clientconf, types
+from .. import clientconf, spark_exit, types
 from ..catalog import KEY, SourceDef
 from ..errors import StatementError
 from ..formats import Field
@@ -210,6 +210,8 @@ class PersistentQuery:
                     self._failure = exc
                     if layout.spark_mismatch(exc) is not None:  # no retry can pass: say what to do
                         self._failure = self._layout_failure(exc)
+                        return
+                    if spark_exit.died(exc) is not None:  # its plan died with the JVM: no retry can start
                         return
                 if not self._restart_after(backoff, longest):
                     return
