@@ -38,8 +38,13 @@ LOCAL_CONF = {
     # The JVM's quick compiler only (C1, no C2): a query's generated code, state store and Arrow
     # paths are compiled in a fraction of the CPU, and the work left on the JVM is a small part
     # of a query's (bench/README.md, "The JVM's compilers").
-    # A crash report where `spark_exit` finds it, not in the notebook's folder
-    "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -XX:ErrorFile={CRASH_REPORT}",
+    # The compiled code's cache at the size the JVM gives both compilers: with the quick one only
+    # it would be 48 MB, which a kernel running a few dozen queries fills (seen at 143 s); then the
+    # JVM stops compiling, and the next method handle it needs kills it ("Out of space in
+    # CodeCache for method handle intrinsic", docs/failures.md). A crash report where
+    # `spark_exit` finds it, not in the notebook's folder.
+    "spark.driver.extraJavaOptions": ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m "
+                                      f"-XX:ErrorFile={CRASH_REPORT}"),
     "spark.ui.enabled": "false",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",

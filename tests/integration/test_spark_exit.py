@@ -66,3 +66,12 @@ def test_a_dead_jvm_is_said_once_with_its_cause_and_the_next_statement_starts_a_
     assert said["next"] == [{"x": 3}]
     assert said["after_a_death_during"] == [{"x": 4}]
 
+
+def test_the_local_jvm_keeps_compiling_past_48_mb_of_code(spark):
+    """With the quick compiler only, the JVM's code cache would be 48 MB: a kernel that ran a few
+    dozen queries filled it, the JVM stopped compiling and then died wanting a method handle."""
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert bean.getVMOption("TieredStopAtLevel").getValue() == "1"
+    assert int(bean.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 * 1024 * 1024
