@@ -104,3 +104,24 @@ def test_a_list_that_cannot_be_computed_fails_the_query_naming_the_record(sessio
         session.sql(f"SELECT text, {select} FROM {name}", **MZ)
     logged = session.processing_log()
     assert logged[logged.TOPIC == topic][["OFFSET"]].values.tolist() == [[1]]
+
+
+def test_unnest_inside_an_expression_runs_in_lockstep_with_the_lists_other_calls(session, broker):
+    rows = session.sql("SELECT unnest(LIST[1, 2]) * 10 AS t, unnest(LIST['a', 'b', 'c']) || '!' AS u, "
+                       "unnest(LIST[7]) AS s", **MZ)
+    assert sorted(_plain(rows), key=str) == [[10, "a!", 7], [20, "b!", None], [None, "c!", None]]
+    name = headed_source(session, broker, "h3")
+    rows = session.sql(f"SELECT text, (unnest(headers)).key || '!' AS k FROM {name} ORDER BY text, k", **MZ)
+    assert rows.values.tolist() == [["a", "h1!"], ["a", "h2!"], ["c", "h3!"]]
+    with pytest.raises(ks.StatementError, match=r"unnest\(\.\.\.\) inside unnest\(\.\.\.\) is not supported"):
+        session.sql("SELECT unnest(unnest(LIST[LIST[1]])) AS n", **MZ)
+
+
+def test_a_failure_around_an_unnest_names_the_call_as_written(session, broker):
+    topic = f"mzu_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": b"0", "partition": 0}], create_partitions=1)
+    name = f"u_{uuid.uuid4().hex[:8]}"
+    session.sql(f"CREATE SOURCE {name} FROM KAFKA TOPIC '{topic}' FORMAT TEXT", **MZ)
+    with pytest.raises(ks.StatementError, match=r"Error computing expression \(?UNNEST\(.*\) / .*for column q "
+                                                rf"with index 1: / by zero \(topic {topic}, partition 0, offset 0\)"):
+        session.sql(f"SELECT text, unnest(LIST[1, 2]) / text::int AS q FROM {name}", **MZ)

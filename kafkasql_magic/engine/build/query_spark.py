@@ -39,7 +39,8 @@ from ..window.windowed_spark import keyed_windowed
 from ..decode.rows_spark import current_rows, logical_frame
 from ..diff_join.join_spark import MZ_DIFF, MZ_TIMESTAMP, diff_joined, with_diff_columns
 from ..expressions.compile_spark import Compiler, JoinScope, Scope, quoted
-from ..functions.postgres_spark import lockstep
+from ..unnest.calls import calls_in, with_elements
+from ..unnest.lockstep_spark import unnested
 from ..join_key.column_spark import keyed_outputs, with_join_key
 from ..subscribe.frame_spark import IDENTITY, changelog_identity, for_driver
 from ..subscribe.rules import CHANGELOG
@@ -52,10 +53,6 @@ RawReader = Callable[[SourceDef, bool], DataFrame]
 
 #: AST join kind -> Spark join type.
 SPARK_JOINS = {"INNER": "inner", "LEFT": "left_outer", "RIGHT": "right_outer", "FULL": "full_outer"}
-#: the column of a SELECT list's unnest(...)s run in lockstep, each row an element of every list (functions.postgres_spark.lockstep)
-LOCKSTEP = "__lockstep"
-#: why a record's unnested list could not be computed (its row then carries NULLs and this error)
-UNNEST_ERROR = "__unnest_error"
 
 
 @dataclass(frozen=True)
@@ -504,30 +501,18 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
     `keep_key`: every row keeps its record key (a row id: analysis.row_ids)."""
     drop = F.col(DROP) | where_error.isNotNull()
     values, errors = [], [F.col(ERROR), where_error]
-    unnested = [index for index, (_, expr) in enumerate(outputs) if _is_unnest(expr)]
-    if unnested:  # one generator for them all, in lockstep
-        lists, failures = [], []
-        for index in unnested:
-            name, expr = outputs[index]
-            Compiler(scope).compile(expr)  # the call checked as any function's (unnest(1): Materialize's message)
-            compiler = Compiler(scope)
-            lists.append(compiler.compile(expr.args[0]))
-            if compiler.failures:
-                failures.append(computing_error(compiler, expr, name, index))
-        if failures:
-            frame = frame.withColumn(UNNEST_ERROR, F.coalesce(*failures))
-            errors.append(F.col(UNNEST_ERROR))
-        failed = F.col(UNNEST_ERROR).isNotNull() if failures else None
-        frame = frame.withColumn(LOCKSTEP, F.explode(lockstep(lists, failed)))
-    for index, (name, expr) in enumerate(outputs):
-        if index in unnested:
-            values.append(F.col(LOCKSTEP)[f"e{unnested.index(index)}"].alias(result_column(index)))
-            continue
+    calls = calls_in(outputs)
+    if calls:  # one generator for all of them, in lockstep; each call's elements a column
+        frame, scope, failed = unnested(frame, scope, calls, outputs, computing_error)
+        if failed is not None:
+            errors.append(failed)
+    for index, (name, written) in enumerate(outputs):
+        expr = with_elements(written, calls) if calls else written
         compiler = Compiler(scope)
         value = compiler.compile(expr)
         skipped = computed is not None and not computed[index]
         if compiler.failures:
-            error = computing_error(compiler, expr, name, index)
+            error = computing_error(compiler, written, name, index)
             errors.append(F.when(~F.col(TOMBSTONE), error) if skipped else error)
             value = F.when(compiler.error().isNull(), value)
         if skipped:
@@ -539,10 +524,6 @@ def _projected(frame: DataFrame, scope: Scope, where_error: Column, outputs, ext
               for c in ORIGIN]  # the raw bytes travel to the driver only for the processing log
     return frame.select(*values, *[c.alias(n) for n, c in extra], error.alias(ERROR), drop.alias(DROP), *origin,
                         *[F.col(c) for c in RECORD])
-
-
-def _is_unnest(expr: ast.Expr) -> bool:
-    return isinstance(expr, ast.FunctionCall) and expr.name.upper() == "UNNEST" and len(expr.args) == 1
 
 
 def analysed(step):

@@ -148,7 +148,7 @@ FUNCTIONS: dict[str, Function] = {
     "KAFKA_MURMUR2": Function(_kafka_murmur2, 1, 1),
     "LIST_LENGTH": Function(_list_length, 1, 1),
     # a row per element (a list's or an array's; none for an empty or NULL one), as PostgreSQL's
-    # unnest in a SELECT list (Spark's generator: one per SELECT, not inside an expression)
+    # unnest in a SELECT list: its argument's check (engine/unnest runs the calls in lockstep)
     "UNNEST": Function(simple(F.explode), 1, 1),
     # ROW(a, b): a record of fields f1, f2, ... (PostgreSQL's names), cast to a record type by position
     "ROW": Function(lambda ctx, args, exprs: F.struct(*[a.alias(f"f{i}") for i, a in enumerate(args, start=1)]),
@@ -164,21 +164,6 @@ FUNCTIONS: dict[str, Function] = {
     "SUBSTRING": Function(_substring, 2, 3),
     "SUBSTR": Function(_substring, 2, 3),
 }
-
-
-def lockstep(lists: Sequence[Column], failed: Column | None = None) -> Column:
-    """The unnest(...)s of one SELECT list, as PostgreSQL (and Materialize) runs them: side by
-    side, element i of each list in row i, the shorter lists padded with NULLs (an empty or NULL
-    list counts as empty), not every combination. An array of structs `e0, e1, ...`, exploded
-    once: Spark runs two generators in one SELECT as a cross product, and takes none inside an
-    expression. Where `failed` (a list that could not be computed) is set, one row of NULLs, so
-    that the record's error is logged rather than the record silently giving no row."""
-    longest = F.greatest(*[F.coalesce(F.size(values), F.lit(0)) for values in lists], F.lit(0))
-    if failed is not None:
-        longest = F.when(failed, F.lit(1)).otherwise(longest)
-    rows = F.transform(F.sequence(F.lit(1), F.greatest(longest, F.lit(1))), lambda i: F.struct(
-        *[F.try_element_at(values, i).alias(f"e{k}") for k, values in enumerate(lists)]))
-    return F.when(longest > 0, rows)
 
 
 #: Functions taking only some types of argument: which (argument types, None where unknown).
