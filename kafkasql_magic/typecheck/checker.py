@@ -336,6 +336,9 @@ class Checker:
             except ValueError as exc:
                 raise self.error(e, self.messages.bad_collection_text(e.type, str(exc), e.operand.value)) from None
             return e.type
+        if (self.messages.reads_collection_text and source is not None and source.name == "STRING"
+                and e.type.name in collection_text.TEXT_FORMS):  # a text column's text form, read at run time
+            return e.type
         targets = CASTS.get(source.name, ()) + self.messages.extra_casts.get(source.name, ()) if source else ()
         to_text = e.type.name == "STRING" and self.messages.casts_anything_to_text
         fields_differ = source is not None and source.name == e.type.name == "STRUCT" and \

@@ -177,7 +177,10 @@ class MaterializeMessages(Messages):
         return f"CAST does not support casting from {self.type_name(source)} to {self.type_name(target)}"
 
     def bad_collection_text(self, t: ast.Type, detail: str, text: str) -> str:
-        return f'invalid input syntax for type {self.type_name(t)}: {detail}: "{text}"'
+        return f'{self.collection_text_prefix(t)}{detail}: "{text}"'
+
+    def collection_text_prefix(self, t: ast.Type) -> str:
+        return f"invalid input syntax for type {self.type_name(t)}: "
 
     def bad_decimal(self, problem: str, t: ast.Type) -> str:
         if "scale" in problem:

@@ -197,3 +197,24 @@ def test_a_restart_brings_the_types_back_before_their_tables(broker, spark, tmp_
     found = second.sql("SELECT (p).a AS a, (p).b AS b FROM kept")
     assert [tuple(python(v) for v in plain(r)) for r in found.itertuples(index=False)] == [(1, "x")]
     second.stop()
+
+
+def test_a_text_columns_text_form_is_read_at_run_time_and_malformed_text_fails_naming_the_record(session, broker):
+    from kafkasql_magic.kafka.producer import produce
+
+    n = tag()
+    session.sql(f"CREATE TYPE pt_{n} AS (x int, y text)", **MZ)
+    good, bad = f"tf_{n}", f"tfb_{n}"
+    produce(broker.bootstrap_servers, good, [{"key": None, "value": json.dumps(v).encode(), "partition": 0}
+                                             for v in ({"l": "{1,2}", "p": '(3,"a b")', "m": "{a=>1}"},
+                                                       {"l": "{}", "p": "(4,)", "m": "{}"})], create_partitions=1)
+    produce(broker.bootstrap_servers, bad, [{"key": None, "value": v.encode(), "partition": 0}
+                                            for v in ("{5}", "{6,x}")], create_partitions=1)
+    session.sql(f"CREATE SOURCE s_{good} FROM KAFKA TOPIC '{good}' FORMAT JSON", **MZ)
+    assert snapshot(session, f"SELECT (data->>'l')::int list AS l, (data->>'p')::pt_{n} AS p, "
+                             f"(data->>'m')::map[text=>int] AS m FROM s_{good}") == [
+        ([1, 2], {"x": 3, "y": "a b"}, {"a": 1}), ([], {"x": 4, "y": None}, {})]
+    session.sql(f"CREATE SOURCE s_{bad} FROM KAFKA TOPIC '{bad}' FORMAT TEXT", **MZ)
+    with pytest.raises(ks.StatementError, match=r'invalid input syntax for type integer list: .*"x": "\{6,x\}" '
+                                                rf"\(topic {bad}, partition 0, offset 1\)"):
+        session.sql(f"SELECT text::int list AS l FROM s_{bad}", **MZ)

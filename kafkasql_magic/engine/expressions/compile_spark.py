@@ -22,6 +22,7 @@ from ...typecheck.time_units import time_unit
 from ..aggregate.calls import is_aggregate
 from . import jsonb_spark as jsonb
 from .lambdas_spark import LAMBDA_FUNCTIONS
+from .text_forms_spark import read_text_form
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -319,6 +320,12 @@ class Compiler:
         if reads_collection_text(e, MESSAGES[self.scope.dialect.name]):  # '{1,2}'::int list (checked)
             return _collection_literal(collection_text.parse(e.operand.value, e.type, collection_text.typed_word), e.type)
         value = self.compile(e.operand)
+        messages = MESSAGES[self.scope.dialect.name]
+        if (messages.reads_collection_text and e.type.name in collection_text.TEXT_FORMS
+                and isinstance(self.spark_type(e.operand, value), T.StringType)):  # t::int list, at run time
+            read, error = read_text_form(value, e.type, messages.collection_text_prefix(e.type))
+            self.fail(error.isNotNull(), error)
+            return read
         if e.type.name == "STRING":
             source_type = self._type_of(e.operand, value)
             text = self.scope.dialect.text_cast(value, source_type) if source_type is not None else None
