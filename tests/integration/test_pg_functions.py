@@ -119,3 +119,25 @@ def test_list_agg_and_map_agg(spark):
     ordered = {r.g: (r.d, r.s) for r in df.groupBy("g").agg(by_value.alias("d"), joined.alias("s")).collect()}
     assert ordered == {"g": ([None, "z", "y", "x"], "x-y-z"), "h": (["w"], "w")}
     assert rows == {"g": (["x", "y", "z", None], {"a": "z", "b": None}), "h": (["w"], {"c": "w"})}
+
+
+def test_text_functions_give_postgresqls_answers(spark):
+    text = "s string"
+    assert values(spark, "UPPER", [("café",), (None,)], text) == ["CAFÉ", None]
+    assert values(spark, "LOWER", [("ÀB",)], text) == ["àb"]
+    assert values(spark, "CHAR_LENGTH", [("café",)], text) == [4]
+    assert values(spark, "BTRIM", [("  x  ",)], text) == ["x"]
+    assert values(spark, "BTRIM", [("xyxaxy",)], text, "xy") == ["a"]
+    assert values(spark, "REVERSE", [("abc",)], text) == ["cba"]
+    assert values(spark, "REPEAT", [("ab", 3), ("ab", 0), ("ab", -1), ("ab", None)], "s string, n int") == [
+        "ababab", "", "", None]
+    assert values(spark, "STARTS_WITH", [("alphabet",), ("beta",)], text, "alph") == [True, False]
+
+
+def test_text_functions_in_a_query_and_their_refusal_in_materializes_words(session):
+    rows = session.sql("SELECT upper('ab') AS u, repeat('ab', 2) AS r, btrim('  x ') AS b", dialect="materialize")
+    assert rows.values.tolist() == [["AB", "abab", "x"]]
+    with pytest.raises(StatementError, match=r"function upper\(int4\) does not exist"):
+        session.sql("SELECT upper(1) AS u", dialect="materialize")
+    with pytest.raises(StatementError, match=r"function repeat\(text, text\) does not exist"):
+        session.sql("SELECT repeat('a', 'b') AS u", dialect="materialize")

@@ -98,6 +98,11 @@ def _length(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Colu
     return F.length(args[0])
 
 
+def _btrim(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+    """btrim(s [, characters]): the characters (a space by default) removed from both ends."""
+    return F.btrim(args[0], args[1]) if len(args) == 2 else F.btrim(args[0])
+
+
 # ---------------------------------------------------------------- lists and maps
 def _list_length(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
     return F.when(args[0].isNotNull(), F.size(args[0]))
@@ -158,6 +163,13 @@ FUNCTIONS: dict[str, Function] = {
     "DECODE": Function(_decode, 2, 2),
     "CONVERT_FROM": Function(_convert_from, 2, 2),
     "LENGTH": Function(_length, 1, 2),
+    "CHAR_LENGTH": Function(simple(F.char_length), 1, 1),
+    "UPPER": Function(simple(F.upper), 1, 1),
+    "LOWER": Function(simple(F.lower), 1, 1),
+    "BTRIM": Function(_btrim, 1, 2),
+    "REVERSE": Function(simple(F.reverse), 1, 1),
+    "REPEAT": Function(simple(lambda s, n: F.when(n.isNotNull(), F.repeat(s, F.greatest(n, F.lit(0))))), 2, 2),
+    "STARTS_WITH": Function(simple(F.startswith), 2, 2),
     "OCTET_LENGTH": Function(simple(F.octet_length), 1, 1),
     "POSITION": Function(_position, 2, 2),
     "STRPOS": Function(simple(lambda s, sub: F.instr(s, sub)), 2, 2),
@@ -166,8 +178,19 @@ FUNCTIONS: dict[str, Function] = {
 }
 
 
+def _texts_then_ints(texts: int):
+    """Arguments: `texts` text ones, then integers (a NULL's or an unknown type passes)."""
+    def takes(types) -> bool:
+        wanted = [("STRING",)] * texts + [("INT", "BIGINT")] * (len(types) - texts)
+        return all(t is None or t.name in names for t, names in zip(types, wanted))
+    return takes
+
+
 #: Functions taking only some types of argument: which (argument types, None where unknown).
-TAKES = {"UNNEST": lambda types: types[0] is None or types[0].name == "ARRAY"}
+TAKES = {"UNNEST": lambda types: types[0] is None or types[0].name == "ARRAY",
+         **{name: _texts_then_ints(texts) for name, texts in (
+             ("CHAR_LENGTH", 1), ("UPPER", 1), ("LOWER", 1), ("BTRIM", 2),
+             ("REVERSE", 1), ("REPEAT", 1), ("STARTS_WITH", 2))}}
 
 
 def lookup(name: str, arg_types: Sequence[str]) -> Function:
