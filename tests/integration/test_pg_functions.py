@@ -141,3 +141,46 @@ def test_text_functions_in_a_query_and_their_refusal_in_materializes_words(sessi
         session.sql("SELECT upper(1) AS u", dialect="materialize")
     with pytest.raises(StatementError, match=r"function repeat\(text, text\) does not exist"):
         session.sql("SELECT repeat('a', 'b') AS u", dialect="materialize")
+
+
+def test_date_trunc_gives_postgresqls_answers(spark):
+    from datetime import datetime
+
+    at = [(datetime(2024, 7, 17, 13, 45, 30, 123456),), (None,)]
+    schema = "t timestamp"
+    expected = {"microseconds": datetime(2024, 7, 17, 13, 45, 30, 123456),
+                "milliseconds": datetime(2024, 7, 17, 13, 45, 30, 123000),
+                "second": datetime(2024, 7, 17, 13, 45, 30), "minute": datetime(2024, 7, 17, 13, 45),
+                "hour": datetime(2024, 7, 17, 13), "day": datetime(2024, 7, 17),
+                "week": datetime(2024, 7, 15),  # a Monday
+                "month": datetime(2024, 7, 1), "quarter": datetime(2024, 7, 1), "year": datetime(2024, 1, 1),
+                "decade": datetime(2020, 1, 1), "century": datetime(2001, 1, 1), "millennium": datetime(2001, 1, 1),
+                "MINUTES": datetime(2024, 7, 17, 13, 45)}
+    for unit, truncated in expected.items():
+        df = spark.createDataFrame(at, schema)
+        built = FUNCTIONS["DATE_TRUNC"].build(Failures(), [F.lit(unit), F.col("t")],
+                                              [Literal(unit, "STRING"), Literal(None, "NULL")])
+        assert [r[0] for r in df.select(built).collect()] == [truncated, None], unit
+    with pytest.raises(StatementError, match='unit "fortnight" not recognized for type timestamp'):
+        FUNCTIONS["DATE_TRUNC"].build(Failures(), [F.lit("fortnight"), F.col("t")],
+                                      [Literal("fortnight", "STRING"), Literal(None, "NULL")])
+
+
+def test_date_trunc_buckets_a_sources_records_in_a_query(session, broker):
+    import uuid
+
+    from kafkasql_magic.kafka.producer import produce
+
+    topic = f"dt_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": b"x", "partition": 0, "timestamp": ms}
+                                              for ms in (1_700_000_000_000, 1_700_000_030_000, 1_700_000_090_000)],
+            create_partitions=1)
+    session.sql(f"CREATE SOURCE {topic} FROM KAFKA TOPIC '{topic}' FORMAT TEXT INCLUDE TIMESTAMP AS ts",
+                dialect="materialize")
+    rows = session.sql(f"SELECT date_trunc('minute', ts) AS m, count(*) AS n FROM {topic} "
+                       "GROUP BY date_trunc('minute', ts) ORDER BY m",
+                       dialect="materialize")
+    assert [(str(m), n) for m, n in rows.values.tolist()] == [("2023-11-14 22:13:00+00:00", 2),
+                                                         ("2023-11-14 22:14:00+00:00", 1)]
+    with pytest.raises(StatementError, match=r"function date_trunc\(text, int4\) does not exist"):
+        session.sql("SELECT date_trunc('minute', 1) AS m", dialect="materialize")

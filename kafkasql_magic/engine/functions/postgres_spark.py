@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from ...errors import StatementError
 from .builders_spark import Context, Function, literal_text, simple
+from .postgres_time_spark import FUNCTIONS as TIME_FUNCTIONS
 from ...sql import ast
 
 #: PostgreSQL wraps base64 text at 76 characters.
@@ -170,6 +171,7 @@ FUNCTIONS: dict[str, Function] = {
     "REVERSE": Function(simple(F.reverse), 1, 1),
     "REPEAT": Function(simple(lambda s, n: F.when(n.isNotNull(), F.repeat(s, F.greatest(n, F.lit(0))))), 2, 2),
     "STARTS_WITH": Function(simple(F.startswith), 2, 2),
+    **TIME_FUNCTIONS,
     "OCTET_LENGTH": Function(simple(F.octet_length), 1, 1),
     "POSITION": Function(_position, 2, 2),
     "STRPOS": Function(simple(lambda s, sub: F.instr(s, sub)), 2, 2),
@@ -190,7 +192,9 @@ def _texts_then_ints(texts: int):
 TAKES = {"UNNEST": lambda types: types[0] is None or types[0].name == "ARRAY",
          **{name: _texts_then_ints(texts) for name, texts in (
              ("CHAR_LENGTH", 1), ("UPPER", 1), ("LOWER", 1), ("BTRIM", 2),
-             ("REVERSE", 1), ("REPEAT", 1), ("STARTS_WITH", 2))}}
+             ("REVERSE", 1), ("REPEAT", 1), ("STARTS_WITH", 2))},
+         "DATE_TRUNC": lambda types: (types[0] is None or types[0].name == "STRING") and (
+             types[1] is None or types[1].name in ("TIMESTAMP", "DATE"))}
 
 
 def lookup(name: str, arg_types: Sequence[str]) -> Function:
