@@ -56,6 +56,9 @@ class Dialect:
     ksql_clause_rules = True
     #: `SELECT *` over a join names columns after their source (`A_ID`).
     prefixes_join_star = True
+    #: GROUP BY may name a SELECT list item by its position (`GROUP BY 1`) or its alias where no
+    #: FROM item has a column so named (PostgreSQL's rule; ksqlDB groups by expressions only).
+    groups_by_select_items = False
     #: Two result columns with one name are refused.
     refuses_duplicate_names = True
     #: A comparison (=, <>, <, <=, >, >=, and so BETWEEN and IN) with a NULL operand is false, not

@@ -23,6 +23,7 @@ class Materialize(Dialect):
     naming = naming.MATERIALIZE
     ksql_clause_rules = False
     prefixes_join_star = False
+    groups_by_select_items = True
     refuses_duplicate_names = False
     null_comparisons_are_false = False  # PostgreSQL's three-valued logic
     synthetic_join_key = False

@@ -1,6 +1,6 @@
 """The SQL a Materialize user writes over sources (issue 20, section 3): ORDER BY in snapshots,
-PostgreSQL's functions over ksql's with Materialize's message for a missing one, and casts to
-text in PostgreSQL's forms that keep their column's name."""
+PostgreSQL's functions over ksql's with Materialize's message for a missing one, casts to
+text in PostgreSQL's forms that keep their column's name, GROUP BY a SELECT item's position or alias."""
 
 import json
 import uuid
@@ -81,3 +81,14 @@ def test_aggregates_in_the_order_their_order_by_gives(session, source):
     assert [list(l) for l in grouped.l] == [["null", "2", "3"], ["1"]]
     with pytest.raises(ks.StatementError, match="Aggregate function LIST_AGG cannot be used here"):
         session.sql("SELECT text FROM q WHERE list_agg(text ORDER BY text) IS NULL", **MZ)
+
+
+def test_group_by_a_select_items_position_or_alias(session, broker):
+    topic = f"gb_{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap_servers, topic, [{"key": None, "value": v, "partition": 0} for v in (b"a", b"A", b"b")],
+            create_partitions=1)
+    session.sql(f"CREATE SOURCE {topic} FROM KAFKA TOPIC '{topic}' FORMAT TEXT", dialect="materialize")
+    for by in ("1", "u"):
+        rows = session.sql(f"SELECT upper(text) AS u, count(*) AS n FROM {topic} GROUP BY {by} ORDER BY u",
+                           dialect="materialize")
+        assert rows.values.tolist() == [["A", 2], ["B", 1]], by

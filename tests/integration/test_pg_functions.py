@@ -184,3 +184,4 @@ def test_date_trunc_buckets_a_sources_records_in_a_query(session, broker):
                                                          ("2023-11-14 22:14:00+00:00", 1)]
     with pytest.raises(StatementError, match=r"function date_trunc\(text, int4\) does not exist"):
         session.sql("SELECT date_trunc('minute', 1) AS m", dialect="materialize")
+

@@ -46,3 +46,29 @@ def test_partition_by_star_puts_the_new_key_first_and_the_old_key_last():
     assert [n for n, _ in by_expression] == ["KSQL_COL_0", "ITEM", "QTY", "ID"]
     by_offset = _partitioned_star(star, (ast.ColumnRef("ROWOFFSET"),), source, KSQL.naming)
     assert [n for n, _ in by_offset] == ["ROWOFFSET", "ITEM", "QTY", "ID"]
+
+
+def test_materialize_groups_by_a_select_items_position_or_alias_an_input_column_first():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from kafkasql_magic.engine.analysis.grouping import by_select_items
+    from kafkasql_magic.errors import StatementError
+
+    inputs = [SimpleNamespace(visible=("ts", "text", "m2"))]
+
+    def grouped(sql):
+        return by_select_items(parse_statement(sql, dialect="materialize"), inputs).group_by
+
+    trunc = items_mz("SELECT date_trunc('minute', ts) FROM s")[0]
+    assert grouped("SELECT date_trunc('minute', ts) AS m, count(*) FROM s GROUP BY 1") == (trunc,)
+    assert grouped("SELECT date_trunc('minute', ts) AS m, count(*) FROM s GROUP BY m") == (trunc,)
+    assert grouped("SELECT upper(text) AS text, count(*) FROM s GROUP BY text") == (ast.ColumnRef("text"),)
+    assert grouped("SELECT ts AS m2, count(*) FROM s GROUP BY m2") == (ast.ColumnRef("m2"),)  # the input's m2
+    with pytest.raises(StatementError, match="line 1:39: GROUP BY position 3 is not in select list"):
+        grouped("SELECT text, count(*) FROM s GROUP BY 3")
+
+
+def items_mz(sql):
+    return [i.expr for i in parse_statement(sql, dialect="materialize").items]

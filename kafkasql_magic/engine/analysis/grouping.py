@@ -3,6 +3,7 @@ frame's columns, and only those may remain in SELECT and HAVING."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 from ...errors import StatementError
 from ...sql import ast
@@ -15,6 +16,31 @@ from .plan import Grouping
 #: WINDOWSTART / WINDOWEND (BIGINT ms) -> the grouped frame's columns.
 WINDOW_BOUNDS = {ast.ColumnRef(WINDOWSTART): ast.ColumnRef("__wstart"),
                  ast.ColumnRef(WINDOWEND): ast.ColumnRef("__wend")}
+
+
+def by_select_items(stmt: ast.Select, inputs) -> ast.Select:
+    """PostgreSQL's GROUP BY references to the SELECT list: `GROUP BY 2` is the second item's
+    expression, `GROUP BY m` the expression aliased `m` where no FROM item has a column `m`
+    (a column of the input wins, as in PostgreSQL)."""
+    def resolved(expr: ast.Expr) -> ast.Expr:
+        if isinstance(expr, ast.Literal) and expr.kind in ("INT", "BIGINT"):
+            position = expr.value
+            if not 1 <= position <= len(stmt.items):
+                raise StatementError(f"line {expr.line}:{expr.column}: GROUP BY position {position} is not in select list")
+            if any(isinstance(item, ast.Star) for item in stmt.items[:position]):
+                raise StatementError(f"line {expr.line}:{expr.column}: GROUP BY {position} after a * in the select "
+                                     "list is not supported: group by the expression")
+            return stmt.items[position - 1].expr
+        if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and not any(
+                expr.name.lower() in {c.lower() for c in side.visible} for side in inputs):
+            named = [item.expr for item in stmt.items
+                     if isinstance(item, ast.SelectItem) and (item.alias or "").lower() == expr.name.lower()]
+            if len(named) == 1:
+                return named[0]
+        return expr
+
+    group_by = tuple(resolved(e) for e in stmt.group_by)
+    return stmt if group_by == stmt.group_by else replace(stmt, group_by=group_by)
 
 
 def aggregate_calls(expr: ast.Expr) -> list[ast.FunctionCall | OrderedCall]:

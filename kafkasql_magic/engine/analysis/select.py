@@ -20,8 +20,8 @@ from ...sql.typetext import display
 from ..columns import PSEUDOCOLUMNS, RESERVED_COLUMN_NAMES
 from ..table_aggregate.rules import check_table_aggregates, keyed
 from .checks import check_clauses, check_persistent
-from .grouping import (WINDOW_BOUNDS, aggregate_calls, check_aggregate_rules, check_group_by_unique, grouping_of,
-                       qualified)
+from .grouping import (WINDOW_BOUNDS, aggregate_calls, by_select_items, check_aggregate_rules, check_group_by_unique,
+                       grouping_of, qualified)
 from .plan import (CAPTURE_FRAMES, CAPTURE_METRICS, CAPTURE_NONE, CAPTURE_OBSERVATIONS, STREAM, TABLE, Input,
                    QueryPlan)
 from .join_key import JoinKey, check_join_key_type, is_synthetic_ref, join_key_of, key_output
@@ -43,6 +43,8 @@ def analyse(stmt: ast.Select, catalog: Catalog, dialect: str | Dialect = "ksql",
     if catalog.types:  # Materialize's CREATE TYPE names, in the query's casts
         stmt = with_custom_types(stmt, catalog.types)
     inputs = [_input(ref, catalog, stmt.emit_changes, dialect) for ref in (stmt.source, *(j.source for j in stmt.joins))]
+    if dialect.groups_by_select_items and stmt.group_by:
+        stmt = by_select_items(stmt, inputs)
     first = inputs[0]
     written_in = _written_in(stmt.source, catalog, dialect)
     aggregating = bool(stmt.group_by) or any(aggregate_calls(i.expr) for i in stmt.items
