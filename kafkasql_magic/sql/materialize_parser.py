@@ -91,7 +91,15 @@ class MaterializeBuilder(TableRules, MaterializeDdlRules):
 
     type_names = TYPE_NAMES
 
+    # ---- PostgreSQL's functions named by a join word: left(s, n), right(s, n)
+    def left_call(self, meta, text, count):
+        return ast.FunctionCall("LEFT", (text, count), **_pos(meta))
+
+    def right_call(self, meta, text, count):
+        return ast.FunctionCall("RIGHT", (text, count), **_pos(meta))
+
     # ---- identifiers and literals
+
     def identifier(self, meta, token):
         """Unquoted identifiers are lower-cased; "quoted" ones keep their case."""
         return _unquote(token) if token[0] == '"' else token.lower()
@@ -446,7 +454,7 @@ class MaterializeDialect(Dialect):
     builder = MaterializeBuilder()
     future_reserved = FUTURE_RESERVED
     name_rules = ("identifier", "alias_name")
-    expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ"
+    expression_words = "( - + NOT CASE CAST TRUE FALSE NULL DATE TIME TIMESTAMP TIMESTAMPTZ LEFT RIGHT"
     type_words = " ".join(name for name in TYPE_NAMES if " " not in name) + " NUMERIC DECIMAL MAP"
     opening_terminals = frozenset({"_MAP_OPEN", "_LIST_OPEN"})
     operator_words = "= <> != < <= > >= + - || -> * / % :: [ ( . AND OR IS LIKE NOT IN BETWEEN"

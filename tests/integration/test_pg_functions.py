@@ -126,6 +126,9 @@ def test_text_functions_give_postgresqls_answers(spark):
     assert values(spark, "UPPER", [("café",), (None,)], text) == ["CAFÉ", None]
     assert values(spark, "LOWER", [("ÀB",)], text) == ["àb"]
     assert values(spark, "CHAR_LENGTH", [("café",)], text) == [4]
+    rows = [("abcde", 2), ("abcde", -2), ("ab", 5), ("ab", -5), ("abc", 0), (None, 1), ("ab", None)]
+    assert values(spark, "LEFT", rows, "s string, n int") == ["ab", "abc", "ab", "", "", None, None]
+    assert values(spark, "RIGHT", rows, "s string, n int") == ["de", "cde", "ab", "", "", None, None]
     assert values(spark, "BTRIM", [("  x  ",)], text) == ["x"]
     assert values(spark, "BTRIM", [("xyxaxy",)], text, "xy") == ["a"]
     assert values(spark, "REVERSE", [("abc",)], text) == ["cba"]
@@ -135,8 +138,9 @@ def test_text_functions_give_postgresqls_answers(spark):
 
 
 def test_text_functions_in_a_query_and_their_refusal_in_materializes_words(session):
-    rows = session.sql("SELECT upper('ab') AS u, repeat('ab', 2) AS r, btrim('  x ') AS b", dialect="materialize")
-    assert rows.values.tolist() == [["AB", "abab", "x"]]
+    rows = session.sql("SELECT upper('ab') AS u, repeat('ab', 2) AS r, btrim('  x ') AS b, left('abc', -1) AS l, "
+                       "right('abc', 2) AS r2", dialect="materialize")
+    assert rows.values.tolist() == [["AB", "abab", "x", "ab", "bc"]]
     with pytest.raises(StatementError, match=r"function upper\(int4\) does not exist"):
         session.sql("SELECT upper(1) AS u", dialect="materialize")
     with pytest.raises(StatementError, match=r"function repeat\(text, text\) does not exist"):

@@ -600,3 +600,11 @@ def test_several_unnests_beside_the_first_from_item_nest_in_order_and_their_rela
     u = ast.ColumnRef("u", "t")  # u.u: the element column of relation u, a column of t's rows now
     assert got.items[0].expr == u and got.where.left == u and got.order_by[0].expr == u
     assert ast.ColumnRef("unnest", "t") in list(ast.walk(got.items[1].expr))
+
+
+def test_left_and_right_are_functions_in_an_expression_and_join_words_after_a_from_item():
+    stmt = parse_statement("SELECT left(t.a, 2), RIGHT('ab', -1) FROM t LEFT JOIN u ON t.a = u.a "
+                           "RIGHT JOIN v ON t.a = v.a", dialect="materialize")
+    assert [i.expr.name for i in stmt.items] == ["LEFT", "RIGHT"]
+    assert stmt.items[1].expr.args == (ast.Literal("ab", "STRING"), ast.Literal(-1, "INT"))
+    assert [j.kind for j in stmt.joins] == ["LEFT", "RIGHT"]

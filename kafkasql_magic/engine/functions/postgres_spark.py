@@ -99,6 +99,19 @@ def _length(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Colu
     return F.length(args[0])
 
 
+def _left(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+    """left(s, n): the first n characters; a negative n, all but the last -n."""
+    s, n = args
+    return F.when(n.isNotNull(), F.substring(s, 1, F.when(n >= 0, n).otherwise(F.greatest(F.length(s) + n, F.lit(0)))))
+
+
+def _right(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
+    """right(s, n): the last n characters; a negative n, all but the first -n."""
+    s, n = args
+    kept = F.when(n >= 0, F.least(n, F.length(s))).otherwise(F.greatest(F.length(s) + n, F.lit(0)))
+    return F.when(n.isNotNull(), F.when(kept == 0, F.lit("")).otherwise(F.substring(s, F.length(s) - kept + 1, kept)))
+
+
 def _btrim(ctx: Context, args: list[Column], exprs: Sequence[ast.Expr]) -> Column:
     """btrim(s [, characters]): the characters (a space by default) removed from both ends."""
     return F.btrim(args[0], args[1]) if len(args) == 2 else F.btrim(args[0])
@@ -167,6 +180,8 @@ FUNCTIONS: dict[str, Function] = {
     "CHAR_LENGTH": Function(simple(F.char_length), 1, 1),
     "UPPER": Function(simple(F.upper), 1, 1),
     "LOWER": Function(simple(F.lower), 1, 1),
+    "LEFT": Function(_left, 2, 2),
+    "RIGHT": Function(_right, 2, 2),
     "BTRIM": Function(_btrim, 1, 2),
     "REVERSE": Function(simple(F.reverse), 1, 1),
     "REPEAT": Function(simple(lambda s, n: F.when(n.isNotNull(), F.repeat(s, F.greatest(n, F.lit(0))))), 2, 2),
@@ -191,7 +206,7 @@ def _texts_then_ints(texts: int):
 #: Functions taking only some types of argument: which (argument types, None where unknown).
 TAKES = {"UNNEST": lambda types: types[0] is None or types[0].name == "ARRAY",
          **{name: _texts_then_ints(texts) for name, texts in (
-             ("CHAR_LENGTH", 1), ("UPPER", 1), ("LOWER", 1), ("BTRIM", 2),
+             ("CHAR_LENGTH", 1), ("UPPER", 1), ("LOWER", 1), ("LEFT", 1), ("RIGHT", 1), ("BTRIM", 2),
              ("REVERSE", 1), ("REPEAT", 1), ("STARTS_WITH", 2))},
          "DATE_TRUNC": lambda types: (types[0] is None or types[0].name == "STRING") and (
              types[1] is None or types[1].name in ("TIMESTAMP", "DATE"))}
