@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -133,9 +134,10 @@ class PushQuery:
                     next_probe = time.monotonic() + PROBE_INTERVAL_S
         except Exception as exc:  # the Spark query failed (or a bad record failed it): surface it on the handle
             self._failure = exc
-            if spark_exit.died(exc) is not None:  # nothing more to ask a JVM that is gone
+            if spark_exit.died(exc, self._frame.sparkSession) is not None:  # nothing more to ask a JVM that is gone
                 self.model.set_state("FAILED", "Spark's JVM exited")
                 self._done.set()
+                shutil.rmtree(self._checkpoint, ignore_errors=True)
                 return
             self.model.set_state("FAILED", failure_message(exc))
             if self._query.isActive:
@@ -311,7 +313,7 @@ class PushQuery:
         if not finished:
             self.stop()
         if self._failure is not None:
-            if spark_exit.died(self._failure, within=0) is not None:
+            if spark_exit.died(self._failure, self._frame.sparkSession, within=0) is not None:
                 raise self._failure  # the session says why the JVM exited
             raise KStreamError(failure_message(self._failure)) from None
         rows = self.rows()

@@ -96,7 +96,7 @@ class Session:
     @property
     def spark(self):
         with self._lock:
-            if self._spark is not None and (code := spark_exit.exit_code()) is not None:
+            if self._spark is not None and (code := spark_exit.exit_code(self._spark)) is not None:
                 raise self._spark_exited(code)
             if self._spark is None:
                 from .spark_logs import starting_spark
@@ -142,7 +142,7 @@ class Session:
                     exc.statement = (number, len(pieces))
                 raise
             except Exception as exc:
-                if (code := spark_exit.died(exc)) is None:
+                if self._spark is None or (code := spark_exit.died(exc, self._spark)) is None:
                     raise
                 with self._lock:
                     raise self._spark_exited(code) from None
@@ -154,15 +154,13 @@ class Session:
     def _spark_exited(self, code: int) -> SparkExited:
         """The error that says why Spark's JVM exited, said once: our own session is then
         dropped, and the next statement starts a new one; the caller's is theirs to make again."""
-        from pyspark import SparkContext
-
         from .spark_logs import in_a_kernel, log_path
 
         log = log_path() if in_a_kernel() and not self.show_spark_logs else None
-        error = SparkExited(spark_exit.explain(code, SparkContext._gateway.proc.pid, log,
+        error = SparkExited(spark_exit.explain(code, spark_exit.process(self._spark).pid, log,
                                                restarts=not self._spark_given))
         if not self._spark_given:
-            spark_exit.forget()
+            spark_exit.forget(self._spark)
             self._spark = None
         return error
 

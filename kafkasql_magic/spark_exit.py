@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -32,26 +31,23 @@ MEANINGS = {
 }
 
 
-def _process():
-    """The JVM's process as PySpark launched it, or None (no JVM started here, or one that
-    PySpark did not launch, as under `spark-submit`)."""
-    if "pyspark" not in sys.modules:
-        return None
-    from pyspark import SparkContext
-
-    return getattr(SparkContext._gateway, "proc", None)
+def process(spark):
+    """The process of `spark`'s JVM as PySpark launched it, or None (one that PySpark did not
+    launch, as under `spark-submit`). Each session asks about its own JVM: after one has died and
+    a new session started, PySpark's class-level gateway is the new one."""
+    return getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
 
 
-def exit_code() -> int | None:
-    """The JVM's exit code if it has exited, else None."""
-    proc = _process()
+def exit_code(spark) -> int | None:
+    """`spark`'s JVM's exit code if it has exited, else None."""
+    proc = process(spark)
     return None if proc is None else proc.poll()
 
 
-def died(exc: BaseException, within: float = 3.0) -> int | None:
-    """The JVM's exit code if `exc` came of its death: an error on py4j's connection is waited
-    on for `within` s, as a JVM that is dying closes its sockets before it has exited."""
-    proc = _process()
+def died(exc: BaseException, spark, within: float = 3.0) -> int | None:
+    """`spark`'s JVM's exit code if `exc` came of its death: an error on py4j's connection is
+    waited on for `within` s, as a JVM that is dying closes its sockets before it has exited."""
+    proc = process(spark)
     if proc is None:
         return None
     if _lost_connection(exc):
@@ -103,12 +99,15 @@ def _tail(path: Path, size: int = 64_000) -> str:
         return handle.read().decode(errors="replace")
 
 
-def forget() -> None:
-    """Drop PySpark's hold on a JVM that has exited: the next session launches a new one."""
+def forget(spark) -> None:
+    """Drop PySpark's hold on `spark`'s JVM, which has exited, so that the next session launches
+    a new one; a newer JVM that another session started already is left alone."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     with SparkContext._lock:
+        if SparkContext._gateway is not spark.sparkContext._gateway:
+            return
         SparkContext._active_spark_context = None
         SparkContext._gateway = None
         SparkContext._jvm = None

@@ -211,7 +211,7 @@ class PersistentQuery:
                     if layout.spark_mismatch(exc) is not None:  # no retry can pass: say what to do
                         self._failure = self._layout_failure(exc)
                         return
-                    if spark_exit.died(exc) is not None:  # its plan died with the JVM: no retry can start
+                    if spark_exit.died(exc, self._planned.sparkSession) is not None:  # its plan died with the JVM: no retry can start
                         return
                 if not self._restart_after(backoff, longest):
                     return

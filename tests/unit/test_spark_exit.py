@@ -59,3 +59,22 @@ def test_only_a_lost_connection_is_waited_on_as_a_death():
     wrapped = RuntimeError("query failed")
     wrapped.__cause__ = Py4JNetworkError("empty")
     assert spark_exit._lost_connection(wrapped)
+
+
+def test_forgetting_a_dead_jvm_leaves_a_newer_one_alone():
+    from types import SimpleNamespace
+
+    from pyspark import SparkContext
+
+    dead = SimpleNamespace(sparkContext=SimpleNamespace(_gateway=object()))
+    newer = object()
+    saved = SparkContext._gateway, SparkContext._jvm, SparkContext._active_spark_context
+    try:
+        SparkContext._gateway = newer  # another session has started a new JVM already
+        spark_exit.forget(dead)
+        assert SparkContext._gateway is newer
+        SparkContext._gateway = dead.sparkContext._gateway
+        spark_exit.forget(dead)
+        assert SparkContext._gateway is None
+    finally:
+        SparkContext._gateway, SparkContext._jvm, SparkContext._active_spark_context = saved

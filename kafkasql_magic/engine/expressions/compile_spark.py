@@ -317,10 +317,10 @@ class Compiler:
         return result.otherwise(self.compile(e.else_)) if e.else_ is not None else result
 
     def _Cast(self, e: ast.Cast) -> Column:
-        if reads_collection_text(e, MESSAGES[self.scope.dialect.name]):  # '{1,2}'::int list (checked)
+        messages = MESSAGES[self.scope.dialect.name]
+        if reads_collection_text(e, messages):  # '{1,2}'::int list (checked)
             return _collection_literal(collection_text.parse(e.operand.value, e.type, collection_text.typed_word), e.type)
         value = self.compile(e.operand)
-        messages = MESSAGES[self.scope.dialect.name]
         if (messages.reads_collection_text and e.type.name in collection_text.TEXT_FORMS
                 and isinstance(self.spark_type(e.operand, value), T.StringType)):  # t::int list, at run time
             read, error = read_text_form(value, e.type, messages.collection_text_prefix(e.type))

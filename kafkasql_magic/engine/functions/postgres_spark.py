@@ -186,12 +186,12 @@ FUNCTIONS: dict[str, Function] = {
     "REVERSE": Function(simple(F.reverse), 1, 1),
     "REPEAT": Function(simple(lambda s, n: F.when(n.isNotNull(), F.repeat(s, F.greatest(n, F.lit(0))))), 2, 2),
     "STARTS_WITH": Function(simple(F.startswith), 2, 2),
-    **TIME_FUNCTIONS,
     "OCTET_LENGTH": Function(simple(F.octet_length), 1, 1),
     "POSITION": Function(_position, 2, 2),
     "STRPOS": Function(simple(lambda s, sub: F.instr(s, sub)), 2, 2),
     "SUBSTRING": Function(_substring, 2, 3),
     "SUBSTR": Function(_substring, 2, 3),
+    **TIME_FUNCTIONS,
 }
 
 

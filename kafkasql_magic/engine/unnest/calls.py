@@ -31,10 +31,6 @@ def calls_in(outputs) -> list[tuple[ast.FunctionCall, int]]:
     return found
 
 
-def element_of(calls, call: ast.FunctionCall) -> str:
-    return ELEMENT.format(next(k for k, (c, _) in enumerate(calls) if c == call))
-
-
 def with_elements(expr: ast.Expr, calls) -> ast.Expr:
     """`expr` with each unnest call replaced by a reference to its elements' column."""
     return ast.substitute(expr, {call: ast.ColumnRef(ELEMENT.format(k), line=call.line, column=call.column)
